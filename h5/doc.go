@@ -1,0 +1,13 @@
+// Package h5 is vh5fs's only door to libhdf5. It uses gonum.org/v1/hdf5 for files, groups
+// and datasets, and a small C layer (vh5.c) for what gonum lacks: virtual-dataset mappings,
+// fill values, filters, raw hyperslab reads in the file's own byte order, attribute decoding,
+// the HDF5 error stack, and the LZF filter (id 32000) on top of liblzf.
+//
+// Locking: libhdf5 is one global lock even in thread-safe builds, so every call into it goes
+// through lock()/unlock() here, the only global of the project. The calling goroutine is
+// pinned to its OS thread while it holds the lock because HDF5 keeps its error stack per
+// thread: the message of a failed call must be read on the thread that made it.
+//
+// Errors: HDF5's automatic error printing is switched off at start-up; a failed call becomes
+// an *Error carrying the operation, the object path and HDF5's own error-stack messages.
+package h5

@@ -1,0 +1,175 @@
+package h5
+
+// #include "vh5.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"gonum.org/v1/hdf5"
+)
+
+// ErrNotHDF5 is returned by Open for a file that is not HDF5.
+var ErrNotHDF5 = errors.New("not an HDF5 file")
+
+// File is an HDF5 file opened read-only.
+type File struct {
+	path string
+	f    *hdf5.File // nil once closed; GUARDED_BY(mu)
+}
+
+// Open opens path read-only.
+func Open(path string) (*File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	lock()
+	defer unlock()
+	if !hdf5.IsHDF5(path) {
+		stackMessage()
+		return nil, fmt.Errorf("%s: %w", path, ErrNotHDF5)
+	}
+	f, err := hdf5.OpenFile(path, hdf5.F_ACC_RDONLY)
+	if err != nil {
+		return nil, fail("open file", path, nil)
+	}
+	return &File{path: path, f: f}, nil
+}
+
+// Path is the file's path as given to Open.
+func (f *File) Path() string { return f.path }
+
+// Close closes the file; it is safe to call more than once.
+func (f *File) Close() error {
+	lock()
+	defer unlock()
+	if f.f == nil {
+		return nil
+	}
+	err := f.f.Close()
+	f.f = nil
+	if err != nil {
+		return fail("close file", f.path, nil)
+	}
+	return nil
+}
+
+func (f *File) id() (C.hid_t, error) {
+	if f.f == nil {
+		return -1, &Error{Op: "use", Path: f.path, Err: os.ErrClosed}
+	}
+	return C.hid_t(f.f.ID()), nil
+}
+
+// Kind is the kind of an HDF5 object.
+type Kind int
+
+// Object kinds.
+const (
+	KindMissing Kind = iota
+	KindGroup
+	KindDataset
+	KindOther // named datatypes, soft or external links, ...
+)
+
+func (k Kind) String() string {
+	return [...]string{"missing", "group", "dataset", "other"}[k]
+}
+
+// Member is one link in a group.
+type Member struct {
+	Name string
+	Kind Kind
+}
+
+// Kind returns the kind of the object at path, Missing if no such link exists.
+func (f *File) Kind(path string) (Kind, error) {
+	lock()
+	defer unlock()
+	return f.kindLocked(path)
+}
+
+func (f *File) kindLocked(path string) (Kind, error) {
+	id, err := f.id()
+	if err != nil {
+		return KindMissing, err
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	switch t := C.vh5_kind(id, cpath); t {
+	case -2:
+		return KindMissing, nil
+	case -1:
+		return KindMissing, fail("look up", path, nil)
+	case C.H5O_TYPE_GROUP:
+		return KindGroup, nil
+	case C.H5O_TYPE_DATASET:
+		return KindDataset, nil
+	default:
+		return KindOther, nil
+	}
+}
+
+// Members lists the links of the group at path in name order. Only hard links to groups
+// and datasets are reported as such; everything else is Other.
+func (f *File) Members(path string) ([]Member, error) {
+	lock()
+	defer unlock()
+	if _, err := f.id(); err != nil {
+		return nil, err
+	}
+	var fg *hdf5.CommonFG
+	if path == "/" {
+		fg = &f.f.CommonFG
+	} else {
+		g, err := f.f.OpenGroup(path)
+		if err != nil {
+			return nil, fail("open group", path, nil)
+		}
+		defer g.Close()
+		fg = &g.CommonFG
+	}
+	n, err := fg.NumObjects()
+	if err != nil {
+		return nil, fail("list group", path, nil)
+	}
+	out := make([]Member, 0, n)
+	for i := uint(0); i < n; i++ {
+		name, err := fg.ObjectNameByIndex(i)
+		if err != nil {
+			return nil, fail("list group", path, nil)
+		}
+		m := Member{Name: name, Kind: KindOther}
+		if t, err := fg.ObjectTypeByIndex(i); err == nil {
+			child := joinPath(path, name)
+			cchild := C.CString(child)
+			hard := C.vh5_link_is_hard(C.hid_t(f.f.ID()), cchild)
+			C.free(unsafe.Pointer(cchild))
+			if hard == 1 {
+				switch t {
+				case hdf5.H5G_GROUP:
+					m.Kind = KindGroup
+				case hdf5.H5G_DATASET:
+					m.Kind = KindDataset
+				}
+			}
+		}
+		stackMessage() // a dangling link leaves an error behind; it is not ours to report
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func joinPath(dir, name string) string {
+	if dir == "/" || dir == "" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}

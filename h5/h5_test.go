@@ -1,0 +1,92 @@
+package h5
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const fixtures = "../tests/testdata/fixtures"
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "text.h5")
+	require.NoError(t, os.WriteFile(text, []byte("not hdf5\n"), 0o644))
+	for _, tc := range []struct {
+		name, path string
+		want       error
+	}{
+		{"missing", filepath.Join(dir, "nope.h5"), os.ErrNotExist},
+		{"text", text, ErrNotHDF5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Open(tc.path)
+			require.ErrorIs(t, err, tc.want)
+		})
+	}
+}
+
+func TestBasic(t *testing.T) {
+	f, err := Open(filepath.Join(fixtures, "basic_1d.h5"))
+	require.NoError(t, err)
+	defer f.Close()
+
+	m, err := f.Members("/_version_data/versions")
+	require.NoError(t, err)
+	require.Equal(t, []Member{{"__first_version__", KindGroup}, {"v1", KindGroup}, {"v2", KindGroup}, {"v3", KindGroup}, {"v4", KindGroup}}, m)
+
+	k, err := f.Kind("/_version_data/versions/nope/x")
+	require.NoError(t, err)
+	require.Equal(t, KindMissing, k)
+
+	a, ok, err := f.Attr("/_version_data/versions", "current_version")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "v4", a.Value)
+	a, _, err = f.Attr("/_version_data/versions", "data_version")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), a.Value)
+	a, _, err = f.Attr("/_version_data/versions/v2", "committed")
+	require.NoError(t, err)
+	require.Equal(t, true, a.Value)
+	_, ok, err = f.Attr("/_version_data/versions", "nope")
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	d, err := f.OpenDataset("/_version_data/versions/v3/x")
+	require.NoError(t, err)
+	defer d.Close()
+	info := d.Info()
+	require.Equal(t, "<i8", info.Type.DType)
+	require.Equal(t, []int64{13}, info.Shape)
+	require.Equal(t, Virtual, info.Layout)
+	maps, err := d.Mappings()
+	require.NoError(t, err)
+	require.Len(t, maps, 3) // the edge chunk [12, 13) holds the fill value: unmapped
+	require.Equal(t, Mapping{VStart: []int64{4}, VCount: []int64{4}, SrcFile: ".", SrcDataset: "/_version_data/x/raw_data", SrcStart: []int64{12}, SrcCount: []int64{4}}, maps[1])
+
+	raw, err := f.OpenDataset("/_version_data/x/raw_data")
+	require.NoError(t, err)
+	defer raw.Close()
+	require.Equal(t, []int64{4}, raw.Info().Chunks)
+	buf := make([]byte, 8*4)
+	require.NoError(t, raw.ReadBox([]int64{0}, []int64{4}, []int64{4}, []int64{0}, buf))
+
+	// The hash table is LZF-compressed: reading it exercises the filter.
+	ht, err := f.OpenDataset("/_version_data/x/hash_table")
+	require.NoError(t, err)
+	defer ht.Close()
+	require.Equal(t, 32000, ht.Info().Filters[0].ID)
+	rows := make([]byte, 48*6)
+	require.NoError(t, ht.ReadBox([]int64{0}, []int64{6}, []int64{6}, []int64{0}, rows))
+	require.NotEqual(t, make([]byte, 32), rows[:32])
+
+	// A failing call carries HDF5's own message.
+	_, err = f.OpenDataset("/nope")
+	var he *Error
+	require.True(t, errors.As(err, &he))
+	require.Contains(t, he.Error(), "H5Dopen2")
+}

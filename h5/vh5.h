@@ -1,0 +1,73 @@
+// Small C helpers for package h5: things gonum.org/v1/hdf5 does not cover, each done in
+// one call so that Go crosses into C (and holds the HDF5 lock) as briefly as possible.
+#ifndef VH5_H
+#define VH5_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include "hdf5.h"
+
+#define VH5_LZF_FILTER 32000
+
+// vh5_init silences HDF5's automatic error printing and registers the LZF filter.
+int vh5_init(void);
+
+// vh5_error_message writes the current thread's HDF5 error stack, outermost first, into out.
+void vh5_error_message(char *out, size_t cap);
+
+// vh5_type_info describes a datatype in a flat struct.
+typedef struct {
+	int cls;          // H5T_class_t
+	size_t size;      // bytes per element in the file
+	int order;        // H5T_order_t (integers, floats)
+	int sign;         // H5T_sign_t (integers)
+	int is_vlen_str;  // variable-length string
+	int cset;         // H5T_cset_t for strings
+	int is_bool;      // h5py bool enum (int8 FALSE=0, TRUE=1)
+	int is_complex;   // compound {r, i} of two equal floats
+	int complex_order;
+	char tag[64];     // opaque tag (h5py stores "NUMPY:<M8[ns]" style tags)
+} vh5_type_info;
+
+int vh5_describe_type(hid_t type, vh5_type_info *out);
+
+// vh5_dataset_info reads shape, layout, chunk dims, filters and fill value of a dataset.
+typedef struct {
+	int rank;
+	hsize_t dims[32];
+	hsize_t maxdims[32];
+	int layout;         // H5D_layout_t
+	hsize_t chunk[32];
+	int nfilters;
+	int fill_defined;   // H5D_fill_value_t
+	size_t virtual_count;
+} vh5_dataset_info;
+
+int vh5_dataset_info_get(hid_t dset, vh5_dataset_info *out);
+int vh5_filter_get(hid_t dset, int idx, int *id, unsigned *flags, unsigned *cd, size_t *ncd, char *name, size_t name_cap);
+int vh5_fill_value(hid_t dset, void *out);
+
+// vh5_mappings fills, for each of n mappings, rank starts and extents of the virtual and
+// source selections, and the source dataset name (into names, NUL-separated, namecap total).
+int vh5_mappings(hid_t dset, int rank, size_t n, hsize_t *vstart, hsize_t *vcount,
+                 hsize_t *sstart, hsize_t *scount, char *names, size_t namecap, char *files, size_t filecap);
+
+// vh5_read_box reads the file hyperslab start/count of dset into mem, a buffer of rank dims
+// memdims, at memstart, in the dataset's own file type (no conversion).
+int vh5_read_box(hid_t dset, int rank, const hsize_t *start, const hsize_t *count,
+                 const hsize_t *memdims, const hsize_t *memstart, void *mem);
+
+// vh5_read_strings reads a box of a variable-length string dataset as C strings (caller
+// frees with vh5_free_strings).
+int vh5_read_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *count, char **out, size_t n);
+void vh5_free_strings(char **s, size_t n);
+
+// Attributes.
+int vh5_attr_count(hid_t obj);
+int vh5_attr_name(hid_t obj, int idx, char *out, size_t cap);
+int vh5_attr_read(hid_t obj, const char *name, vh5_type_info *ti, int *rank, hsize_t *dims, void **data, size_t *nbytes, char ***strs, size_t *nstrs);
+
+
+int vh5_kind(hid_t loc, const char *path);
+int vh5_link_is_hard(hid_t loc, const char *path);
+#endif

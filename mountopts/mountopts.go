@@ -1,0 +1,344 @@
+// Package mountopts parses vh5fs "-o" mount option strings into a typed
+// Config.
+//
+// Option strings follow the mount.fuse3 / mount(8) conventions: options are
+// separated by commas, each option is either a flag ("key") or a
+// "key=value" pair, "-o" may be given several times, and when an option is
+// repeated the later occurrence wins. Empty segments ("ro,,live") are
+// ignored. A backslash makes the following character literal, so a comma or
+// backslash inside a value is written "\," or "\\" ("fsname=a\,b" gives
+// "a,b"); a trailing backslash is kept as is (as libfuse does).
+//
+// vh5fs options:
+//
+//	ro              mount read-only (the default)
+//	rw              mount read-write; "ro" and "rw" conflict and the later wins
+//	live            follow an HDF5 SWMR writer, showing data as it is appended
+//	allow_other     let users other than the mounting user access the mount
+//	debug           trace FUSE operations
+//	fsname=NAME     file system name shown in the mount table
+//	                (default: empty, the caller uses the HDF5 file path)
+//	subtype=TYPE    file system subtype shown as "fuse.TYPE" (default "vh5fs")
+//	commit_name=N   name for the next committed version; N must be a valid
+//	                single HDF5 link name: non-empty, at most 255 bytes, no
+//	                "/" or NUL, and not ".", ".." or "__first_version__"
+//
+// Kernel/FUSE options that vh5fs passes on unchanged (collected in
+// Config.Passthrough):
+//
+//	default_permissions, allow_root, auto_unmount,
+//	noatime, atime, nodiratime, relatime, nosuid, suid, nodev, dev,
+//	exec, noexec, sync, async, dirsync   (flags)
+//	max_read=N, blksize=N, uid=N, gid=N  (N a non-negative decimal integer)
+//	umask=N                              (N an octal number, at most 0777)
+//
+// Passthrough options keep the order in which they were given and are
+// deduplicated: a repeated flag, or a repeated valued option (whatever its
+// value), keeps only its last occurrence, at the position of that last
+// occurrence, so later-wins semantics are preserved ("noatime,atime,noatime"
+// becomes "atime,noatime"; "uid=1,uid=2" becomes "uid=2").
+//
+// Options that mount(8) and fstab put in the option string and that FUSE
+// ignores are accepted and ignored: "defaults", "auto", "noauto", "user",
+// "users", "nouser", "nofail", "_netdev", "loop", any option starting with
+// "x-" (with or without a value), and "comment" / "comment=...".
+//
+// Any other option is an error naming it (`mountopts: unknown option "foo"`).
+// A flag given a value ("ro=1"), an option that needs a value given without
+// one or with an empty one ("fsname", "fsname="), and an invalid value are
+// errors that name the option as well. All errors start with "mountopts: ".
+package mountopts
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DefaultSubtype is the Subtype used when no "subtype=" option is given.
+const DefaultSubtype = "vh5fs"
+
+// Config is the parsed form of the vh5fs mount options.
+type Config struct {
+	ReadWrite   bool     // "rw" (default false: "ro")
+	Live        bool     // "live": follow an HDF5 SWMR writer
+	AllowOther  bool     // "allow_other"
+	Debug       bool     // "debug": trace FUSE operations
+	FSName      string   // "fsname=..." (default: empty -> caller uses the file path)
+	Subtype     string   // "subtype=..." default "vh5fs"
+	CommitName  string   // "commit_name=..." name for the next committed version (optional)
+	Passthrough []string // kernel/FUSE options passed on unchanged, in order, deduplicated
+}
+
+type optKind int
+
+const (
+	kindFlag         optKind = iota // vh5fs flag, no value
+	kindValue                       // vh5fs option with a required value
+	kindPassFlag                    // passthrough flag
+	kindPassDecimal                 // passthrough with decimal value
+	kindPassOctal                   // passthrough with octal value
+	kindIgnoredFlag                 // mount(8)/fstab flag ignored
+	kindIgnoredValue                // mount(8)/fstab option ignored, value optional
+)
+
+var known = map[string]optKind{
+	"ro":          kindFlag,
+	"rw":          kindFlag,
+	"live":        kindFlag,
+	"allow_other": kindFlag,
+	"debug":       kindFlag,
+	"fsname":      kindValue,
+	"subtype":     kindValue,
+	"commit_name": kindValue,
+
+	"default_permissions": kindPassFlag,
+	"allow_root":          kindPassFlag,
+	"auto_unmount":        kindPassFlag,
+	"noatime":             kindPassFlag,
+	"atime":               kindPassFlag,
+	"nodiratime":          kindPassFlag,
+	"relatime":            kindPassFlag,
+	"nosuid":              kindPassFlag,
+	"suid":                kindPassFlag,
+	"nodev":               kindPassFlag,
+	"dev":                 kindPassFlag,
+	"exec":                kindPassFlag,
+	"noexec":              kindPassFlag,
+	"sync":                kindPassFlag,
+	"async":               kindPassFlag,
+	"dirsync":             kindPassFlag,
+	"max_read":            kindPassDecimal,
+	"blksize":             kindPassDecimal,
+	"uid":                 kindPassDecimal,
+	"gid":                 kindPassDecimal,
+	"umask":               kindPassOctal,
+
+	"defaults": kindIgnoredFlag,
+	"auto":     kindIgnoredFlag,
+	"noauto":   kindIgnoredFlag,
+	"user":     kindIgnoredFlag,
+	"users":    kindIgnoredFlag,
+	"nouser":   kindIgnoredFlag,
+	"nofail":   kindIgnoredFlag,
+	"_netdev":  kindIgnoredFlag,
+	"loop":     kindIgnoredFlag,
+	"comment":  kindIgnoredValue,
+}
+
+func lookup(key string) (optKind, bool) {
+	if strings.HasPrefix(key, "x-") {
+		return kindIgnoredValue, true
+	}
+	k, ok := known[key]
+	return k, ok
+}
+
+// reservedVersionName is the link name vh5fs reserves for the initial version.
+const reservedVersionName = "__first_version__"
+
+// maxLinkName is the longest commit name accepted, in bytes.
+const maxLinkName = 255
+
+// ValidateCommitName reports whether name is usable as a single HDF5 link
+// name for a committed version.
+func ValidateCommitName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("mountopts: option %q: empty commit name", "commit_name")
+	case len(name) > maxLinkName:
+		return fmt.Errorf("mountopts: option %q: commit name is %d bytes, at most %d allowed", "commit_name", len(name), maxLinkName)
+	case strings.Contains(name, "/"):
+		return fmt.Errorf("mountopts: option %q: commit name %q contains \"/\"", "commit_name", name)
+	case strings.ContainsRune(name, 0):
+		return fmt.Errorf("mountopts: option %q: commit name %q contains NUL", "commit_name", name)
+	case name == "." || name == "..":
+		return fmt.Errorf("mountopts: option %q: commit name %q is not allowed", "commit_name", name)
+	case name == reservedVersionName:
+		return fmt.Errorf("mountopts: option %q: commit name %q is reserved", "commit_name", name)
+	}
+	return nil
+}
+
+// split splits an option string on unescaped commas and removes the escapes:
+// a backslash makes the next character literal; a trailing backslash is kept.
+// Each returned segment reports whether its '=' separator (the first
+// unescaped one) was present and where.
+type segment struct {
+	key, value string
+	hasValue   bool
+}
+
+func split(s string) []segment {
+	var segs []segment
+	var key, val strings.Builder
+	inValue := false
+	flush := func() {
+		if key.Len() > 0 || inValue {
+			segs = append(segs, segment{key: key.String(), value: val.String(), hasValue: inValue})
+		}
+		key.Reset()
+		val.Reset()
+		inValue = false
+	}
+	cur := func() *strings.Builder {
+		if inValue {
+			return &val
+		}
+		return &key
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur().WriteByte(s[i])
+		case c == ',':
+			flush()
+		case c == '=' && !inValue:
+			inValue = true
+		default:
+			cur().WriteByte(c)
+		}
+	}
+	flush()
+	return segs
+}
+
+// Parse parses one or more option strings in order into a Config. Later
+// options override earlier ones. See the package documentation for the
+// accepted options and the error cases.
+func Parse(opts ...string) (Config, error) {
+	c := Config{Subtype: DefaultSubtype}
+	for _, s := range opts {
+		for _, seg := range split(s) {
+			if err := c.apply(seg); err != nil {
+				return Config{}, err
+			}
+		}
+	}
+	return c, nil
+}
+
+func (c *Config) apply(seg segment) error {
+	if seg.key == "" {
+		return fmt.Errorf("mountopts: option %q has an empty name", "="+seg.value)
+	}
+	kind, ok := lookup(seg.key)
+	if !ok {
+		return fmt.Errorf("mountopts: unknown option %q", seg.key)
+	}
+	switch kind {
+	case kindFlag, kindPassFlag, kindIgnoredFlag:
+		if seg.hasValue {
+			return fmt.Errorf("mountopts: option %q takes no value (got %q)", seg.key, seg.value)
+		}
+	case kindValue, kindPassDecimal, kindPassOctal:
+		if !seg.hasValue || seg.value == "" {
+			return fmt.Errorf("mountopts: option %q needs a value", seg.key)
+		}
+	}
+
+	switch kind {
+	case kindIgnoredFlag, kindIgnoredValue:
+		return nil
+	case kindPassFlag:
+		c.addPassthrough(seg.key, seg.key)
+		return nil
+	case kindPassDecimal:
+		if _, err := strconv.ParseUint(seg.value, 10, 32); err != nil {
+			return fmt.Errorf("mountopts: option %q: invalid value %q (want a non-negative decimal integer)", seg.key, seg.value)
+		}
+		c.addPassthrough(seg.key, seg.key+"="+seg.value)
+		return nil
+	case kindPassOctal:
+		if n, err := strconv.ParseUint(seg.value, 8, 32); err != nil || n > 0o777 {
+			return fmt.Errorf("mountopts: option %q: invalid value %q (want an octal number up to 0777)", seg.key, seg.value)
+		}
+		c.addPassthrough(seg.key, seg.key+"="+seg.value)
+		return nil
+	}
+
+	switch seg.key {
+	case "ro":
+		c.ReadWrite = false
+	case "rw":
+		c.ReadWrite = true
+	case "live":
+		c.Live = true
+	case "allow_other":
+		c.AllowOther = true
+	case "debug":
+		c.Debug = true
+	case "fsname":
+		c.FSName = seg.value
+	case "subtype":
+		c.Subtype = seg.value
+	case "commit_name":
+		if err := ValidateCommitName(seg.value); err != nil {
+			return err
+		}
+		c.CommitName = seg.value
+	}
+	return nil
+}
+
+// addPassthrough appends opt, first removing any earlier entry with the same
+// key so that only the last occurrence is kept.
+func (c *Config) addPassthrough(key, opt string) {
+	out := c.Passthrough[:0:0]
+	for _, p := range c.Passthrough {
+		k, _, _ := strings.Cut(p, "=")
+		if k != key {
+			out = append(out, p)
+		}
+	}
+	c.Passthrough = append(out, opt)
+}
+
+// escape escapes backslashes and commas so that s survives split.
+func escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\', ',':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// String renders the config as a canonical option string: "ro" or "rw",
+// then live, allow_other, debug, fsname, subtype (only when not the
+// default), commit_name and the passthrough options in order. Values are
+// escaped so that Parse(c.String()) returns c for any Config returned by
+// Parse.
+func (c Config) String() string {
+	var opts []string
+	if c.ReadWrite {
+		opts = append(opts, "rw")
+	} else {
+		opts = append(opts, "ro")
+	}
+	if c.Live {
+		opts = append(opts, "live")
+	}
+	if c.AllowOther {
+		opts = append(opts, "allow_other")
+	}
+	if c.Debug {
+		opts = append(opts, "debug")
+	}
+	if c.FSName != "" {
+		opts = append(opts, "fsname="+escape(c.FSName))
+	}
+	if c.Subtype != "" && c.Subtype != DefaultSubtype {
+		opts = append(opts, "subtype="+escape(c.Subtype))
+	}
+	if c.CommitName != "" {
+		opts = append(opts, "commit_name="+escape(c.CommitName))
+	}
+	opts = append(opts, c.Passthrough...)
+	return strings.Join(opts, ",")
+}

@@ -1,0 +1,247 @@
+package mountopts
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// def returns the default Config with f applied.
+func def(f func(*Config)) Config {
+	c := Config{Subtype: "vh5fs"}
+	if f != nil {
+		f(&c)
+	}
+	return c
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []string
+		want Config
+	}{
+		{"no args", nil, def(nil)},
+		{"empty string", []string{""}, def(nil)},
+		{"only commas", []string{",,,"}, def(nil)},
+		{"ro", []string{"ro"}, def(nil)},
+		{"rw", []string{"rw"}, def(func(c *Config) { c.ReadWrite = true })},
+		{"live", []string{"live"}, def(func(c *Config) { c.Live = true })},
+		{"allow_other", []string{"allow_other"}, def(func(c *Config) { c.AllowOther = true })},
+		{"debug", []string{"debug"}, def(func(c *Config) { c.Debug = true })},
+		{"fsname", []string{"fsname=/data/x.h5"}, def(func(c *Config) { c.FSName = "/data/x.h5" })},
+		{"subtype", []string{"subtype=h5"}, def(func(c *Config) { c.Subtype = "h5" })},
+		{"commit_name", []string{"commit_name=v2"}, def(func(c *Config) { c.CommitName = "v2" })},
+		{"commit_name 255 bytes", []string{"commit_name=" + strings.Repeat("a", 255)},
+			def(func(c *Config) { c.CommitName = strings.Repeat("a", 255) })},
+		{"commit_name with dots", []string{"commit_name=...v.1"}, def(func(c *Config) { c.CommitName = "...v.1" })},
+		{"all vh5fs options", []string{"rw,live,allow_other,debug,fsname=f,subtype=s,commit_name=c"},
+			Config{ReadWrite: true, Live: true, AllowOther: true, Debug: true, FSName: "f", Subtype: "s", CommitName: "c"}},
+
+		// repeated and conflicting options
+		{"ro then rw", []string{"ro,rw"}, def(func(c *Config) { c.ReadWrite = true })},
+		{"rw then ro", []string{"rw,ro"}, def(nil)},
+		{"rw then ro across strings", []string{"rw", "ro"}, def(nil)},
+		{"ro then rw across strings", []string{"ro,live", "rw"}, def(func(c *Config) { c.ReadWrite = true; c.Live = true })},
+		{"repeated flag", []string{"live,live", "live"}, def(func(c *Config) { c.Live = true })},
+		{"fsname later wins", []string{"fsname=a", "fsname=b"}, def(func(c *Config) { c.FSName = "b" })},
+		{"subtype later wins", []string{"subtype=a,subtype=b"}, def(func(c *Config) { c.Subtype = "b" })},
+		{"commit_name later wins", []string{"commit_name=a", "commit_name=b"}, def(func(c *Config) { c.CommitName = "b" })},
+
+		// empty segments
+		{"empty segments", []string{"ro,,live,"}, def(func(c *Config) { c.Live = true })},
+		{"leading comma", []string{",debug"}, def(func(c *Config) { c.Debug = true })},
+
+		// escapes
+		{"escaped comma", []string{`fsname=a\,b`}, def(func(c *Config) { c.FSName = "a,b" })},
+		{"escaped backslash", []string{`fsname=a\\b`}, def(func(c *Config) { c.FSName = `a\b` })},
+		{"escaped backslash then comma", []string{`fsname=a\\,live`}, def(func(c *Config) { c.FSName = `a\`; c.Live = true })},
+		{"escaped other char", []string{`fsname=a\b`}, def(func(c *Config) { c.FSName = "ab" })},
+		{"trailing backslash kept", []string{`fsname=a\`}, def(func(c *Config) { c.FSName = `a\` })},
+		{"equals in value", []string{"fsname=a=b"}, def(func(c *Config) { c.FSName = "a=b" })},
+		{"escaped equals in value", []string{`fsname=a\=b`}, def(func(c *Config) { c.FSName = "a=b" })},
+		{"escaped comma in commit_name", []string{`commit_name=v\,1,ro`}, def(func(c *Config) { c.CommitName = "v,1" })},
+		{"escaped key char", []string{`l\ive`}, def(func(c *Config) { c.Live = true })},
+
+		// ignored mount(8)/fstab options
+		{"ignored fstab options",
+			[]string{"defaults,auto,noauto,user,users,nouser,nofail,_netdev,loop,ro"}, def(nil)},
+		{"ignored x- options", []string{"x-systemd.automount,x-gvfs-show,x-systemd.requires=/x,x-"}, def(nil)},
+		{"ignored comment", []string{"comment=systemd.automount,comment,comment="}, def(nil)},
+		{"ignored among real options", []string{"defaults,rw,nofail,x-a=b,live"},
+			def(func(c *Config) { c.ReadWrite = true; c.Live = true })},
+
+		// passthrough
+		{"passthrough flags",
+			[]string{"default_permissions,allow_root,noatime,atime,nodiratime,relatime,nosuid,suid,nodev,dev,exec,noexec,sync,async,dirsync,auto_unmount"},
+			def(func(c *Config) {
+				c.Passthrough = []string{"default_permissions", "allow_root", "noatime", "atime", "nodiratime", "relatime",
+					"nosuid", "suid", "nodev", "dev", "exec", "noexec", "sync", "async", "dirsync", "auto_unmount"}
+			})},
+		{"passthrough values",
+			[]string{"max_read=131072,blksize=4096,uid=1000,gid=0,umask=022"},
+			def(func(c *Config) {
+				c.Passthrough = []string{"max_read=131072", "blksize=4096", "uid=1000", "gid=0", "umask=022"}
+			})},
+		{"passthrough umask 0777", []string{"umask=0777"}, def(func(c *Config) { c.Passthrough = []string{"umask=0777"} })},
+		{"passthrough umask 0", []string{"umask=0"}, def(func(c *Config) { c.Passthrough = []string{"umask=0"} })},
+		{"passthrough mixed with options", []string{"nosuid,ro,nodev", "live,uid=5"},
+			def(func(c *Config) { c.Live = true; c.Passthrough = []string{"nosuid", "nodev", "uid=5"} })},
+		{"passthrough dedup flag", []string{"nosuid,nodev,nosuid"},
+			def(func(c *Config) { c.Passthrough = []string{"nodev", "nosuid"} })},
+		{"passthrough dedup keeps later-wins order", []string{"noatime,atime", "noatime"},
+			def(func(c *Config) { c.Passthrough = []string{"atime", "noatime"} })},
+		{"passthrough dedup same value", []string{"uid=1,gid=2,uid=1"},
+			def(func(c *Config) { c.Passthrough = []string{"gid=2", "uid=1"} })},
+		{"passthrough valued later wins", []string{"uid=1,nodev", "uid=2"},
+			def(func(c *Config) { c.Passthrough = []string{"nodev", "uid=2"} })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse(tt.opts...)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []string
+		opt  string // option the message must name
+	}{
+		{"unknown option", []string{"foo"}, "foo"},
+		{"unknown option with value", []string{"foo=bar"}, "foo"},
+		{"unknown after valid", []string{"ro,live", "bogus"}, "bogus"},
+		{"unknown case-sensitive", []string{"RO"}, "RO"},
+		{"unknown near-ignored", []string{"xsystemd"}, "xsystemd"},
+		{"unknown comment prefix", []string{"comments=x"}, "comments"},
+		{"empty name", []string{"=x"}, "=x"},
+
+		// flags given a value
+		{"ro with value", []string{"ro=1"}, "ro"},
+		{"rw with value", []string{"rw=1"}, "rw"},
+		{"live with value", []string{"live=yes"}, "live"},
+		{"allow_other with value", []string{"allow_other=1"}, "allow_other"},
+		{"debug with empty value", []string{"debug="}, "debug"},
+		{"passthrough flag with value", []string{"noatime=1"}, "noatime"},
+		{"auto_unmount with value", []string{"auto_unmount=0"}, "auto_unmount"},
+		{"ignored flag with value", []string{"defaults=1"}, "defaults"},
+		{"nofail with value", []string{"nofail=yes"}, "nofail"},
+
+		// options needing a value
+		{"fsname no value", []string{"fsname"}, "fsname"},
+		{"fsname empty value", []string{"fsname="}, "fsname"},
+		{"subtype no value", []string{"subtype"}, "subtype"},
+		{"subtype empty value", []string{"subtype="}, "subtype"},
+		{"commit_name no value", []string{"commit_name"}, "commit_name"},
+		{"max_read no value", []string{"max_read"}, "max_read"},
+		{"blksize empty value", []string{"blksize="}, "blksize"},
+		{"uid no value", []string{"uid"}, "uid"},
+		{"gid no value", []string{"gid"}, "gid"},
+		{"umask no value", []string{"umask"}, "umask"},
+
+		// invalid passthrough values
+		{"max_read not a number", []string{"max_read=big"}, "max_read"},
+		{"blksize negative", []string{"blksize=-1"}, "blksize"},
+		{"uid signed", []string{"uid=+1"}, "uid"},
+		{"gid hex", []string{"gid=0x10"}, "gid"},
+		{"uid too large", []string{"uid=4294967296"}, "uid"},
+		{"umask not octal", []string{"umask=088"}, "umask"},
+		{"umask too large", []string{"umask=1000"}, "umask"},
+
+		// invalid commit names
+		{"commit_name empty", []string{"commit_name="}, "commit_name"},
+		{"commit_name slash", []string{"commit_name=a/b"}, "commit_name"},
+		{"commit_name only slash", []string{"commit_name=/"}, "commit_name"},
+		{"commit_name dot", []string{"commit_name=."}, "commit_name"},
+		{"commit_name dotdot", []string{"commit_name=.."}, "commit_name"},
+		{"commit_name reserved", []string{"commit_name=__first_version__"}, "commit_name"},
+		{"commit_name NUL", []string{"commit_name=a\x00b"}, "commit_name"},
+		{"commit_name too long", []string{"commit_name=" + strings.Repeat("a", 256)}, "commit_name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.opts...)
+			require.Error(t, err)
+			require.True(t, strings.HasPrefix(err.Error(), "mountopts: "), "message %q", err)
+			require.Contains(t, err.Error(), `"`+tt.opt+`"`)
+		})
+	}
+}
+
+func TestUnknownOptionMessage(t *testing.T) {
+	_, err := Parse("ro", "foo")
+	require.EqualError(t, err, `mountopts: unknown option "foo"`)
+}
+
+func TestErrorReturnsZeroConfig(t *testing.T) {
+	c, err := Parse("rw,live,fsname=x", "nope")
+	require.Error(t, err)
+	require.Equal(t, Config{}, c)
+}
+
+func TestValidateCommitName(t *testing.T) {
+	for _, ok := range []string{"v1", "a b", "...", ".hidden", "__first_version", strings.Repeat("é", 127)} {
+		require.NoError(t, ValidateCommitName(ok), ok)
+	}
+	for _, bad := range []string{"", ".", "..", "/", "a/", "__first_version__", "\x00", strings.Repeat("é", 128)} {
+		err := ValidateCommitName(bad)
+		require.Error(t, err, "%q", bad)
+		require.Contains(t, err.Error(), `"commit_name"`)
+	}
+}
+
+func TestString(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"default", def(nil), "ro"},
+		{"zero value", Config{}, "ro"},
+		{"rw", def(func(c *Config) { c.ReadWrite = true }), "rw"},
+		{"all", Config{ReadWrite: true, Live: true, AllowOther: true, Debug: true, FSName: "f", Subtype: "s",
+			CommitName: "c", Passthrough: []string{"nodev", "uid=1"}},
+			"rw,live,allow_other,debug,fsname=f,subtype=s,commit_name=c,nodev,uid=1"},
+		{"escapes", def(func(c *Config) { c.FSName = `a,b\c=d`; c.CommitName = "v,2" }),
+			`ro,fsname=a\,b\\c=d,commit_name=v\,2`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, tt.cfg.String())
+		})
+	}
+}
+
+func TestStringRoundTrip(t *testing.T) {
+	inputs := [][]string{
+		nil,
+		{"ro"},
+		{"rw"},
+		{"rw,ro"},
+		{"rw,live,allow_other,debug"},
+		{"fsname=/data/run 1.h5,subtype=h5fs"},
+		{"subtype=vh5fs"},
+		{`fsname=a\,b\\c,commit_name=x\,y=z`},
+		{`fsname=trailing\`},
+		{"commit_name=v2", "rw"},
+		{"defaults,nofail,x-systemd.automount,_netdev,comment=foo,ro"},
+		{"default_permissions,allow_root,noatime,atime,nodiratime,relatime,nosuid,suid,nodev,dev,exec,noexec,sync,async,dirsync,auto_unmount"},
+		{"max_read=131072,blksize=512,uid=0,gid=100,umask=027,noatime,uid=7"},
+		{"live,nosuid", "nodev,nosuid,debug"},
+	}
+	for _, in := range inputs {
+		t.Run(strings.Join(in, "|"), func(t *testing.T) {
+			c, err := Parse(in...)
+			require.NoError(t, err)
+			s := c.String()
+			back, err := Parse(s)
+			require.NoError(t, err, "String() = %q", s)
+			require.Equal(t, c, back, "String() = %q", s)
+			require.Equal(t, s, back.String(), "String is canonical")
+		})
+	}
+}
