@@ -1,0 +1,26 @@
+// Package fsnode is the FUSE face of vh5fs: go-fuse nodes that translate kernel requests
+// into calls on the engines (package versions for the tree and reads) and map their errors
+// to errno in one place (errno). It holds almost no state of its own; every node is a path
+// into the HDF5 file plus what caching needs.
+//
+// The tree:
+//
+//	MNT/versions/<v>/...     one directory per committed version; groups are directories,
+//	                         datasets are files of raw C-order bytes
+//	MNT/current              symlink to versions/<current_version>
+//	MNT/<path>               the file's plain (unversioned) groups and datasets;
+//	                         _version_data itself is never shown
+//
+// A top-level plain object named "versions" or "current" is hidden by the entries above in
+// a versioned file.
+//
+// Inode numbers are deterministic (a hash of the node's kind and HDF5 path), so the same
+// object keeps its number across lookups and remounts.
+//
+// Caching. A committed version never changes, so everything under versions/<v> is served
+// with long entry and attribute timeouts (immutableTimeout) and its files are opened with
+// FOPEN_KEEP_CACHE: the kernel's page cache keeps their bytes across opens. The root, the
+// versions directory and the current symlink can change when a version is committed, so
+// they get short timeouts (mutableTimeout); so does the plain tree, which another process
+// may change.
+package fsnode

@@ -1,0 +1,51 @@
+package fsnode
+
+import (
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vh5fs/vh5fs/mountopts"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// Mount serves f at mountpoint with the options in cfg and returns the running server;
+// the caller waits on it (Wait) and ends it (Unmount).
+func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Server, error) {
+	if cfg.ReadWrite {
+		return nil, fmt.Errorf("read-write mounts are not supported yet")
+	}
+	root := &rootNode{m: &mount{file: f, mtime: fileMtime(f.Path())}}
+	fsname := cfg.FSName
+	if fsname == "" {
+		fsname = f.Path()
+	}
+	entry, attr, negative := mutableTimeout, mutableTimeout, mutableTimeout
+	opts := &fs.Options{
+		MountOptions: fuse.MountOptions{
+			FsName:       fsname,
+			Name:         cfg.Subtype,
+			AllowOther:   cfg.AllowOther,
+			Debug:        cfg.Debug,
+			DirectMount:  true,
+			MaxReadAhead: 1 << 20,
+			Options:      append([]string{"ro"}, cfg.Passthrough...),
+		},
+		EntryTimeout:    &entry,
+		AttrTimeout:     &attr,
+		NegativeTimeout: &negative,
+		UID:             uint32(os.Getuid()),
+		GID:             uint32(os.Getgid()),
+	}
+	if cfg.Debug {
+		opts.Logger = log.New(os.Stderr, "fuse: ", log.Lmicroseconds)
+	}
+	srv, err := fs.Mount(mountpoint, root, opts)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	return srv, nil
+}

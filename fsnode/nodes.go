@@ -1,0 +1,374 @@
+package fsnode
+
+import (
+	"context"
+	"hash/fnv"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+const (
+	immutableTimeout = time.Hour
+	mutableTimeout   = time.Second
+)
+
+// mount is what every node of one mount shares.
+type mount struct {
+	file  *versions.File
+	mtime time.Time // the HDF5 file's mtime, for nodes without a version timestamp
+}
+
+// ino derives a stable inode number from a node kind and HDF5 path. 1 is the root.
+func ino(kind, path string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write([]byte(path))
+	if v := h.Sum64(); v > 1 {
+		return v
+	}
+	return 2
+}
+
+func setTime(a *fuse.Attr, t time.Time) {
+	a.SetTimes(&t, &t, &t)
+}
+
+// rootNode is the mount's root directory.
+type rootNode struct {
+	fs.Inode
+	m *mount
+}
+
+var _ fs.NodeLookuper = (*rootNode)(nil)
+
+func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.m.file.Versioned() {
+		switch name {
+		case "versions":
+			out.Mode = fuse.S_IFDIR | 0o555
+			setTime(&out.Attr, n.m.mtime)
+			out.SetEntryTimeout(mutableTimeout)
+			out.SetAttrTimeout(mutableTimeout)
+			return n.NewInode(ctx, &versionsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("versions", "")}), 0
+		case "current":
+			cur, err := n.m.file.CurrentVersion()
+			if err != nil {
+				return nil, errno(err)
+			}
+			if cur == "" {
+				return nil, syscall.ENOENT
+			}
+			out.Mode = fuse.S_IFLNK | 0o777
+			out.Size = uint64(len(currentTarget(cur)))
+			setTime(&out.Attr, n.m.mtime)
+			out.SetEntryTimeout(mutableTimeout)
+			out.SetAttrTimeout(mutableTimeout)
+			return n.NewInode(ctx, &currentNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino("current", "")}), 0
+		}
+	}
+	return lookupChild(ctx, &n.Inode, n.m, "/", name, nil, out)
+}
+
+var _ fs.NodeReaddirer = (*rootNode)(nil)
+
+func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	var list []fuse.DirEntry
+	if n.m.file.Versioned() {
+		list = append(list, fuse.DirEntry{Name: "versions", Mode: fuse.S_IFDIR, Ino: ino("versions", "")})
+		if cur, err := n.m.file.CurrentVersion(); err != nil {
+			return nil, errno(err)
+		} else if cur != "" {
+			list = append(list, fuse.DirEntry{Name: "current", Mode: fuse.S_IFLNK, Ino: ino("current", "")})
+		}
+	}
+	plain, errn := listGroup(n.m, "/")
+	if errn != 0 {
+		return nil, errn
+	}
+	for _, e := range plain {
+		if n.m.file.Versioned() && (e.Name == "versions" || e.Name == "current") {
+			continue
+		}
+		list = append(list, e)
+	}
+	return fs.NewListDirStream(list), 0
+}
+
+var _ fs.NodeGetattrer = (*rootNode)(nil)
+
+func (n *rootNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = fuse.S_IFDIR | 0o555
+	setTime(&out.Attr, n.m.mtime)
+	out.SetTimeout(mutableTimeout)
+	return 0
+}
+
+func currentTarget(version string) string { return "versions/" + version }
+
+// currentNode is the "current" symlink.
+type currentNode struct {
+	fs.Inode
+	m *mount
+}
+
+var _ fs.NodeReadlinker = (*currentNode)(nil)
+
+func (n *currentNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	cur, err := n.m.file.CurrentVersion()
+	if err != nil {
+		return nil, errno(err)
+	}
+	if cur == "" {
+		return nil, syscall.ENOENT
+	}
+	return []byte(currentTarget(cur)), 0
+}
+
+var _ fs.NodeGetattrer = (*currentNode)(nil)
+
+func (n *currentNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	cur, err := n.m.file.CurrentVersion()
+	if err != nil {
+		return errno(err)
+	}
+	out.Mode = fuse.S_IFLNK | 0o777
+	out.Size = uint64(len(currentTarget(cur)))
+	setTime(&out.Attr, n.m.mtime)
+	out.SetTimeout(mutableTimeout)
+	return 0
+}
+
+// versionsNode is the versions/ directory.
+type versionsNode struct {
+	fs.Inode
+	m *mount
+}
+
+var _ fs.NodeLookuper = (*versionsNode)(nil)
+
+func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	v, ok, err := n.m.file.Version(name)
+	if err != nil {
+		return nil, errno(err)
+	}
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	out.Mode = fuse.S_IFDIR | 0o555
+	setTime(&out.Attr, v.Time())
+	out.SetEntryTimeout(immutableTimeout)
+	out.SetAttrTimeout(immutableTimeout)
+	child := &groupNode{m: n.m, path: v.Path(), immutable: true, mtime: v.Time()}
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", v.Path())}), 0
+}
+
+var _ fs.NodeReaddirer = (*versionsNode)(nil)
+
+func (n *versionsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	vs, err := n.m.file.Versions()
+	if err != nil {
+		return nil, errno(err)
+	}
+	list := make([]fuse.DirEntry, len(vs))
+	for i, v := range vs {
+		list[i] = fuse.DirEntry{Name: v.Name, Mode: fuse.S_IFDIR, Ino: ino("group", v.Path())}
+	}
+	return fs.NewListDirStream(list), 0
+}
+
+var _ fs.NodeGetattrer = (*versionsNode)(nil)
+
+func (n *versionsNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = fuse.S_IFDIR | 0o555
+	setTime(&out.Attr, n.m.mtime)
+	out.SetTimeout(mutableTimeout)
+	return 0
+}
+
+// groupNode is an HDF5 group: a version's root group, a group inside a version, or a
+// group of the plain tree.
+type groupNode struct {
+	fs.Inode
+	m         *mount
+	path      string
+	immutable bool      // inside a committed version
+	mtime     time.Time // the version's timestamp, or the file's mtime
+}
+
+var _ fs.NodeLookuper = (*groupNode)(nil)
+
+func (n *groupNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return lookupChild(ctx, &n.Inode, n.m, n.path, name, n, out)
+}
+
+var _ fs.NodeReaddirer = (*groupNode)(nil)
+
+func (n *groupNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	list, errn := listGroup(n.m, n.path)
+	if errn != 0 {
+		return nil, errn
+	}
+	return fs.NewListDirStream(list), 0
+}
+
+var _ fs.NodeGetattrer = (*groupNode)(nil)
+
+func (n *groupNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = fuse.S_IFDIR | 0o555
+	setTime(&out.Attr, n.mtime)
+	out.SetTimeout(timeout(n.immutable))
+	return 0
+}
+
+func timeout(immutable bool) time.Duration {
+	if immutable {
+		return immutableTimeout
+	}
+	return mutableTimeout
+}
+
+func joinPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+func listGroup(m *mount, path string) ([]fuse.DirEntry, syscall.Errno) {
+	entries, err := m.file.List(path)
+	if err != nil {
+		return nil, errno(err)
+	}
+	list := make([]fuse.DirEntry, len(entries))
+	for i, e := range entries {
+		child := joinPath(path, e.Name)
+		if e.IsGroup {
+			list[i] = fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFDIR, Ino: ino("group", child)}
+		} else {
+			list[i] = fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFREG, Ino: ino("dataset", child)}
+		}
+	}
+	return list, 0
+}
+
+// lookupChild finds name in the HDF5 group at dir. parent carries the version's
+// immutability and time down the tree (nil at the root of the plain tree).
+func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, parent *groupNode, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if dir == "/" && "/"+name == versions.DataRoot {
+		return nil, syscall.ENOENT
+	}
+	immutable, mtime := false, m.mtime
+	if parent != nil {
+		immutable, mtime = parent.immutable, parent.mtime
+	}
+	path := joinPath(dir, name)
+	entries, err := m.file.List(dir)
+	if err != nil {
+		return nil, errno(err)
+	}
+	for _, e := range entries {
+		if e.Name != name {
+			continue
+		}
+		out.SetEntryTimeout(timeout(immutable))
+		out.SetAttrTimeout(timeout(immutable))
+		if e.IsGroup {
+			out.Mode = fuse.S_IFDIR | 0o555
+			setTime(&out.Attr, mtime)
+			child := &groupNode{m: m, path: path, immutable: immutable, mtime: mtime}
+			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", path)}), 0
+		}
+		child := &datasetNode{m: m, path: path, immutable: immutable, mtime: mtime}
+		if errn := child.fill(&out.Attr); errn != 0 {
+			return nil, errn
+		}
+		return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino("dataset", path)}), 0
+	}
+	return nil, syscall.ENOENT
+}
+
+// datasetNode is a dataset's file.
+type datasetNode struct {
+	fs.Inode
+	m         *mount
+	path      string
+	immutable bool
+	mtime     time.Time
+}
+
+func (n *datasetNode) dataset() (*versions.Dataset, syscall.Errno) {
+	d, err := n.m.file.Dataset(n.path)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return d, 0
+}
+
+func (n *datasetNode) fill(a *fuse.Attr) syscall.Errno {
+	d, errn := n.dataset()
+	if errn != 0 {
+		return errn
+	}
+	a.Mode = fuse.S_IFREG | 0o444
+	a.Size = uint64(d.Size())
+	a.Blocks = (a.Size + 511) / 512
+	setTime(a, n.mtime)
+	return 0
+}
+
+var _ fs.NodeGetattrer = (*datasetNode)(nil)
+
+func (n *datasetNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.SetTimeout(timeout(n.immutable))
+	return n.fill(&out.Attr)
+}
+
+var _ fs.NodeOpener = (*datasetNode)(nil)
+
+func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	if _, errn := n.dataset(); errn != 0 {
+		return nil, 0, errn
+	}
+	var fuseFlags uint32
+	if n.immutable {
+		fuseFlags |= fuse.FOPEN_KEEP_CACHE
+	}
+	return nil, fuseFlags, 0
+}
+
+var _ fs.NodeReader = (*datasetNode)(nil)
+
+func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	d, errn := n.dataset()
+	if errn != 0 {
+		return nil, errn
+	}
+	nr, err := d.ReadAt(dest, off)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return fuse.ReadResultData(dest[:nr]), 0
+}
+
+var _ fs.NodeSetattrer = (*datasetNode)(nil)
+
+func (n *datasetNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return syscall.EROFS
+}
+
+func fileMtime(path string) time.Time {
+	if st, err := os.Stat(path); err == nil {
+		return st.ModTime()
+	}
+	return time.Time{}
+}

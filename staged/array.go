@@ -1,0 +1,241 @@
+// Package staged is the Go counterpart of versioned-hdf5's StagedChangesArray:
+// a chunked n-D array whose chunks live on "slabs", read (and later written)
+// through plans.
+//
+// # Slabs
+//
+// A slab is a concatenation of chunks along axis 0, i.e. an array of shape
+// (n*C[0], C[1], ..., C[d-1]) for chunk shape C. Every chunk of the virtual
+// array lies on exactly one slab:
+//
+//   - slab 0 (FullSlab) is the full slab: one read-only chunk that is
+//     entirely the fill value. It is never materialised; readers repeat
+//     the fill element.
+//   - slab 1 (BaseSlab) is the base slab: the raw_data dataset on disk.
+//     Chunks are fetched through a ChunkSource.
+//   - slabs 2 and up are staged slabs: writeable in-memory byte slices with
+//     the same layout as raw_data. They are created by writes (SetItemPlan,
+//     ResizePlan; not implemented yet) and discarded on commit.
+//
+// # slab_indices and slab_offsets
+//
+// Two arrays with one entry per chunk of the chunk grid (flattened in C
+// order) record where each chunk is: slabIndices[k] is the slab index and
+// slabOffsets[k] is the row offset of the chunk along axis 0 within that
+// slab (a multiple of C[0] in practice; always 0 on the full slab). Several
+// chunks may share one (slab, offset) pair: versioned-hdf5 deduplicates
+// identical chunks in raw_data.
+//
+// Chunks are always stored with the full chunk shape C, even at the edges of
+// the array; bytes beyond the trimmed edge are padding and never read.
+//
+// # Plans
+//
+// Operations are split, as in the design, into a planning step that deals
+// only in shapes, chunks and indices, and a dumb executor. GetItemPlan turns
+// a byte range of the C-order stream of the array (what a FUSE read asks
+// for) into rectangular hyperslabs of the array and then into per-chunk
+// transfers grouped by source slab. Plans are plain data and can be printed
+// with String for debugging, without touching any data. Array.ReadAt builds
+// and executes a plan.
+package staged
+
+import (
+	"fmt"
+	"math"
+)
+
+// Slab indices with a fixed meaning; indices >= 2 are staged slabs.
+const (
+	FullSlab = 0
+	BaseSlab = 1
+)
+
+// ChunkSource loads one chunk of the base slab. off is the row offset along
+// axis 0 in the base slab (raw_data) as stored in slab_offsets. dst has
+// length ChunkBytes() and must receive the whole chunk in C order with the
+// full chunk shape C (padding beyond the trimmed edge may hold anything).
+type ChunkSource interface {
+	ReadChunk(off int64, dst []byte) error
+}
+
+// Array is a chunked n-D array of fixed-size elements whose chunks lie on
+// slabs (see the package documentation). It is not safe for concurrent
+// mutation; concurrent reads are fine.
+type Array struct {
+	shape    []int64
+	chunks   []int64
+	itemSize int
+	fill     []byte // one element
+
+	grid        []int64 // chunks per axis: ceil(shape/chunks)
+	slabIndices []int32 // per chunk, C order over grid
+	slabOffsets []int64 // per chunk, row offset along axis 0 in its slab
+	slabs       [][]byte
+
+	size         int64   // total bytes of the C-order stream
+	chunkBytes   int     // bytes of one full chunk
+	rowBytes     int64   // bytes of one axis-0 row of a chunk (slab row)
+	chunkStrides []int64 // byte strides inside a chunk buffer
+	dstStrides   []int64 // byte strides of the array's C-order stream
+}
+
+// New returns an array whose chunks all lie on the full slab (read as fill).
+// fill is one element (len == itemSize).
+func New(shape, chunks []int64, itemSize int, fill []byte) (*Array, error) {
+	nd := len(shape)
+	switch {
+	case nd == 0:
+		return nil, fmt.Errorf("staged: new array: shape must have at least one axis")
+	case len(chunks) != nd:
+		return nil, fmt.Errorf("staged: new array: chunks %v has %d axes, shape %v has %d", chunks, len(chunks), shape, nd)
+	case itemSize <= 0:
+		return nil, fmt.Errorf("staged: new array: item size %d must be positive", itemSize)
+	case len(fill) != itemSize:
+		return nil, fmt.Errorf("staged: new array: fill value has %d bytes, item size is %d", len(fill), itemSize)
+	}
+	a := &Array{
+		shape:    append([]int64(nil), shape...),
+		chunks:   append([]int64(nil), chunks...),
+		itemSize: itemSize,
+		fill:     append([]byte(nil), fill...),
+		grid:     make([]int64, nd),
+		slabs:    [][]byte{nil, nil},
+	}
+	elems, chunkElems, nChunks := int64(1), int64(1), int64(1)
+	var ok bool
+	for i := range nd {
+		if shape[i] < 0 {
+			return nil, fmt.Errorf("staged: new array: shape %v has a negative axis", shape)
+		}
+		if chunks[i] <= 0 {
+			return nil, fmt.Errorf("staged: new array: chunks %v must be positive", chunks)
+		}
+		a.grid[i] = (shape[i] + chunks[i] - 1) / chunks[i]
+		if elems, ok = mulCheck(elems, shape[i]); !ok {
+			return nil, fmt.Errorf("staged: new array: shape %v overflows", shape)
+		}
+		if chunkElems, ok = mulCheck(chunkElems, chunks[i]); !ok {
+			return nil, fmt.Errorf("staged: new array: chunks %v overflow", chunks)
+		}
+		if nChunks, ok = mulCheck(nChunks, a.grid[i]); !ok {
+			return nil, fmt.Errorf("staged: new array: chunk grid %v overflows", a.grid)
+		}
+	}
+	if a.size, ok = mulCheck(elems, int64(itemSize)); !ok {
+		return nil, fmt.Errorf("staged: new array: size of shape %v with item size %d overflows", shape, itemSize)
+	}
+	cb, ok := mulCheck(chunkElems, int64(itemSize))
+	if !ok || cb > math.MaxInt {
+		return nil, fmt.Errorf("staged: new array: chunk %v with item size %d is too large", chunks, itemSize)
+	}
+	if nChunks > math.MaxInt32 {
+		return nil, fmt.Errorf("staged: new array: %d chunks is too many", nChunks)
+	}
+	a.chunkBytes = int(cb)
+	a.rowBytes = cb / chunks[0]
+	a.chunkStrides = strides(a.chunks, itemSize)
+	a.dstStrides = strides(a.shape, itemSize)
+	// Zero-valued metadata means "every chunk on the full slab at offset 0".
+	a.slabIndices = make([]int32, nChunks)
+	a.slabOffsets = make([]int64, nChunks)
+	return a, nil
+}
+
+// MapBase points chunk grid (one grid index per axis) at base slab row
+// offset off.
+func (a *Array) MapBase(grid []int64, off int64) error {
+	if err := a.setChunk(grid, BaseSlab, off); err != nil {
+		return fmt.Errorf("staged: map base: %w", err)
+	}
+	return nil
+}
+
+// Shape returns a copy of the array shape in elements.
+func (a *Array) Shape() []int64 { return append([]int64(nil), a.shape...) }
+
+// Chunks returns a copy of the chunk shape in elements.
+func (a *Array) Chunks() []int64 { return append([]int64(nil), a.chunks...) }
+
+// ItemSize returns the size of one element in bytes.
+func (a *Array) ItemSize() int { return a.itemSize }
+
+// Size returns the length in bytes of the C-order stream: prod(shape)*itemSize.
+func (a *Array) Size() int64 { return a.size }
+
+// ChunkBytes returns the size of one full chunk: prod(chunks)*itemSize.
+func (a *Array) ChunkBytes() int { return a.chunkBytes }
+
+// NumChunks returns the number of chunks in the chunk grid.
+func (a *Array) NumChunks() int64 { return int64(len(a.slabIndices)) }
+
+// Slab returns (slab index, slab offset) of chunk grid index g. It panics if
+// g is not a valid grid index, like slice indexing does.
+func (a *Array) Slab(grid []int64) (int32, int64) {
+	k, err := a.flatChunk(grid)
+	if err != nil {
+		panic(err)
+	}
+	return a.slabIndices[k], a.slabOffsets[k]
+}
+
+// setChunk points a chunk at (slab, off). Staged slabs must already exist;
+// their bounds are checked when read, since writes may grow them later.
+func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
+	k, err := a.flatChunk(grid)
+	if err != nil {
+		return err
+	}
+	if slab < 0 || int(slab) >= len(a.slabs) {
+		return fmt.Errorf("slab %d does not exist (%d slabs)", slab, len(a.slabs))
+	}
+	if off < 0 || (slab == FullSlab && off != 0) {
+		return fmt.Errorf("invalid offset %d on slab %d", off, slab)
+	}
+	a.slabIndices[k] = slab
+	a.slabOffsets[k] = off
+	return nil
+}
+
+// appendSlab adds a staged slab (layout of raw_data: chunks concatenated
+// along axis 0) and returns its index. It is the hook for the write plans.
+func (a *Array) appendSlab(data []byte) int32 {
+	a.slabs = append(a.slabs, data)
+	return int32(len(a.slabs) - 1)
+}
+
+// flatChunk validates a grid index and returns its C-order flat index.
+func (a *Array) flatChunk(grid []int64) (int64, error) {
+	if len(grid) != len(a.grid) {
+		return 0, fmt.Errorf("chunk index %v has %d axes, array has %d", grid, len(grid), len(a.grid))
+	}
+	var k int64
+	for i, g := range grid {
+		if g < 0 || g >= a.grid[i] {
+			return 0, fmt.Errorf("chunk index %v out of range for chunk grid %v", grid, a.grid)
+		}
+		k = k*a.grid[i] + g
+	}
+	return k, nil
+}
+
+// strides returns C-order byte strides for shape with the given item size.
+func strides(shape []int64, itemSize int) []int64 {
+	s := make([]int64, len(shape))
+	acc := int64(itemSize)
+	for i := len(shape) - 1; i >= 0; i-- {
+		s[i] = acc
+		acc *= shape[i]
+	}
+	return s
+}
+
+func mulCheck(x, y int64) (int64, bool) {
+	if x == 0 || y == 0 {
+		return 0, true
+	}
+	if x > math.MaxInt64/y {
+		return 0, false
+	}
+	return x * y, true
+}

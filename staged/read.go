@@ -1,0 +1,126 @@
+package staged
+
+import "fmt"
+
+// ReadAt reads min(len(p), Size()-off) bytes of the C-order stream starting
+// at off into p and returns the number of bytes read. Unlike io.ReaderAt it
+// returns (n, nil) for a short read at the end and (0, nil) at or after the
+// end. Base slab chunks are fetched through src (which may be nil if no
+// needed chunk lies on the base slab), each at most once per call.
+func (a *Array) ReadAt(p []byte, off int64, src ChunkSource) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("staged: read at %d: negative offset", off)
+	}
+	if off >= a.size {
+		return 0, nil
+	}
+	n := min(int64(len(p)), a.size-off)
+	plan, err := a.GetItemPlan(off, n)
+	if err != nil {
+		return 0, fmt.Errorf("staged: read at %d: %w", off, err)
+	}
+	if err := a.execute(plan, p[:n], src); err != nil {
+		return 0, fmt.Errorf("staged: read at %d: %w", off, err)
+	}
+	return int(n), nil
+}
+
+// execute runs plan into out (len(out) == plan.N). Transfers are sorted by
+// (slab, offset), so keeping only the current chunk loads each one once
+// without a cache; one scratch buffer serves all base chunks.
+func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
+	nd := len(a.shape)
+	is := int64(a.itemSize)
+	var (
+		scratch  []byte
+		data     []byte
+		curSlab  int32 = -1
+		curOff   int64
+		outerIdx = make([]int64, nd)
+	)
+	for i := range plan.Transfers {
+		t := &plan.Transfers[i]
+		if t.Slab != FullSlab && (t.Slab != curSlab || t.SlabOffset != curOff) {
+			var err error
+			if t.Slab == BaseSlab && scratch == nil {
+				scratch = make([]byte, a.chunkBytes)
+			}
+			if data, err = a.loadChunk(t, scratch, src); err != nil {
+				return err
+			}
+			curSlab, curOff = t.Slab, t.SlabOffset
+		}
+		// Each row along the last axis is one contiguous run in both the
+		// chunk and the output; only bytes [ByteLo, ByteHi) of the run's
+		// first/last element are kept (runs of partial elements are 1 long).
+		lo := int64(t.ByteLo)
+		hi := (t.Count[nd-1]-1)*is + int64(t.ByteHi)
+		clear(outerIdx)
+		for {
+			s, d := int64(0), t.DstOff
+			for k := range nd {
+				s += (t.Start[k] + outerIdx[k]) * a.chunkStrides[k]
+				d += outerIdx[k] * t.DstStrides[k]
+			}
+			dst := out[d+lo : d+hi]
+			if t.Slab == FullSlab {
+				fillPattern(dst, a.fill, t.ByteLo)
+			} else {
+				copy(dst, data[s+lo:s+hi])
+			}
+			if !nextRow(outerIdx, t.Count) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// loadChunk returns the bytes of the chunk a transfer reads from: the base
+// slab is read into scratch, a staged slab is sliced in place.
+func (a *Array) loadChunk(t *Transfer, scratch []byte, src ChunkSource) ([]byte, error) {
+	if t.Slab == BaseSlab {
+		if src == nil {
+			return nil, fmt.Errorf("chunk %v lies on the base slab but no chunk source was given", t.Chunk)
+		}
+		if err := src.ReadChunk(t.SlabOffset, scratch); err != nil {
+			return nil, fmt.Errorf("read chunk %v at base offset %d: %w", t.Chunk, t.SlabOffset, err)
+		}
+		return scratch, nil
+	}
+	if int(t.Slab) >= len(a.slabs) || a.slabs[t.Slab] == nil {
+		return nil, fmt.Errorf("chunk %v lies on missing slab %d", t.Chunk, t.Slab)
+	}
+	slab := a.slabs[t.Slab]
+	start := t.SlabOffset * a.rowBytes
+	if start < 0 || start > int64(len(slab))-int64(a.chunkBytes) {
+		return nil, fmt.Errorf("chunk %v at offset %d overruns slab %d of %d bytes", t.Chunk, t.SlabOffset, t.Slab, len(slab))
+	}
+	return slab[start : start+int64(a.chunkBytes)], nil
+}
+
+// nextRow advances idx over all axes but the last (an odometer) and reports
+// whether another row remains.
+func nextRow(idx, count []int64) bool {
+	for i := len(idx) - 2; i >= 0; i-- {
+		if idx[i]++; idx[i] < count[i] {
+			return true
+		}
+		idx[i] = 0
+	}
+	return false
+}
+
+// fillPattern fills dst with repetitions of the fill element, starting at
+// byte phase of an element, doubling the copied span to stay O(log n) calls.
+func fillPattern(dst, fill []byte, phase int) {
+	k := copy(dst, fill[phase:])
+	rest := dst[k:]
+	if len(rest) == 0 {
+		return
+	}
+	m := copy(rest, fill)
+	for m < len(rest) {
+		m += copy(rest[m:], rest[:m])
+	}
+}

@@ -1,0 +1,316 @@
+package versions
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/staged"
+)
+
+// ErrUnsupported marks a dataset vh5fs cannot serve as bytes (e.g. vlen sequences).
+var ErrUnsupported = errors.New("unsupported dataset")
+
+// Dataset is one dataset of one version (or of the plain tree), ready to be read.
+type Dataset struct {
+	Path    string // HDF5 path of the dataset (the VDS for versioned datasets)
+	Type    h5.Type
+	Shape   []int64
+	Chunks  []int64 // the chunk grid (raw_data's chunks for versioned datasets); nil if contiguous
+	Fill    []byte  // one element; nil for variable-length strings
+	Filters []h5.Filter
+	RawData string // backing raw_data path of versioned datasets
+	Mapped  int    // chunks with a stored slot (versioned datasets)
+	Layout  h5.Layout
+	Attrs   []h5.Attr
+	Strings bool // variable-length strings, served as text (see TextForm)
+
+	f    *File
+	size int64
+	// Exactly one read route is set: text for strings, arr for versioned datasets whose
+	// mappings form a clean chunk map, vds otherwise (libhdf5 resolves the selection).
+	text []byte
+	arr  *staged.Array
+	raw  *h5.Dataset
+	vds  *h5.Dataset
+	plan *staged.Array // plans byte ranges for the vds route
+}
+
+// TextForm documents how variable-length string datasets read: one JSON string per
+// element, in C order, each followed by a newline. They are read-only.
+const TextForm = "one JSON string per element in C order, newline-terminated"
+
+// Size is the size in bytes of the dataset's file.
+func (d *Dataset) Size() int64 { return d.size }
+
+// DType is the numpy dtype string, "O" for variable-length strings.
+func (d *Dataset) DType() string { return d.Type.DType }
+
+// Dataset returns the dataset at path, loading it on first use. Datasets of committed
+// versions are immutable, so the value is cached for the life of the File.
+func (f *File) Dataset(path string) (*Dataset, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d, ok := f.datasets[path]; ok {
+		return d, nil
+	}
+	d, err := f.loadDataset(path)
+	if err != nil {
+		return nil, err
+	}
+	f.datasets[path] = d
+	return d, nil
+}
+
+func (f *File) loadDataset(path string) (*Dataset, error) {
+	h, err := f.h.OpenDataset(path)
+	if err != nil {
+		return nil, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			h.Close()
+		}
+	}()
+	info := h.Info()
+	attrs, err := f.h.Attrs(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dataset{
+		Path: path, Type: info.Type, Shape: info.Shape, Chunks: info.Chunks, Fill: info.Fill,
+		Filters: info.Filters, Layout: info.Layout, Attrs: attrs, f: f,
+	}
+	versioned := f.versioned && strings.HasPrefix(path, VersionsGroup+"/")
+	if versioned {
+		if err := d.findRawData(); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case info.Type.VlenString:
+		d.Strings = true
+		if err := d.renderText(h); err != nil {
+			return nil, err
+		}
+		return d, nil
+	case !info.Type.Raw:
+		return nil, fmt.Errorf("%s: %w: dtype %s has no byte form", path, ErrUnsupported, info.Type.DType)
+	}
+	d.size = int64(info.Type.Size)
+	for _, s := range d.Shape {
+		d.size *= s
+	}
+	if versioned {
+		ok, err := d.buildChunkMap(h)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return d, nil
+		}
+	}
+	// The general route: libhdf5 reads the dataset (resolving virtual mappings itself).
+	chunks := d.Chunks
+	if chunks == nil {
+		chunks = make([]int64, len(d.Shape))
+		for i, s := range d.Shape {
+			chunks[i] = max(s, 1)
+		}
+	}
+	if d.plan, err = staged.New(d.Shape, chunks, d.Type.Size, d.Fill); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	d.vds, keep = h, true
+	return d, nil
+}
+
+// findRawData locates the backing raw_data of a versioned dataset and its chunk grid:
+// the VDS attribute raw_data, or (files from versioned-hdf5 <= 1.1) the path derived from
+// the dataset's place in the version.
+func (d *Dataset) findRawData() error {
+	for _, a := range d.Attrs {
+		if a.Name == "raw_data" {
+			d.RawData, _ = a.Value.(string)
+		}
+	}
+	if d.RawData == "" {
+		rel := strings.TrimPrefix(d.Path, VersionsGroup+"/")
+		if i := strings.IndexByte(rel, '/'); i >= 0 {
+			d.RawData = DataRoot + "/" + rel[i+1:] + "/raw_data"
+		}
+	}
+	raw, err := d.f.rawData(d.RawData)
+	if err != nil {
+		return fmt.Errorf("%s: backing dataset: %w", d.Path, err)
+	}
+	d.raw = raw
+	d.Chunks = raw.Info().Chunks
+	if len(d.Chunks) != len(d.Shape) {
+		return fmt.Errorf("%s: raw_data %s has chunks %v for a %d-d dataset", d.Path, d.RawData, d.Chunks, len(d.Shape))
+	}
+	return nil
+}
+
+// buildChunkMap turns the VDS mappings into a staged.Array whose base slab is raw_data.
+// It reports false when the mappings are not one clean, chunk-aligned block per chunk
+// (spec section 8); such datasets are then read through libhdf5.
+func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
+	arr, err := staged.New(d.Shape, d.Chunks, d.Type.Size, d.Fill)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", d.Path, err)
+	}
+	if h.Info().Layout != h5.Virtual {
+		d.arr = arr // no storage at all: every chunk is fill
+		return true, nil
+	}
+	maps, err := h.Mappings()
+	if err != nil {
+		if errors.Is(err, h5.ErrUnsupported) {
+			return false, nil
+		}
+		return false, err
+	}
+	grid := make([]int64, len(d.Shape))
+	for _, m := range maps {
+		if m.SrcFile != "." || m.SrcDataset != d.RawData {
+			return false, nil
+		}
+		for i := range grid {
+			c := d.Chunks[i]
+			if m.VStart[i]%c != 0 || m.SrcCount[i] != m.VCount[i] || (i > 0 && m.SrcStart[i] != 0) {
+				return false, nil
+			}
+			grid[i] = m.VStart[i] / c
+			if m.VCount[i] != min(c, d.Shape[i]-m.VStart[i]) {
+				return false, nil // covers less (or more) than the chunk's trimmed extent
+			}
+		}
+		if err := arr.MapBase(grid, m.SrcStart[0]); err != nil {
+			return false, nil
+		}
+	}
+	d.Mapped = len(maps)
+	d.arr = arr
+	return true, nil
+}
+
+func (d *Dataset) renderText(h *h5.Dataset) error {
+	start := make([]int64, len(d.Shape))
+	strs, err := h.ReadStrings(start, d.Shape)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, s := range strs {
+		if err := enc.Encode(s); err != nil { // Encode adds the newline
+			return err
+		}
+	}
+	d.text = buf.Bytes()
+	d.size = int64(len(d.text))
+	return nil
+}
+
+// ReadAt reads the dataset's bytes [off, off+len(p)), clipped to Size; it returns the
+// number of bytes read and no io.EOF.
+func (d *Dataset) ReadAt(p []byte, off int64) (int, error) {
+	switch {
+	case off >= d.size || off < 0:
+		return 0, nil
+	case d.text != nil || d.Strings:
+		return copy(p, d.text[off:]), nil
+	case d.arr != nil:
+		n, err := d.arr.ReadAt(p, off, rawSource{d})
+		if err != nil {
+			return n, fmt.Errorf("%s: %w", d.Path, err)
+		}
+		return n, nil
+	}
+	return d.readVDS(p, off)
+}
+
+// readVDS reads through libhdf5, one hyperslab read per box of the byte range.
+func (d *Dataset) readVDS(p []byte, off int64) (int, error) {
+	plan, err := d.plan.GetItemPlan(off, int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	isz := int64(d.Type.Size)
+	zero := make([]int64, len(d.Shape))
+	var elem []byte
+	for _, hs := range plan.Hyperslabs {
+		if hs.ByteLo != 0 || hs.ByteHi != int(isz) {
+			if elem == nil {
+				elem = make([]byte, isz)
+			}
+			if err := d.vds.ReadBox(hs.Start, hs.Count, hs.Count, zero, elem); err != nil {
+				return 0, err
+			}
+			copy(p[hs.DstOff+int64(hs.ByteLo):hs.DstOff+int64(hs.ByteHi)], elem[hs.ByteLo:hs.ByteHi])
+			continue
+		}
+		n := isz
+		for _, c := range hs.Count {
+			n *= c
+		}
+		if err := d.vds.ReadBox(hs.Start, hs.Count, hs.Count, zero, p[hs.DstOff:hs.DstOff+n]); err != nil {
+			return 0, err
+		}
+	}
+	return int(plan.N), nil
+}
+
+func (d *Dataset) close() {
+	if d.vds != nil {
+		d.vds.Close()
+	}
+}
+
+// rawSource loads chunks of the base slab (raw_data) through the File's chunk cache.
+type rawSource struct{ d *Dataset }
+
+func (s rawSource) ReadChunk(off int64, dst []byte) error {
+	d := s.d
+	key := chunkKey{d.RawData, off}
+	if d.f.chunks.get(key, dst) {
+		return nil
+	}
+	rawShape := d.raw.Info().Shape
+	start := make([]int64, len(d.Chunks))
+	count := make([]int64, len(d.Chunks))
+	zero := make([]int64, len(d.Chunks))
+	start[0] = off
+	for i, c := range d.Chunks {
+		count[i] = max(0, min(c, rawShape[i]-start[i]))
+	}
+	if err := d.raw.ReadBox(start, count, d.Chunks, zero, dst); err != nil {
+		return err
+	}
+	d.f.chunks.put(key, dst)
+	return nil
+}
+
+// rawData returns the open raw_data dataset at path, shared by all versions.
+func (f *File) rawData(path string) (*h5.Dataset, error) {
+	// Called with f.mu held (from loadDataset).
+	if d, ok := f.raws[path]; ok {
+		return d, nil
+	}
+	h, err := f.h.OpenDataset(path)
+	if err != nil {
+		return nil, err
+	}
+	if h.Info().Layout != h5.Chunked {
+		h.Close()
+		return nil, fmt.Errorf("%s is not chunked", path)
+	}
+	f.raws[path] = h
+	return h, nil
+}

@@ -1,0 +1,281 @@
+// Package versions reads the versioned-hdf5 layout of an HDF5 file: it lists the committed
+// versions and their metadata, walks each version's tree of groups and datasets, and turns
+// each version's virtual dataset into a chunk map (grid index -> raw_data slot) that reads
+// go through (see Dataset.ReadAt). A file without _version_data is served as a plain HDF5
+// tree through the same types.
+//
+// Everything a committed version holds is immutable, so Dataset values are cached for the
+// life of the File and the chunks they read are cached (bounded) by raw_data slot.
+//
+// Lock ordering: File.mu is taken before the HDF5 lock (package h5) and never the other way
+// round; no HDF5 call is made while holding Dataset.mu.
+package versions
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vh5fs/vh5fs/h5"
+)
+
+const (
+	// DataRoot is the group versioned-hdf5 keeps everything in.
+	DataRoot = "/_version_data"
+	// VersionsGroup holds one group per version.
+	VersionsGroup = DataRoot + "/versions"
+	// FirstVersion is the empty root of every version history; it is never served.
+	FirstVersion = "__first_version__"
+	// SupportedDataVersion is the format revision vh5fs reads and writes.
+	SupportedDataVersion = 4
+)
+
+// ErrDataVersion is returned by Open for files whose data_version vh5fs must not read.
+var ErrDataVersion = errors.New("unsupported data_version")
+
+// ErrNotFound is returned for a version, group or dataset that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// File is an HDF5 file opened for reading, versioned or plain.
+type File struct {
+	h           *h5.File
+	versioned   bool
+	dataVersion int64
+	chunks      *chunkCache
+
+	mu       sync.Mutex
+	datasets map[string]*Dataset    // by HDF5 path; GUARDED_BY(mu)
+	raws     map[string]*h5.Dataset // open raw_data datasets by path; GUARDED_BY(mu)
+	meta     map[string]Version     // committed versions' metadata; GUARDED_BY(mu)
+}
+
+// Open opens path and checks its layout. A file with a _version_data group must be a
+// versioned-hdf5 file of a data_version vh5fs reads: 1 (legacy) or 4.
+func Open(path string) (*File, error) {
+	h, err := h5.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{h: h, chunks: newChunkCache(64 << 20), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}}
+	if err := f.checkLayout(); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+func (f *File) checkLayout() error {
+	k, err := f.h.Kind(DataRoot)
+	if err != nil {
+		return err
+	}
+	if k == h5.KindMissing {
+		return nil // a plain HDF5 file
+	}
+	if k != h5.KindGroup {
+		return fmt.Errorf("%s is not a group", DataRoot)
+	}
+	if k, err = f.h.Kind(VersionsGroup); err != nil {
+		return err
+	} else if k != h5.KindGroup {
+		return fmt.Errorf("not a versioned-hdf5 file: %s has no versions group", DataRoot)
+	}
+	f.versioned = true
+	f.dataVersion = 1 // absent means 1
+	a, ok, err := f.h.Attr(VersionsGroup, "data_version")
+	if err != nil {
+		return err
+	}
+	if ok {
+		v, isInt := a.Value.(int64)
+		if !isInt {
+			return fmt.Errorf("%w: data_version attribute is %v, not an integer", ErrDataVersion, a.Value)
+		}
+		f.dataVersion = v
+	}
+	switch {
+	case f.dataVersion > SupportedDataVersion:
+		return fmt.Errorf("%w %d: written by a later versioned-hdf5 than this vh5fs reads (<= %d)", ErrDataVersion, f.dataVersion, SupportedDataVersion)
+	case f.dataVersion == 2 || f.dataVersion == 3:
+		return fmt.Errorf("%w %d: its hash tables are known to be corrupt; rebuild them with versioned-hdf5 first", ErrDataVersion, f.dataVersion)
+	case f.dataVersion < 1:
+		return fmt.Errorf("%w %d", ErrDataVersion, f.dataVersion)
+	}
+	return nil
+}
+
+// Close releases the file and everything opened from it.
+func (f *File) Close() error {
+	f.mu.Lock()
+	ds := f.datasets
+	raws := f.raws
+	f.datasets, f.raws = map[string]*Dataset{}, map[string]*h5.Dataset{}
+	f.mu.Unlock()
+	for _, d := range ds {
+		d.close()
+	}
+	for _, r := range raws {
+		r.Close()
+	}
+	return f.h.Close()
+}
+
+// Path is the file's path.
+func (f *File) Path() string { return f.h.Path() }
+
+// Versioned reports whether the file has the versioned-hdf5 layout.
+func (f *File) Versioned() bool { return f.versioned }
+
+// DataVersion is the format revision (0 for plain files).
+func (f *File) DataVersion() int64 { return f.dataVersion }
+
+// CurrentVersion is the name of the current version ("" for plain files, or when the file
+// has only __first_version__).
+func (f *File) CurrentVersion() (string, error) {
+	if !f.versioned {
+		return "", nil
+	}
+	s, err := f.stringAttr(VersionsGroup, "current_version")
+	if err != nil || s == FirstVersion {
+		return "", err
+	}
+	return s, nil
+}
+
+// Version is one committed version's metadata.
+type Version struct {
+	Name        string
+	PrevVersion string // "" when the parent is __first_version__ or absent
+	Timestamp   string // as stored: "2006-01-02 15:04:05.000000+0000"
+}
+
+// Time parses Timestamp (the fraction is optional in old files); zero if unparsable.
+func (v Version) Time() time.Time {
+	for _, layout := range []string{"2006-01-02 15:04:05.999999-0700", "2006-01-02 15:04:05-0700"} {
+		if t, err := time.Parse(layout, v.Timestamp); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// Path is the version group's HDF5 path.
+func (v Version) Path() string { return VersionsGroup + "/" + v.Name }
+
+// Versions lists the committed versions by name (HDF5's link order), skipping
+// __first_version__ and groups whose committed flag is false.
+func (f *File) Versions() ([]Version, error) {
+	if !f.versioned {
+		return nil, nil
+	}
+	members, err := f.h.Members(VersionsGroup)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Version, 0, len(members))
+	for _, m := range members {
+		if m.Kind != h5.KindGroup || m.Name == FirstVersion {
+			continue
+		}
+		v, ok, err := f.Version(m.Name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Version returns the metadata of a committed version; ok is false if there is no
+// committed version of that name.
+func (f *File) Version(name string) (v Version, ok bool, err error) {
+	if !f.versioned || name == "" || name == FirstVersion || strings.Contains(name, "/") {
+		return Version{}, false, nil
+	}
+	f.mu.Lock()
+	v, ok = f.meta[name]
+	f.mu.Unlock()
+	if ok {
+		return v, true, nil
+	}
+	path := VersionsGroup + "/" + name
+	if k, err := f.h.Kind(path); err != nil || k != h5.KindGroup {
+		return Version{}, false, err
+	}
+	attrs, err := f.h.Attrs(path)
+	if err != nil {
+		return Version{}, false, err
+	}
+	v = Version{Name: name}
+	committed := true // files from before the flag existed are committed by construction
+	for _, a := range attrs {
+		switch a.Name {
+		case "committed":
+			if b, isBool := a.Value.(bool); isBool {
+				committed = b
+			}
+		case "prev_version":
+			if s, _ := a.Value.(string); s != FirstVersion {
+				v.PrevVersion = s
+			}
+		case "timestamp":
+			v.Timestamp, _ = a.Value.(string)
+		}
+	}
+	if !committed {
+		return Version{}, false, nil
+	}
+	f.mu.Lock()
+	f.meta[name] = v
+	f.mu.Unlock()
+	return v, true, nil
+}
+
+// Entry is one child of a group: a group or a dataset.
+type Entry struct {
+	Name    string
+	IsGroup bool
+}
+
+// List lists the groups and datasets in the HDF5 group at path. Links of other kinds are
+// left out; so is _version_data at the root.
+func (f *File) List(path string) ([]Entry, error) {
+	members, err := f.h.Members(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(members))
+	for _, m := range members {
+		if path == "/" && "/"+m.Name == DataRoot {
+			continue
+		}
+		switch m.Kind {
+		case h5.KindGroup:
+			out = append(out, Entry{Name: m.Name, IsGroup: true})
+		case h5.KindDataset:
+			out = append(out, Entry{Name: m.Name})
+		}
+	}
+	return out, nil
+}
+
+// Kind tells whether path is a group, a dataset or missing.
+func (f *File) Kind(path string) (h5.Kind, error) { return f.h.Kind(path) }
+
+func (f *File) stringAttr(path, name string) (string, error) {
+	a, ok, err := f.h.Attr(path, name)
+	if err != nil || !ok {
+		return "", err
+	}
+	s, isString := a.Value.(string)
+	if !isString {
+		return "", fmt.Errorf("%s: attribute %s is %T, not a string", path, name, a.Value)
+	}
+	return s, nil
+}
