@@ -53,6 +53,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		switch name {
 		case "versions":
 			out.Mode = fuse.S_IFDIR | 0o555
+			out.Nlink = 2
 			setTime(&out.Attr, n.m.mtime)
 			out.SetEntryTimeout(mutableTimeout)
 			out.SetAttrTimeout(mutableTimeout)
@@ -105,6 +106,7 @@ var _ fs.NodeGetattrer = (*rootNode)(nil)
 
 func (n *rootNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = fuse.S_IFDIR | 0o555
+	out.Nlink = 2
 	setTime(&out.Attr, n.m.mtime)
 	out.SetTimeout(mutableTimeout)
 	return 0
@@ -162,6 +164,7 @@ func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryO
 		return nil, syscall.ENOENT
 	}
 	out.Mode = fuse.S_IFDIR | 0o555
+	out.Nlink = 2
 	setTime(&out.Attr, v.Time())
 	out.SetEntryTimeout(immutableTimeout)
 	out.SetAttrTimeout(immutableTimeout)
@@ -187,6 +190,7 @@ var _ fs.NodeGetattrer = (*versionsNode)(nil)
 
 func (n *versionsNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = fuse.S_IFDIR | 0o555
+	out.Nlink = 2
 	setTime(&out.Attr, n.m.mtime)
 	out.SetTimeout(mutableTimeout)
 	return 0
@@ -222,6 +226,7 @@ var _ fs.NodeGetattrer = (*groupNode)(nil)
 
 func (n *groupNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = fuse.S_IFDIR | 0o555
+	out.Nlink = 2
 	setTime(&out.Attr, n.mtime)
 	out.SetTimeout(timeout(n.immutable))
 	return 0
@@ -281,6 +286,7 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 		out.SetAttrTimeout(timeout(immutable))
 		if e.IsGroup {
 			out.Mode = fuse.S_IFDIR | 0o555
+			out.Nlink = 2
 			setTime(&out.Attr, mtime)
 			child := &groupNode{m: m, path: path, immutable: immutable, mtime: mtime}
 			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", path)}), 0
@@ -317,6 +323,7 @@ func (n *datasetNode) fill(a *fuse.Attr) syscall.Errno {
 		return errn
 	}
 	a.Mode = fuse.S_IFREG | 0o444
+	a.Nlink = 1
 	a.Size = uint64(d.Size())
 	a.Blocks = (a.Size + 511) / 512
 	setTime(a, n.mtime)
