@@ -51,12 +51,13 @@ const (
 	BaseSlab = 1
 )
 
-// ChunkSource loads one chunk of the base slab. off is the row offset along
-// axis 0 in the base slab (raw_data) as stored in slab_offsets. dst has
-// length ChunkBytes() and must receive the whole chunk in C order with the
-// full chunk shape C (padding beyond the trimmed edge may hold anything).
+// ChunkSource loads chunks of the base slab. off is the row offset along
+// axis 0 in the base slab (raw_data) as stored in slab_offsets. Chunk returns
+// the whole chunk in C order with the full chunk shape C, ChunkBytes() long
+// (padding beyond the trimmed edge may hold anything). The caller only reads
+// the slice, so a source may hand out its cached, shared buffers.
 type ChunkSource interface {
-	ReadChunk(off int64, dst []byte) error
+	Chunk(off int64) ([]byte, error)
 }
 
 // Array is a chunked n-D array of fixed-size elements whose chunks lie on

@@ -27,12 +27,11 @@ func (a *Array) ReadAt(p []byte, off int64, src ChunkSource) (int, error) {
 
 // execute runs plan into out (len(out) == plan.N). Transfers are sorted by
 // (slab, offset), so keeping only the current chunk loads each one once
-// without a cache; one scratch buffer serves all base chunks.
+// without a cache.
 func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
 	nd := len(a.shape)
 	is := int64(a.itemSize)
 	var (
-		scratch  []byte
 		data     []byte
 		curSlab  int32 = -1
 		curOff   int64
@@ -42,10 +41,7 @@ func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
 		t := &plan.Transfers[i]
 		if t.Slab != FullSlab && (t.Slab != curSlab || t.SlabOffset != curOff) {
 			var err error
-			if t.Slab == BaseSlab && scratch == nil {
-				scratch = make([]byte, a.chunkBytes)
-			}
-			if data, err = a.loadChunk(t, scratch, src); err != nil {
+			if data, err = a.loadChunk(t, src); err != nil {
 				return err
 			}
 			curSlab, curOff = t.Slab, t.SlabOffset
@@ -77,16 +73,20 @@ func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
 }
 
 // loadChunk returns the bytes of the chunk a transfer reads from: the base
-// slab is read into scratch, a staged slab is sliced in place.
-func (a *Array) loadChunk(t *Transfer, scratch []byte, src ChunkSource) ([]byte, error) {
+// slab's from src, a staged slab's sliced in place.
+func (a *Array) loadChunk(t *Transfer, src ChunkSource) ([]byte, error) {
 	if t.Slab == BaseSlab {
 		if src == nil {
 			return nil, fmt.Errorf("chunk %v lies on the base slab but no chunk source was given", t.Chunk)
 		}
-		if err := src.ReadChunk(t.SlabOffset, scratch); err != nil {
+		data, err := src.Chunk(t.SlabOffset)
+		if err != nil {
 			return nil, fmt.Errorf("read chunk %v at base offset %d: %w", t.Chunk, t.SlabOffset, err)
 		}
-		return scratch, nil
+		if len(data) != a.chunkBytes {
+			return nil, fmt.Errorf("chunk %v at base offset %d: got %d bytes, want %d", t.Chunk, t.SlabOffset, len(data), a.chunkBytes)
+		}
+		return data, nil
 	}
 	if int(t.Slab) >= len(a.slabs) || a.slabs[t.Slab] == nil {
 		return nil, fmt.Errorf("chunk %v lies on missing slab %d", t.Chunk, t.Slab)

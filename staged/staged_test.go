@@ -18,17 +18,16 @@ type fakeSource struct {
 	calls      map[int64]int
 }
 
-func (f *fakeSource) ReadChunk(off int64, dst []byte) error {
+func (f *fakeSource) Chunk(off int64) ([]byte, error) {
 	f.calls[off]++
 	if off%f.rows != 0 {
-		return fmt.Errorf("misaligned offset %d", off)
+		return nil, fmt.Errorf("misaligned offset %d", off)
 	}
 	slot := int(off / f.rows)
-	if len(dst) != f.chunkBytes || (slot+1)*f.chunkBytes > len(f.raw) {
-		return fmt.Errorf("bad read off=%d len(dst)=%d", off, len(dst))
+	if (slot+1)*f.chunkBytes > len(f.raw) {
+		return nil, fmt.Errorf("bad read off=%d", off)
 	}
-	copy(dst, f.raw[slot*f.chunkBytes:])
-	return nil
+	return f.raw[slot*f.chunkBytes : (slot+1)*f.chunkBytes], nil
 }
 
 // fixture is an array plus an independent description of where every chunk
@@ -306,7 +305,7 @@ func TestZeroSize(t *testing.T) {
 
 type errSource struct{}
 
-func (errSource) ReadChunk(int64, []byte) error { return errors.New("disk on fire") }
+func (errSource) Chunk(int64) ([]byte, error) { return nil, errors.New("disk on fire") }
 
 func TestErrors(t *testing.T) {
 	fill := []byte{0}

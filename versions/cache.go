@@ -5,6 +5,11 @@ import (
 	"sync"
 )
 
+// chunkCacheBytes bounds the decoded chunks a File keeps. Sequential readers are served
+// by the kernel's page cache; this cache only has to span the read-ahead requests that
+// fall into one chunk, and the random reads that revisit one.
+const chunkCacheBytes = 32 << 20
+
 // chunkKey names one stored chunk: a raw_data slot. Slots are write-once, so a cached
 // chunk never goes stale.
 type chunkKey struct {
@@ -30,20 +35,19 @@ func newChunkCache(limit int) *chunkCache {
 	return &chunkCache{limit: limit, order: list.New(), items: map[chunkKey]*list.Element{}}
 }
 
-// get copies the cached chunk into dst and reports whether it was there.
-func (c *chunkCache) get(k chunkKey, dst []byte) bool {
+// get returns the cached chunk (shared: callers must not modify it) or nil.
+func (c *chunkCache) get(k chunkKey) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[k]
-	if !ok || len(e.Value.(*chunkEntry).data) != len(dst) {
-		return false
+	if !ok {
+		return nil
 	}
 	c.order.MoveToFront(e)
-	copy(dst, e.Value.(*chunkEntry).data)
-	return true
+	return e.Value.(*chunkEntry).data
 }
 
-// put stores a copy of data, evicting the least recently used chunks beyond the limit.
+// put stores data, which nobody may modify afterwards, evicting the least recently used chunks beyond the limit.
 func (c *chunkCache) put(k chunkKey, data []byte) {
 	if len(data) > c.limit/4 {
 		return // one huge chunk would flush everything else
@@ -53,7 +57,7 @@ func (c *chunkCache) put(k chunkKey, data []byte) {
 	if _, ok := c.items[k]; ok {
 		return
 	}
-	c.items[k] = c.order.PushFront(&chunkEntry{k, append([]byte(nil), data...)})
+	c.items[k] = c.order.PushFront(&chunkEntry{k, data})
 	c.used += len(data)
 	for c.used > c.limit {
 		e := c.order.Back()

@@ -276,25 +276,28 @@ func (d *Dataset) close() {
 // rawSource loads chunks of the base slab (raw_data) through the File's chunk cache.
 type rawSource struct{ d *Dataset }
 
-func (s rawSource) ReadChunk(off int64, dst []byte) error {
+func (s rawSource) Chunk(off int64) ([]byte, error) {
 	d := s.d
 	key := chunkKey{d.RawData, off}
-	if d.f.chunks.get(key, dst) {
-		return nil
+	if b := d.f.chunks.get(key); b != nil {
+		return b, nil
 	}
 	rawShape := d.raw.Info().Shape
 	start := make([]int64, len(d.Chunks))
 	count := make([]int64, len(d.Chunks))
 	zero := make([]int64, len(d.Chunks))
 	start[0] = off
+	size := int64(d.Type.Size)
 	for i, c := range d.Chunks {
 		count[i] = max(0, min(c, rawShape[i]-start[i]))
+		size *= c
 	}
-	if err := d.raw.ReadBox(start, count, d.Chunks, zero, dst); err != nil {
-		return err
+	buf := make([]byte, size)
+	if err := d.raw.ReadBox(start, count, d.Chunks, zero, buf); err != nil {
+		return nil, err
 	}
-	d.f.chunks.put(key, dst)
-	return nil
+	d.f.chunks.put(key, buf)
+	return buf, nil
 }
 
 // rawData returns the open raw_data dataset at path, shared by all versions.

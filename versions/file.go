@@ -59,7 +59,7 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{h: h, chunks: newChunkCache(64 << 20), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}}
+	f := &File{h: h, chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}}
 	if err := f.checkLayout(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -1,0 +1,111 @@
+"""Writes a versioned-hdf5 file by hand, following the on-disk format, for tests and
+benchmarks that need sizes the reference fixtures do not have.
+
+usage: make_versioned.py OUT.h5 --shape R[,C] --chunks R[,C] [--gzip] [--versions N]
+
+Dataset "data" (float64) holds element (i, j) = i * C + j (its C-order index) in the first
+version "v0"; version vK (K >= 1) rewrites chunk K-1 (mod the number of chunks) with -K.
+Every chunk is stored once in raw_data with a correct hash-table row, and each version is a
+virtual dataset with one mapping per chunk, as versioned-hdf5 writes it.
+"""
+import argparse
+import hashlib
+import itertools
+import math
+from datetime import datetime, timedelta, timezone
+
+import h5py
+import numpy as np
+
+
+def stamp(t):
+    return t.strftime("%Y-%m-%d %H:%M:%S.%f%z")
+
+
+def suffix(shape):
+    return ("(%d,)" % shape[0]) if len(shape) == 1 else "(" + ", ".join(map(str, shape)) + ")"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--shape", required=True)
+    ap.add_argument("--chunks", required=True)
+    ap.add_argument("--gzip", action="store_true")
+    ap.add_argument("--versions", type=int, default=1)
+    a = ap.parse_args()
+    shape = tuple(int(x) for x in a.shape.split(","))
+    chunks = tuple(int(x) for x in a.chunks.split(","))
+    grid = [math.ceil(s / c) for s, c in zip(shape, chunks)]
+    cells = list(itertools.product(*[range(g) for g in grid]))
+    strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+    with h5py.File(a.out, "w", libver=("earliest", "v110")) as f:
+        vd = f.create_group("_version_data")
+        versions = vd.create_group("versions")
+        versions.attrs["data_version"] = np.int64(4)
+        first = versions.create_group("__first_version__")
+        first.attrs["timestamp"] = stamp(t0)
+        grp = vd.create_group("data")
+        kw = dict(compression="gzip", compression_opts=4, shuffle=True) if a.gzip else {}
+        raw = grp.create_dataset("raw_data", shape=(0,) + chunks[1:], maxshape=(None,) + chunks[1:],
+                                 chunks=chunks, dtype="<f8", fillvalue=0.0, **kw)
+        raw.attrs["chunks"] = np.array(chunks, dtype=np.int64)
+        hdt = np.dtype([("hash", "u1", (32,)), ("shape", "<i8", (2,))])
+        ht = grp.create_dataset("hash_table", shape=(1,), maxshape=(None,), chunks=(4096,), dtype=hdt,
+                                compression="lzf")
+        rows = []
+
+        def store(block):
+            """Appends one chunk slot holding block (trimmed); returns its slot offset."""
+            k = len(rows)
+            raw.resize(((k + 1) * chunks[0],) + chunks[1:])
+            raw[(slice(k * chunks[0], k * chunks[0] + block.shape[0]),) + tuple(slice(0, n) for n in block.shape[1:])] = block
+            digest = hashlib.sha256(np.ascontiguousarray(block).tobytes() + suffix(block.shape).encode()).digest()
+            rows.append((np.frombuffer(digest, "u1"), (k * chunks[0], k * chunks[0] + block.shape[0])))
+            return k * chunks[0]
+
+        def chunk_box(cell):
+            return tuple(slice(g * c, min((g + 1) * c, s)) for g, c, s in zip(cell, chunks, shape))
+
+        def initial(cell):
+            box = chunk_box(cell)
+            idx = np.zeros([b.stop - b.start for b in box], dtype=np.int64)
+            for ax, b in enumerate(box):
+                r = np.arange(b.start, b.stop) * strides[ax]
+                idx += r.reshape([-1 if i == ax else 1 for i in range(len(box))])
+            return idx.astype("<f8")
+
+        slots = {cell: store(initial(cell)) for cell in cells}
+        prev = "__first_version__"
+        for v in range(a.versions):
+            if v > 0:
+                cell = cells[(v - 1) % len(cells)]
+                block = np.full(initial(cell).shape, -float(v))
+                slots = dict(slots)
+                slots[cell] = store(block)
+            name = "v%d" % v
+            g = versions.create_group(name)
+            g.attrs["prev_version"] = prev
+            g.attrs["committed"] = np.bool_(True)
+            g.attrs["timestamp"] = stamp(t0 + timedelta(seconds=v + 1))
+            layout = h5py.VirtualLayout(shape=shape, dtype="<f8", maxshape=shape)
+            src = h5py.VirtualSource(".", "/_version_data/data/raw_data", shape=raw.shape)
+            for cell in cells:
+                box = chunk_box(cell)
+                off = slots[cell]
+                layout[box] = src[(slice(off, off + box[0].stop - box[0].start),) +
+                                  tuple(slice(0, b.stop - b.start) for b in box[1:])]
+            ds = g.create_virtual_dataset("data", layout, fillvalue=0.0)
+            ds.attrs["raw_data"] = "/_version_data/data/raw_data"
+            ds.attrs["chunks"] = np.array(chunks, dtype=np.int64)
+            prev = name
+        ht.resize((len(rows),))
+        ht[:] = np.array(rows, dtype=hdt)
+        ht.attrs["largest_index"] = np.int64(len(rows))
+        versions.attrs["current_version"] = prev
+
+
+if __name__ == "__main__":
+    main()
