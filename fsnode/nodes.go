@@ -168,7 +168,7 @@ func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	setTime(&out.Attr, v.Time())
 	out.SetEntryTimeout(immutableTimeout)
 	out.SetAttrTimeout(immutableTimeout)
-	child := &groupNode{m: n.m, path: v.Path(), immutable: true, mtime: v.Time()}
+	child := &groupNode{m: n.m, path: v.Path(), version: v.Name, immutable: true, mtime: v.Time()}
 	return n.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", v.Path())}), 0
 }
 
@@ -202,6 +202,7 @@ type groupNode struct {
 	fs.Inode
 	m         *mount
 	path      string
+	version   string    // set on a version's root group
 	immutable bool      // inside a committed version
 	mtime     time.Time // the version's timestamp, or the file's mtime
 }

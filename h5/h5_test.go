@@ -90,3 +90,30 @@ func TestBasic(t *testing.T) {
 	require.True(t, errors.As(err, &he))
 	require.Contains(t, he.Error(), "H5Dopen2")
 }
+
+func TestChunkInfo(t *testing.T) {
+	f, err := Open(filepath.Join(fixtures, "basic_1d.h5"))
+	require.NoError(t, err)
+	defer f.Close()
+	raw, err := f.OpenDataset("/_version_data/x/raw_data")
+	require.NoError(t, err)
+	defer raw.Close()
+	n := raw.Info().Shape[0] / 4
+	var coords [][]int64
+	for k := int64(0); k < n; k++ {
+		coords = append(coords, []int64{4 * k})
+	}
+	infos, err := raw.ChunkInfo(coords)
+	require.NoError(t, err)
+	require.Len(t, infos, int(n))
+	file, err := os.ReadFile(filepath.Join(fixtures, "basic_1d.h5"))
+	require.NoError(t, err)
+	for k, ci := range infos {
+		require.EqualValues(t, 32, ci.Size, "uncompressed chunk of 4 int64")
+		buf := make([]byte, 32)
+		require.NoError(t, raw.ReadBox([]int64{4 * int64(k)}, []int64{4}, []int64{4}, []int64{0}, buf))
+		require.Equal(t, buf, file[ci.Offset:ci.Offset+ci.Size], "slot %d read at its offset", k)
+	}
+	_, err = raw.ChunkInfo([][]int64{{1, 2}})
+	require.Error(t, err)
+}

@@ -70,4 +70,6 @@ int vh5_attr_read(hid_t obj, const char *name, vh5_type_info *ti, int *rank, hsi
 
 int vh5_kind(hid_t loc, const char *path);
 int vh5_link_is_hard(hid_t loc, const char *path);
+
+int vh5_chunk_info(hid_t dset, int rank, size_t n, const hsize_t *coords, haddr_t *addr, hsize_t *size, unsigned *mask);
 #endif

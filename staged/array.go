@@ -14,8 +14,11 @@
 //   - slab 1 (BaseSlab) is the base slab: the raw_data dataset on disk.
 //     Chunks are fetched through a ChunkSource.
 //   - slabs 2 and up are staged slabs: writeable in-memory byte slices with
-//     the same layout as raw_data. They are created by writes (SetItemPlan,
-//     ResizePlan; not implemented yet) and discarded on commit.
+//     the same layout as raw_data. They are created by writes (WriteAt with
+//     a SetItemPlan, and Resize) and discarded on commit (MarkClean). Writes
+//     give every staged chunk a slab of its own (one chunk long), so memory
+//     is only held for touched chunks and a chunk is freed individually;
+//     staged chunks are never shared between grid positions.
 //
 // # slab_indices and slab_offsets
 //
@@ -37,7 +40,15 @@
 // for) into rectangular hyperslabs of the array and then into per-chunk
 // transfers grouped by source slab. Plans are plain data and can be printed
 // with String for debugging, without touching any data. Array.ReadAt builds
-// and executes a plan.
+// and executes a plan; Array.WriteAt does the same with a SetItemPlan.
+//
+// # Concurrency
+//
+// An Array does no locking. Concurrent ReadAt calls are safe with each
+// other, but every mutation (WriteAt, Resize, MapBase, MapFull, MarkClean,
+// and StagedChunks, which normalises padding in place) must be serialised
+// by the caller against all other calls on the same Array, typically with a
+// sync.RWMutex held by the file handle that owns it.
 package staged
 
 import (
@@ -62,7 +73,8 @@ type ChunkSource interface {
 
 // Array is a chunked n-D array of fixed-size elements whose chunks lie on
 // slabs (see the package documentation). It is not safe for concurrent
-// mutation; concurrent reads are fine.
+// mutation; concurrent reads are fine (see Concurrency in the package
+// documentation: the caller serialises writes against reads).
 type Array struct {
 	shape    []int64
 	chunks   []int64
@@ -73,6 +85,9 @@ type Array struct {
 	slabIndices []int32 // per chunk, C order over grid
 	slabOffsets []int64 // per chunk, row offset along axis 0 in its slab
 	slabs       [][]byte
+	freeSlabs   []int32 // staged slab indices whose slab was dropped (nil), for reuse
+	nStaged     int64   // chunks whose slab index is >= 2
+	cleanShape  []int64 // shape at New or the last MarkClean
 
 	size         int64   // total bytes of the C-order stream
 	chunkBytes   int     // bytes of one full chunk
@@ -96,12 +111,13 @@ func New(shape, chunks []int64, itemSize int, fill []byte) (*Array, error) {
 		return nil, fmt.Errorf("staged: new array: fill value has %d bytes, item size is %d", len(fill), itemSize)
 	}
 	a := &Array{
-		shape:    append([]int64(nil), shape...),
-		chunks:   append([]int64(nil), chunks...),
-		itemSize: itemSize,
-		fill:     append([]byte(nil), fill...),
-		grid:     make([]int64, nd),
-		slabs:    [][]byte{nil, nil},
+		shape:      append([]int64(nil), shape...),
+		chunks:     append([]int64(nil), chunks...),
+		itemSize:   itemSize,
+		fill:       append([]byte(nil), fill...),
+		grid:       make([]int64, nd),
+		cleanShape: append([]int64(nil), shape...),
+		slabs:      [][]byte{nil, nil},
 	}
 	elems, chunkElems, nChunks := int64(1), int64(1), int64(1)
 	var ok bool
@@ -170,18 +186,18 @@ func (a *Array) ChunkBytes() int { return a.chunkBytes }
 // NumChunks returns the number of chunks in the chunk grid.
 func (a *Array) NumChunks() int64 { return int64(len(a.slabIndices)) }
 
-// Slab returns (slab index, slab offset) of chunk grid index g. It panics if
-// g is not a valid grid index, like slice indexing does.
+// Slab returns (slab index, slab offset) of chunk grid index g, or (-1, -1)
+// if g is not a valid grid index.
 func (a *Array) Slab(grid []int64) (int32, int64) {
 	k, err := a.flatChunk(grid)
 	if err != nil {
-		panic(err)
+		return -1, -1
 	}
 	return a.slabIndices[k], a.slabOffsets[k]
 }
 
-// setChunk points a chunk at (slab, off). Staged slabs must already exist;
-// their bounds are checked when read, since writes may grow them later.
+// setChunk points a chunk at (slab, off). Staged slabs must already exist
+// and hold the whole chunk at off (staged slabs never grow).
 func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 	k, err := a.flatChunk(grid)
 	if err != nil {
@@ -192,6 +208,21 @@ func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 	}
 	if off < 0 || (slab == FullSlab && off != 0) {
 		return fmt.Errorf("invalid offset %d on slab %d", off, slab)
+	}
+	if slab >= 2 {
+		data := a.slabs[slab]
+		if data == nil {
+			return fmt.Errorf("staged slab %d was dropped", slab)
+		}
+		if off > (int64(len(data))-int64(a.chunkBytes))/a.rowBytes {
+			return fmt.Errorf("offset %d overruns staged slab %d of %d bytes", off, slab, len(data))
+		}
+	}
+	if a.slabIndices[k] >= 2 {
+		a.nStaged--
+	}
+	if slab >= 2 {
+		a.nStaged++
 	}
 	a.slabIndices[k] = slab
 	a.slabOffsets[k] = off

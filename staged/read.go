@@ -75,28 +75,35 @@ func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
 // loadChunk returns the bytes of the chunk a transfer reads from: the base
 // slab's from src, a staged slab's sliced in place.
 func (a *Array) loadChunk(t *Transfer, src ChunkSource) ([]byte, error) {
-	if t.Slab == BaseSlab {
+	return a.chunkData(t.Chunk, t.Slab, t.SlabOffset, src)
+}
+
+// chunkData returns the ChunkBytes() bytes of the chunk at (slab, off), a
+// non-full slab: fetched through src for the base slab (the caller must not
+// modify them), sliced in place for a staged slab.
+func (a *Array) chunkData(grid []int64, slab int32, off int64, src ChunkSource) ([]byte, error) {
+	if slab == BaseSlab {
 		if src == nil {
-			return nil, fmt.Errorf("chunk %v lies on the base slab but no chunk source was given", t.Chunk)
+			return nil, fmt.Errorf("chunk %v lies on the base slab but no chunk source was given", grid)
 		}
-		data, err := src.Chunk(t.SlabOffset)
+		data, err := src.Chunk(off)
 		if err != nil {
-			return nil, fmt.Errorf("read chunk %v at base offset %d: %w", t.Chunk, t.SlabOffset, err)
+			return nil, fmt.Errorf("read chunk %v at base offset %d: %w", grid, off, err)
 		}
 		if len(data) != a.chunkBytes {
-			return nil, fmt.Errorf("chunk %v at base offset %d: got %d bytes, want %d", t.Chunk, t.SlabOffset, len(data), a.chunkBytes)
+			return nil, fmt.Errorf("chunk %v at base offset %d: got %d bytes, want %d", grid, off, len(data), a.chunkBytes)
 		}
 		return data, nil
 	}
-	if int(t.Slab) >= len(a.slabs) || a.slabs[t.Slab] == nil {
-		return nil, fmt.Errorf("chunk %v lies on missing slab %d", t.Chunk, t.Slab)
+	if slab < 0 || int(slab) >= len(a.slabs) || a.slabs[slab] == nil {
+		return nil, fmt.Errorf("chunk %v lies on missing slab %d", grid, slab)
 	}
-	slab := a.slabs[t.Slab]
-	start := t.SlabOffset * a.rowBytes
-	if start < 0 || start > int64(len(slab))-int64(a.chunkBytes) {
-		return nil, fmt.Errorf("chunk %v at offset %d overruns slab %d of %d bytes", t.Chunk, t.SlabOffset, t.Slab, len(slab))
+	data := a.slabs[slab]
+	start := off * a.rowBytes
+	if start < 0 || start > int64(len(data))-int64(a.chunkBytes) {
+		return nil, fmt.Errorf("chunk %v at offset %d overruns slab %d of %d bytes", grid, off, slab, len(data))
 	}
-	return slab[start : start+int64(a.chunkBytes)], nil
+	return data[start : start+int64(a.chunkBytes)], nil
 }
 
 // nextRow advances idx over all axes but the last (an odometer) and reports

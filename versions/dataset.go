@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/staged"
@@ -37,6 +39,12 @@ type Dataset struct {
 	raw  *h5.Dataset
 	vds  *h5.Dataset
 	plan *staged.Array // plans byte ranges for the vds route
+	// blocks are the stored chunks of a versioned dataset (from its mappings).
+	blocks []block
+
+	xattrOnce sync.Once
+	xattrs    *Xattrs
+	xattrErr  error
 }
 
 // TextForm documents how variable-length string datasets read: one JSON string per
@@ -150,6 +158,7 @@ func (d *Dataset) findRawData() error {
 	}
 	d.raw = raw
 	d.Chunks = raw.Info().Chunks
+	d.Filters = raw.Info().Filters // the VDS has none; its chunks are stored with these
 	if len(d.Chunks) != len(d.Shape) {
 		return fmt.Errorf("%s: raw_data %s has chunks %v for a %d-d dataset", d.Path, d.RawData, d.Chunks, len(d.Shape))
 	}
@@ -176,6 +185,7 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 		return false, err
 	}
 	grid := make([]int64, len(d.Shape))
+	blocks := make([]block, 0, len(maps))
 	for _, m := range maps {
 		if m.SrcFile != "." || m.SrcDataset != d.RawData {
 			return false, nil
@@ -193,7 +203,10 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 		if err := arr.MapBase(grid, m.SrcStart[0]); err != nil {
 			return false, nil
 		}
+		blocks = append(blocks, block{grid: append([]int64(nil), grid...), off: m.SrcStart[0]})
 	}
+	slices.SortFunc(blocks, func(a, b block) int { return slices.Compare(a.grid, b.grid) })
+	d.blocks = blocks
 	d.Mapped = len(maps)
 	d.arr = arr
 	return true, nil

@@ -47,9 +47,10 @@ type File struct {
 	chunks      *chunkCache
 
 	mu       sync.Mutex
-	datasets map[string]*Dataset    // by HDF5 path; GUARDED_BY(mu)
-	raws     map[string]*h5.Dataset // open raw_data datasets by path; GUARDED_BY(mu)
-	meta     map[string]Version     // committed versions' metadata; GUARDED_BY(mu)
+	datasets map[string]*Dataset               // by HDF5 path; GUARDED_BY(mu)
+	raws     map[string]*h5.Dataset            // open raw_data datasets by path; GUARDED_BY(mu)
+	meta     map[string]Version                // committed versions' metadata; GUARDED_BY(mu)
+	slots    map[string]map[int64]h5.ChunkInfo // raw_data path -> slot row -> storage; GUARDED_BY(mu)
 }
 
 // Open opens path and checks its layout. A file with a _version_data group must be a
@@ -59,7 +60,7 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{h: h, chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}}
+	f := &File{h: h, chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, slots: map[string]map[int64]h5.ChunkInfo{}}
 	if err := f.checkLayout(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -1,7 +1,7 @@
 """Writes a versioned-hdf5 file by hand, following the on-disk format, for tests and
 benchmarks that need sizes the reference fixtures do not have.
 
-usage: make_versioned.py OUT.h5 --shape R[,C] --chunks R[,C] [--gzip] [--versions N]
+usage: make_versioned.py OUT.h5 --shape R[,C] --chunks R[,C] [--gzip|--lzf] [--versions N]
 
 Dataset "data" (float64) holds element (i, j) = i * C + j (its C-order index) in the first
 version "v0"; version vK (K >= 1) rewrites chunk K-1 (mod the number of chunks) with -K.
@@ -31,7 +31,8 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--shape", required=True)
     ap.add_argument("--chunks", required=True)
-    ap.add_argument("--gzip", action="store_true")
+    ap.add_argument("--gzip", action="store_true", help="gzip level 4 + shuffle")
+    ap.add_argument("--lzf", action="store_true", help="LZF (filter 32000)")
     ap.add_argument("--versions", type=int, default=1)
     a = ap.parse_args()
     shape = tuple(int(x) for x in a.shape.split(","))
@@ -49,6 +50,8 @@ def main():
         first.attrs["timestamp"] = stamp(t0)
         grp = vd.create_group("data")
         kw = dict(compression="gzip", compression_opts=4, shuffle=True) if a.gzip else {}
+        if a.lzf:
+            kw = dict(compression="lzf")
         raw = grp.create_dataset("raw_data", shape=(0,) + chunks[1:], maxshape=(None,) + chunks[1:],
                                  chunks=chunks, dtype="<f8", fillvalue=0.0, **kw)
         raw.attrs["chunks"] = np.array(chunks, dtype=np.int64)
@@ -77,7 +80,17 @@ def main():
                 idx += r.reshape([-1 if i == ax else 1 for i in range(len(box))])
             return idx.astype("<f8")
 
-        slots = {cell: store(initial(cell)) for cell in cells}
+        # The first version's chunks go to slots 0..n-1 in grid order, written in one go.
+        big = np.zeros((len(cells) * chunks[0],) + chunks[1:], dtype="<f8")
+        slots = {}
+        for k, cell in enumerate(cells):
+            block = initial(cell)
+            big[(slice(k * chunks[0], k * chunks[0] + block.shape[0]),) + tuple(slice(0, n) for n in block.shape[1:])] = block
+            digest = hashlib.sha256(np.ascontiguousarray(block).tobytes() + suffix(block.shape).encode()).digest()
+            rows.append((np.frombuffer(digest, "u1"), (k * chunks[0], k * chunks[0] + block.shape[0])))
+            slots[cell] = k * chunks[0]
+        raw.resize(big.shape)
+        raw[...] = big
         prev = "__first_version__"
         for v in range(a.versions):
             if v > 0:

@@ -1,0 +1,126 @@
+package fsnode
+
+import (
+	"context"
+	"strings"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// Extended attributes: only the user. namespace is served. Names in other namespaces
+// (security.*, system.*, trusted.*) are answered with ENODATA before any HDF5 call, and an
+// unknown name is ENODATA too (never ENOSYS, which would switch xattrs off for the mount).
+
+func getxattr(x *versions.Xattrs, err error, name string, dest []byte) (uint32, syscall.Errno) {
+	if err != nil {
+		return 0, errno(err)
+	}
+	v, err := x.Get(name)
+	if err != nil {
+		return 0, syscall.ENODATA
+	}
+	if len(dest) < len(v) {
+		return uint32(len(v)), syscall.ERANGE
+	}
+	return uint32(copy(dest, v)), 0
+}
+
+func listxattr(x *versions.Xattrs, err error, dest []byte) (uint32, syscall.Errno) {
+	if err != nil {
+		return 0, errno(err)
+	}
+	var size int
+	for _, n := range x.Names() {
+		size += len(n) + 1
+	}
+	if len(dest) < size {
+		return uint32(size), syscall.ERANGE
+	}
+	off := 0
+	for _, n := range x.Names() {
+		off += copy(dest[off:], n)
+		dest[off] = 0
+		off++
+	}
+	return uint32(size), 0
+}
+
+// userXattr reports whether a name can exist here at all.
+func userXattr(name string) bool { return strings.HasPrefix(name, "user.") }
+
+var _ fs.NodeGetxattrer = (*rootNode)(nil)
+
+func (n *rootNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if !userXattr(attr) {
+		return 0, syscall.ENODATA
+	}
+	x, err := n.m.file.RootXattrs()
+	return getxattr(x, err, attr, dest)
+}
+
+var _ fs.NodeListxattrer = (*rootNode)(nil)
+
+func (n *rootNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	x, err := n.m.file.RootXattrs()
+	return listxattr(x, err, dest)
+}
+
+var _ fs.NodeGetxattrer = (*groupNode)(nil)
+
+func (n *groupNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if !userXattr(attr) {
+		return 0, syscall.ENODATA
+	}
+	x, err := n.m.file.GroupXattrs(n.path, n.version)
+	return getxattr(x, err, attr, dest)
+}
+
+var _ fs.NodeListxattrer = (*groupNode)(nil)
+
+func (n *groupNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	x, err := n.m.file.GroupXattrs(n.path, n.version)
+	return listxattr(x, err, dest)
+}
+
+func (n *datasetNode) xattrs() (*versions.Xattrs, error) {
+	d, err := n.m.file.Dataset(n.path)
+	if err != nil {
+		return nil, err
+	}
+	return d.Xattrs()
+}
+
+var _ fs.NodeGetxattrer = (*datasetNode)(nil)
+
+func (n *datasetNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if !userXattr(attr) {
+		return 0, syscall.ENODATA
+	}
+	x, err := n.xattrs()
+	return getxattr(x, err, attr, dest)
+}
+
+var _ fs.NodeListxattrer = (*datasetNode)(nil)
+
+func (n *datasetNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	x, err := n.xattrs()
+	return listxattr(x, err, dest)
+}
+
+// Setting or removing attributes is refused: versions are immutable and the mount is
+// read-only.
+
+var _ fs.NodeSetxattrer = (*datasetNode)(nil)
+
+func (n *datasetNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return syscall.EROFS
+}
+
+var _ fs.NodeRemovexattrer = (*datasetNode)(nil)
+
+func (n *datasetNode) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	return syscall.EROFS
+}

@@ -1,0 +1,594 @@
+package staged
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// WriteAction says how WriteAt treats one chunk touched by a SetItemPlan,
+// after the three cases of the design's __setitem__ algorithm.
+type WriteAction int8
+
+const (
+	// NewChunk: the write wholly covers the chunk's trimmed extent and the
+	// chunk lies on the full or base slab. It moves to a new staged chunk
+	// filled from the value; the old chunk is never read.
+	NewChunk WriteAction = iota
+	// CopyChunk: the write partially covers a chunk on the full or base
+	// slab. The old chunk (fill pattern, or the base chunk from the
+	// ChunkSource) is copied to a new staged chunk, which is then updated.
+	CopyChunk
+	// UpdateInPlace: the chunk already lies on a staged slab and is updated
+	// in place; its slab index and offset do not change.
+	UpdateInPlace
+)
+
+func (w WriteAction) String() string {
+	switch w {
+	case NewChunk:
+		return "new"
+	case CopyChunk:
+		return "copy"
+	case UpdateInPlace:
+		return "in place"
+	}
+	return fmt.Sprintf("WriteAction(%d)", int8(w))
+}
+
+// ChunkWrite is one chunk touched by a SetItemPlan, with where it lies
+// before the write.
+type ChunkWrite struct {
+	Chunk      []int64 // chunk grid index
+	Slab       int32
+	SlabOffset int64
+	Action     WriteAction
+
+	flat int64
+}
+
+// SetItemPlan is the write plan for a byte range of the C-order stream. The
+// Hyperslabs and Transfers are those a GetItemPlan of the same range has, run
+// in the other direction: in a SetItemPlan the "destination" fields
+// (Hyperslab.DstOff, Transfer.DstOff, Transfer.DstStrides) address the value
+// being written, which is the source of the copy.
+type SetItemPlan struct {
+	Off, N int64 // byte range written
+
+	Hyperslabs []Hyperslab
+
+	// Chunks lists every chunk touched, in C order of the chunk grid.
+	Chunks []ChunkWrite
+
+	// Transfers copy boxes of the value into chunks, grouped by chunk in
+	// the order of Chunks and, within a chunk, in value order.
+	Transfers []Transfer
+
+	shape, chunks []int64
+	itemSize      int
+}
+
+// SetItemPlan plans writing bytes [off, off+n) of the C-order stream. The
+// range must lie within Size(): grow the array with Resize first.
+func (a *Array) SetItemPlan(off, n int64) (*SetItemPlan, error) {
+	p, err := a.setItemPlan(off, n)
+	if err != nil {
+		return nil, fmt.Errorf("staged: set item plan: %w", err)
+	}
+	return p, nil
+}
+
+func (a *Array) setItemPlan(off, n int64) (*SetItemPlan, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("invalid byte range off=%d n=%d", off, n)
+	}
+	if off > a.size || n > a.size-off {
+		return nil, fmt.Errorf("byte range [%d, %d) beyond the array size %d (resize first)", off, uint64(off)+uint64(n), a.size)
+	}
+	gp, err := a.GetItemPlan(off, n)
+	if err != nil {
+		return nil, err
+	}
+	p := &SetItemPlan{
+		Off: gp.Off, N: gp.N, Hyperslabs: gp.Hyperslabs,
+		shape: a.shape, chunks: a.chunks, itemSize: a.itemSize,
+	}
+	is := int64(a.itemSize)
+	type keyed struct {
+		k int64
+		t Transfer
+	}
+	ts := make([]keyed, len(gp.Transfers))
+	covered := map[int64]int64{} // bytes written per chunk
+	for i, t := range gp.Transfers {
+		k := a.flatUnchecked(t.Chunk)
+		ts[i] = keyed{k, t}
+		if _, ok := covered[k]; !ok {
+			p.Chunks = append(p.Chunks, ChunkWrite{Chunk: t.Chunk, Slab: t.Slab, SlabOffset: t.SlabOffset, flat: k})
+		}
+		covered[k] += (prod64(t.Count)-1)*is + int64(t.ByteHi-t.ByteLo)
+	}
+	for i := range p.Chunks {
+		c := &p.Chunks[i]
+		switch {
+		case c.Slab >= 2:
+			c.Action = UpdateInPlace
+		case covered[c.flat] == prod64(a.trimmed(a.shape, a.grid, c.Chunk))*is:
+			c.Action = NewChunk
+		default:
+			c.Action = CopyChunk
+		}
+	}
+	slices.SortFunc(p.Chunks, func(x, y ChunkWrite) int { return cmp.Compare(x.flat, y.flat) })
+	slices.SortStableFunc(ts, func(x, y keyed) int { return cmp.Compare(x.k, y.k) })
+	p.Transfers = make([]Transfer, len(ts))
+	for i := range ts {
+		p.Transfers[i] = ts[i].t
+	}
+	return p, nil
+}
+
+// WriteAt writes p at byte offset off of the C-order stream, following a
+// SetItemPlan. Partial and unaligned writes work: a range may start or end
+// inside an element. Writing bytes past Size() is an error (grow with Resize
+// first). Per chunk touched: wholly covered and on the full or base slab, a
+// new staged chunk is filled from p without reading the old chunk; partially
+// covered and on the full or base slab, the old chunk (fill pattern, or
+// src.Chunk for the base slab) is copied into a new staged chunk which is
+// then updated; already staged, it is updated in place. Only touched chunks
+// are held in memory, one ChunkBytes() allocation each. src may be nil if no
+// partially covered chunk lies on the base slab.
+//
+// On error nothing is modified. The caller serialises WriteAt against every
+// other call on the Array (see Concurrency in the package documentation).
+func (a *Array) WriteAt(p []byte, off int64, src ChunkSource) (int, error) {
+	plan, err := a.setItemPlan(off, int64(len(p)))
+	if err != nil {
+		return 0, fmt.Errorf("staged: write at %d: %w", off, err)
+	}
+	if err := a.executeSet(plan, p, src); err != nil {
+		return 0, fmt.Errorf("staged: write at %d: %w", off, err)
+	}
+	return len(p), nil
+}
+
+// executeSet runs a SetItemPlan with value p (len(p) == plan.N). All chunk
+// buffers are prepared (and base chunks read) before anything is modified,
+// so a failing ChunkSource leaves the array unchanged.
+func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
+	bufs := make([][]byte, len(plan.Chunks))
+	for i, c := range plan.Chunks {
+		switch c.Action {
+		case NewChunk:
+			bufs[i] = make([]byte, a.chunkBytes)
+		case CopyChunk:
+			buf := make([]byte, a.chunkBytes)
+			if c.Slab == FullSlab {
+				fillPattern(buf, a.fill, 0)
+			} else {
+				old, err := a.chunkData(c.Chunk, c.Slab, c.SlabOffset, src)
+				if err != nil {
+					return err
+				}
+				copy(buf, old)
+			}
+			bufs[i] = buf
+		case UpdateInPlace:
+			data, err := a.chunkData(c.Chunk, c.Slab, c.SlabOffset, nil)
+			if err != nil {
+				return err
+			}
+			bufs[i] = data
+		}
+	}
+	for i, c := range plan.Chunks {
+		if c.Action != UpdateInPlace {
+			slab := a.newStagedSlab(bufs[i])
+			if err := a.setChunk(c.Chunk, slab, 0); err != nil {
+				return err // unreachable: the plan's chunks are valid
+			}
+		}
+	}
+
+	nd := len(a.shape)
+	is := int64(a.itemSize)
+	idx := make([]int64, nd)
+	ci := 0
+	for i := range plan.Transfers {
+		t := &plan.Transfers[i]
+		for !slices.Equal(plan.Chunks[ci].Chunk, t.Chunk) {
+			ci++
+		}
+		data := bufs[ci]
+		lo := int64(t.ByteLo)
+		hi := (t.Count[nd-1]-1)*is + int64(t.ByteHi)
+		clear(idx)
+		for {
+			s, d := int64(0), t.DstOff
+			for k := range nd {
+				s += (t.Start[k] + idx[k]) * a.chunkStrides[k]
+				d += idx[k] * t.DstStrides[k]
+			}
+			copy(data[s+lo:s+hi], p[d+lo:d+hi])
+			if !nextRow(idx, t.Count) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// String renders the plan: the value's hyperslabs, the chunks by action, and
+// the transfers from the value into each chunk (chunk coordinates are
+// relative to the chunk origin).
+func (p *SetItemPlan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "SetItemPlan bytes [%d, %d) of shape %s chunks %s itemsize %d\n",
+		p.Off, p.Off+p.N, tuple(p.shape), tuple(p.chunks), p.itemSize)
+	fmt.Fprintf(&b, "# %d hyperslabs\n", len(p.Hyperslabs))
+	for _, h := range p.Hyperslabs {
+		fmt.Fprintf(&b, "value[%s]%s  # value byte %d\n",
+			box(h.Start, h.Count, 0), window(p.itemSize, h.ByteLo, h.ByteHi), h.DstOff+int64(h.ByteLo))
+	}
+	for _, g := range []struct {
+		action WriteAction
+		title  string
+	}{
+		{NewChunk, "wholly covered on full/base slabs: new staged chunk, old chunk not read"},
+		{CopyChunk, "partially covered on full/base slabs: copy old chunk to a new staged chunk, then update"},
+		{UpdateInPlace, "already staged: update in place"},
+	} {
+		n := 0
+		for _, c := range p.Chunks {
+			if c.Action == g.action {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "# %d chunks %s\n", n, g.title)
+		for _, c := range p.Chunks {
+			if c.Action != g.action {
+				continue
+			}
+			fmt.Fprintf(&b, "chunk %s: slabs[%d][%s]%s\n", tuple(c.Chunk), c.Slab,
+				rowRange(c.Slab, c.SlabOffset, p.chunks[0]), slabKind(c.Slab))
+		}
+	}
+	fmt.Fprintf(&b, "# %d transfers from value\n", len(p.Transfers))
+	for _, t := range p.Transfers {
+		global := make([]int64, len(t.Start))
+		for k := range global {
+			global[k] = t.Chunk[k]*p.chunks[k] + t.Start[k]
+		}
+		w := window(p.itemSize, t.ByteLo, t.ByteHi)
+		fmt.Fprintf(&b, "chunk %s[%s]%s = value[%s]%s  # value byte %d\n",
+			tuple(t.Chunk), box(t.Start, t.Count, 0), w, box(global, t.Count, 0), w, t.DstOff+int64(t.ByteLo))
+	}
+	return b.String()
+}
+
+func rowRange(slab int32, off, c0 int64) string {
+	if slab == FullSlab {
+		return fmt.Sprintf("0:%d", c0)
+	}
+	return fmt.Sprintf("%d:%d", off, off+c0)
+}
+
+func window(itemSize, lo, hi int) string {
+	if lo == 0 && hi == itemSize {
+		return ""
+	}
+	return fmt.Sprintf(".bytes[%d:%d]", lo, hi)
+}
+
+// Resize changes the shape (any axis: truncate on axis 0, or a shape
+// change along any axis). Elements keep their coordinates; elements new to
+// the array read as the fill value. Chunks beyond the new chunk grid are
+// dropped (staged slabs no chunk references any more are freed); new chunks
+// lie on the full slab. An edge chunk that grows and lies on the base slab
+// is materialised into a new staged chunk (read through src) whose region
+// outside its old trimmed extent is set to the fill value; a staged edge
+// chunk that grows gets the same fill in place, so bytes beyond the old edge
+// never leak stale contents. A chunk that shrinks keeps its slab. src may be
+// nil if no growing edge chunk lies on the base slab.
+//
+// On error nothing is modified.
+func (a *Array) Resize(shape []int64, src ChunkSource) error {
+	if len(shape) != len(a.shape) {
+		return fmt.Errorf("staged: resize to %v: shape has %d axes, array has %d", shape, len(shape), len(a.shape))
+	}
+	grid, size, nChunks, err := layout(shape, a.chunks, a.itemSize)
+	if err != nil {
+		return fmt.Errorf("staged: resize to %v: %w", shape, err)
+	}
+	shape = slices.Clone(shape)
+	nd := len(shape)
+	idx := make([]int32, nChunks)
+	offs := make([]int64, nChunks)
+	type grow struct {
+		k     int64   // new flat index
+		g     []int64 // grid index
+		oldL  []int64 // trimmed extent under the old shape
+		data  []byte
+		slab  int32
+		stage bool // data is a new buffer to stage (was on the base slab)
+	}
+	var grows []grow
+	if nChunks > 0 {
+		g := make([]int64, nd)
+		for k := range nChunks {
+			inOld := true
+			var ko int64
+			for i := range nd {
+				if g[i] >= a.grid[i] {
+					inOld = false
+					break
+				}
+				ko = ko*a.grid[i] + g[i]
+			}
+			if inOld {
+				s, o := a.slabIndices[ko], a.slabOffsets[ko]
+				idx[k], offs[k] = s, o
+				if s != FullSlab {
+					oldL := a.trimmed(a.shape, a.grid, g)
+					newL := a.trimmed(shape, grid, g)
+					for i := range nd {
+						if newL[i] > oldL[i] {
+							gr := grow{k: k, g: slices.Clone(g), oldL: oldL, slab: s}
+							data, err := a.chunkData(g, s, o, src)
+							if err != nil {
+								return fmt.Errorf("staged: resize to %v: %w", shape, err)
+							}
+							if s == BaseSlab {
+								gr.data = append(make([]byte, 0, a.chunkBytes), data...)
+								gr.stage = true
+							} else {
+								gr.data = data
+							}
+							grows = append(grows, gr)
+							break
+						}
+					}
+				}
+			}
+			for i := nd - 1; i >= 0; i-- {
+				if g[i]++; g[i] < grid[i] {
+					break
+				}
+				g[i] = 0
+			}
+		}
+	}
+
+	// Nothing can fail from here on.
+	a.shape, a.grid, a.size = shape, grid, size
+	a.dstStrides = strides(shape, a.itemSize)
+	a.slabIndices, a.slabOffsets = idx, offs
+	a.collectSlabs()
+	for _, gr := range grows {
+		a.fillOutside(gr.data, gr.oldL)
+		if gr.stage {
+			a.slabIndices[gr.k] = a.newStagedSlab(gr.data)
+			a.slabOffsets[gr.k] = 0
+		}
+	}
+	a.countStaged()
+	return nil
+}
+
+// layout validates a shape for the chunk shape and item size and returns
+// its chunk grid, byte size and number of chunks.
+func layout(shape, chunks []int64, itemSize int) (grid []int64, size, nChunks int64, err error) {
+	grid = make([]int64, len(shape))
+	elems, nChunks := int64(1), int64(1)
+	var ok bool
+	for i := range shape {
+		if shape[i] < 0 {
+			return nil, 0, 0, fmt.Errorf("shape %v has a negative axis", shape)
+		}
+		grid[i] = (shape[i] + chunks[i] - 1) / chunks[i]
+		if elems, ok = mulCheck(elems, shape[i]); !ok {
+			return nil, 0, 0, fmt.Errorf("shape %v overflows", shape)
+		}
+		if nChunks, ok = mulCheck(nChunks, grid[i]); !ok {
+			return nil, 0, 0, fmt.Errorf("chunk grid %v overflows", grid)
+		}
+	}
+	if size, ok = mulCheck(elems, int64(itemSize)); !ok {
+		return nil, 0, 0, fmt.Errorf("size of shape %v with item size %d overflows", shape, itemSize)
+	}
+	if nChunks > math.MaxInt32 {
+		return nil, 0, 0, fmt.Errorf("%d chunks is too many", nChunks)
+	}
+	return grid, size, nChunks, nil
+}
+
+// StagedChunk is a chunk on a staged slab: its grid index and its bytes
+// (ChunkBytes() long, full chunk shape, C order, the fill value outside the
+// trimmed extent).
+type StagedChunk struct {
+	Grid []int64
+	Data []byte
+}
+
+// StagedChunks returns the chunks that lie on staged slabs, in C order of
+// the chunk grid: what a commit hashes and writes. Data aliases the staged
+// memory (do not modify it; it is valid until the next mutation). The padding
+// outside each chunk's trimmed extent is set to the fill value in place
+// first, so this counts as a mutation for locking purposes.
+func (a *Array) StagedChunks() []StagedChunk {
+	var out []StagedChunk
+	_ = a.Each(func(g []int64, slab int32, off int64) error {
+		if slab < 2 {
+			return nil
+		}
+		data, err := a.chunkData(g, slab, off, nil)
+		if err != nil {
+			return nil // unreachable: setChunk validates staged chunks
+		}
+		a.fillOutside(data, a.trimmed(a.shape, a.grid, g))
+		out = append(out, StagedChunk{Grid: slices.Clone(g), Data: data})
+		return nil
+	})
+	return out
+}
+
+// Trimmed returns the trimmed extent L of chunk grid index grid: L[i] =
+// C[i], except for the last chunk along axis i where L[i] = S[i] -
+// (ceil(S[i]/C[i])-1)*C[i]. It returns nil for an invalid grid index.
+func (a *Array) Trimmed(grid []int64) []int64 {
+	if _, err := a.flatChunk(grid); err != nil {
+		return nil
+	}
+	return a.trimmed(a.shape, a.grid, grid)
+}
+
+func (a *Array) trimmed(shape, grid, g []int64) []int64 {
+	l := make([]int64, len(g))
+	for i := range g {
+		l[i] = a.chunks[i]
+		if g[i] == grid[i]-1 {
+			l[i] = shape[i] - g[i]*a.chunks[i]
+		}
+	}
+	return l
+}
+
+// MapFull points chunk grid at the full slab (it reads as the fill value),
+// e.g. after a commit found it equal to the fill chunk.
+func (a *Array) MapFull(grid []int64) error {
+	if err := a.setChunk(grid, FullSlab, 0); err != nil {
+		return fmt.Errorf("staged: map full: %w", err)
+	}
+	return nil
+}
+
+// Dirty reports whether any chunk lies on a staged slab or the shape
+// changed since New or the last MarkClean.
+func (a *Array) Dirty() bool {
+	return a.nStaged > 0 || !slices.Equal(a.shape, a.cleanShape)
+}
+
+// MarkClean records a commit: the current shape becomes the clean shape and
+// the staged slabs are dropped. The caller first re-maps every staged chunk
+// (MapBase, MapFull); a staged slab that a chunk still references is kept
+// (and keeps the array dirty) rather than left dangling.
+func (a *Array) MarkClean() {
+	a.collectSlabs()
+	a.cleanShape = slices.Clone(a.shape)
+}
+
+// Each calls fn for every chunk in C order of the chunk grid with its grid
+// index (a buffer reused between calls: copy it to keep it), slab index and
+// slab offset, and stops at and returns the first error fn returns.
+func (a *Array) Each(fn func(grid []int64, slab int32, off int64) error) error {
+	nd := len(a.grid)
+	g := make([]int64, nd)
+	for k := range a.slabIndices {
+		if err := fn(g, a.slabIndices[k], a.slabOffsets[k]); err != nil {
+			return err
+		}
+		for i := nd - 1; i >= 0; i-- {
+			if g[i]++; g[i] < a.grid[i] {
+				break
+			}
+			g[i] = 0
+		}
+	}
+	return nil
+}
+
+// newStagedSlab stores data (one chunk) as a staged slab, reusing the index
+// of a dropped one if possible.
+func (a *Array) newStagedSlab(data []byte) int32 {
+	if n := len(a.freeSlabs); n > 0 {
+		s := a.freeSlabs[n-1]
+		a.freeSlabs = a.freeSlabs[:n-1]
+		a.slabs[s] = data
+		return s
+	}
+	return a.appendSlab(data)
+}
+
+// collectSlabs drops the staged slabs no chunk references. If none is left
+// the slab list shrinks back to the full and base slabs.
+func (a *Array) collectSlabs() {
+	used := make([]bool, len(a.slabs))
+	referenced := false
+	for _, s := range a.slabIndices {
+		if s >= 2 {
+			used[s], referenced = true, true
+		}
+	}
+	if !referenced {
+		clear(a.slabs[2:])
+		a.slabs = a.slabs[:2]
+		a.freeSlabs = nil
+		return
+	}
+	for s := 2; s < len(a.slabs); s++ {
+		if !used[s] && a.slabs[s] != nil {
+			a.slabs[s] = nil
+			a.freeSlabs = append(a.freeSlabs, int32(s))
+		}
+	}
+}
+
+func (a *Array) countStaged() {
+	a.nStaged = 0
+	for _, s := range a.slabIndices {
+		if s >= 2 {
+			a.nStaged++
+		}
+	}
+}
+
+// fillOutside sets every element of chunk buffer data outside the corner l
+// (the trimmed extent) to the fill value.
+func (a *Array) fillOutside(data []byte, l []int64) {
+	nd := len(l)
+	// full[i]: axes i.. are all untrimmed, so nothing below axis i needs fill.
+	full := make([]bool, nd+1)
+	full[nd] = true
+	for i := nd - 1; i >= 0; i-- {
+		full[i] = full[i+1] && l[i] == a.chunks[i]
+	}
+	var rec func(axis int, base int64)
+	rec = func(axis int, base int64) {
+		if full[axis] {
+			return
+		}
+		st := a.chunkStrides[axis]
+		if l[axis] < a.chunks[axis] {
+			fillPattern(data[base+l[axis]*st:base+a.chunks[axis]*st], a.fill, 0)
+		}
+		if axis == nd-1 || full[axis+1] {
+			return
+		}
+		for j := range l[axis] {
+			rec(axis+1, base+j*st)
+		}
+	}
+	rec(0, 0)
+}
+
+// flatUnchecked returns the C-order flat index of a valid grid index.
+func (a *Array) flatUnchecked(g []int64) int64 {
+	var k int64
+	for i, x := range g {
+		k = k*a.grid[i] + x
+	}
+	return k
+}
+
+func prod64(xs []int64) int64 {
+	p := int64(1)
+	for _, x := range xs {
+		p *= x
+	}
+	return p
+}

@@ -1,0 +1,208 @@
+package versions
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/vh5fs/vh5fs/h5"
+)
+
+// block is one stored chunk of a version: its grid index and raw_data slot offset.
+type block struct {
+	grid []int64
+	off  int64 // raw_data row offset on axis 0 (versioned), or unused (plain)
+}
+
+// IndexSchema is the byteBlocks index schema: keys are grid indices joined by "_".
+var IndexSchema = map[string]string{"uri": "https://schema.hdfgroup.org/hdf5-json/block/index/regular", "separator": "_"}
+
+func (d *Dataset) hasChunkMap() bool {
+	return d.Chunks != nil && !d.Strings && (d.arr != nil || (d.vds != nil && d.Layout == h5.Chunked))
+}
+
+// ChunkMap returns the dataset's chunk map as an HDF5/JSON dataset description with
+// layout class H5D_CHUNKED_REF and a byteBlocks object (the byteBlocks proposal):
+//
+//	{"file": ..., "path": ..., "dtype": "<f8", "type": {...}, "shape": {...},
+//	 "dcpl": {"fillValue": ..., "layout": {"class": "H5D_CHUNKED_REF", "dims": C},
+//	          "filters": [...]},
+//	 "byteBlocks": {"index_schema": {"uri": ..., "separator": "_"},
+//	                "pages": N, "page_xattr": "user.vh5fs.chunkmap.{page}",
+//	                "0_0": {"offset": 4016, "size": 1432}, ...}}
+//
+// Each key is a chunk's grid index; offset and size locate the stored chunk in the HDF5
+// file: a whole chunk of shape dims, filtered as stored ("filter_mask", when present and
+// non-zero, has bit i set if filter i of the pipeline was skipped for that chunk). Edge
+// chunks are trimmed by the reader to the dataset's shape. Chunks without a key read as the
+// fill value. The blocks are also split into pages (JSON objects of keys, each under 64 KiB,
+// in grid order); the main document inlines them only when it fits in one xattr value.
+func (d *Dataset) ChunkMap() (main []byte, pages [][]byte, err error) {
+	entries, err := d.blockEntries()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: chunk map: %w", d.Path, err)
+	}
+	// Pack entries into pages.
+	var cur []byte
+	for _, e := range entries {
+		if len(cur) > 0 && len(cur)+len(e)+2 > xattrPageMaxBytes {
+			pages = append(pages, append(cur, '}'))
+			cur = nil
+		}
+		if len(cur) == 0 {
+			cur = append(cur, '{')
+		} else {
+			cur = append(cur, ',')
+		}
+		cur = append(cur, e...)
+	}
+	if len(cur) == 0 {
+		cur = append(cur, '{')
+	}
+	pages = append(pages, append(cur, '}'))
+
+	abs, err := filepath.Abs(d.f.Path())
+	if err != nil {
+		abs = d.f.Path()
+	}
+	head := map[string]any{
+		"file":  abs,
+		"path":  d.Path,
+		"dtype": d.Type.DType,
+		"type":  typeJSON(d.Type),
+		"shape": map[string]any{"class": "H5S_SIMPLE", "dims": d.Shape, "maxdims": d.Shape},
+		"dcpl": map[string]any{
+			"fillValue": d.fillJSON(),
+			"layout":    map[string]any{"class": "H5D_CHUNKED_REF", "dims": d.Chunks},
+			"filters":   filtersJSON(d.Filters),
+		},
+	}
+	hb, err := marshalJSON(head)
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, _ := marshalJSON(IndexSchema)
+	bb := fmt.Appendf(nil, `"byteBlocks":{"index_schema":%s,"pages":%d,"page_xattr":%q`, sb, len(pages), XattrChunkMap+".{page}")
+	inline := len(hb) + len(bb) + len(pages[0]) + 4
+	if len(pages) == 1 && inline <= xattrPageMaxBytes && len(pages[0]) > 2 {
+		bb = append(bb, ',')
+		bb = append(bb, pages[0][1:len(pages[0])-1]...)
+	}
+	bb = append(bb, '}')
+	main = append(hb[:len(hb)-1], ',')
+	main = append(main, bb...)
+	main = append(main, '}')
+	return main, pages, nil
+}
+
+// blockEntries renders `"g0_g1":{"offset":..,"size":..}` for every stored chunk, in grid
+// order.
+func (d *Dataset) blockEntries() ([][]byte, error) {
+	var blocks []block
+	var infos []h5.ChunkInfo
+	var err error
+	if d.arr != nil {
+		blocks = d.blocks
+		infos, err = d.f.slotInfo(d.RawData, d.raw, d.blocks, d.Chunks)
+	} else {
+		blocks, infos, err = d.plainBlocks()
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, 0, len(blocks))
+	for i, b := range blocks {
+		ci := infos[i]
+		if ci.Offset < 0 {
+			continue // not allocated: reads as fill
+		}
+		e := make([]byte, 0, 64)
+		e = append(e, '"')
+		for k, g := range b.grid {
+			if k > 0 {
+				e = append(e, '_')
+			}
+			e = strconv.AppendInt(e, g, 10)
+		}
+		e = append(e, `":{"offset":`...)
+		e = strconv.AppendInt(e, ci.Offset, 10)
+		e = append(e, `,"size":`...)
+		e = strconv.AppendInt(e, ci.Size, 10)
+		if ci.FilterMask != 0 {
+			e = append(e, `,"filter_mask":`...)
+			e = strconv.AppendUint(e, uint64(ci.FilterMask), 10)
+		}
+		e = append(e, '}')
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// plainBlocks lists every chunk of a plain chunked dataset with its storage.
+func (d *Dataset) plainBlocks() ([]block, []h5.ChunkInfo, error) {
+	grid := make([]int64, len(d.Shape))
+	n := int64(1)
+	for i, s := range d.Shape {
+		grid[i] = (s + d.Chunks[i] - 1) / d.Chunks[i]
+		n *= grid[i]
+	}
+	blocks := make([]block, 0, n)
+	coords := make([][]int64, 0, n)
+	for flat := int64(0); flat < n; flat++ {
+		g := make([]int64, len(grid))
+		c := make([]int64, len(grid))
+		rem := flat
+		for i := len(grid) - 1; i >= 0; i-- {
+			g[i] = rem % grid[i]
+			rem /= grid[i]
+			c[i] = g[i] * d.Chunks[i]
+		}
+		blocks = append(blocks, block{grid: g})
+		coords = append(coords, c)
+	}
+	infos, err := d.vds.ChunkInfo(coords)
+	return blocks, infos, err
+}
+
+// slotInfo returns the storage of the raw_data slots the blocks use. Slots are write-once,
+// so what was looked up once is kept for the life of the File.
+func (f *File) slotInfo(rawPath string, raw *h5.Dataset, blocks []block, chunks []int64) ([]h5.ChunkInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	known := f.slots[rawPath]
+	if known == nil {
+		known = map[int64]h5.ChunkInfo{}
+		f.slots[rawPath] = known
+	}
+	var missing [][]int64
+	var missingOff []int64
+	for _, b := range blocks {
+		if _, ok := known[b.off]; !ok {
+			if b.off%chunks[0] != 0 {
+				return nil, fmt.Errorf("slot at row %d is not chunk-aligned", b.off)
+			}
+			c := make([]int64, len(chunks))
+			c[0] = b.off
+			missing = append(missing, c)
+			missingOff = append(missingOff, b.off)
+			known[b.off] = h5.ChunkInfo{Offset: -1} // placeholder, also dedups
+		}
+	}
+	if len(missing) > 0 {
+		infos, err := raw.ChunkInfo(missing)
+		if err != nil {
+			for _, off := range missingOff {
+				delete(known, off)
+			}
+			return nil, err
+		}
+		for i, off := range missingOff {
+			known[off] = infos[i]
+		}
+	}
+	out := make([]h5.ChunkInfo, len(blocks))
+	for i, b := range blocks {
+		out[i] = known[b.off]
+	}
+	return out, nil
+}

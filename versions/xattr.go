@@ -1,0 +1,378 @@
+package versions
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/vh5fs/vh5fs/h5"
+)
+
+// Extended attribute names. vh5fs's own metadata lives under user.vh5fs.; the HDF5
+// attributes of the object behind a file or directory under user.hdf5.<attribute name>,
+// each value JSON-encoded.
+const (
+	XattrPrefix       = "user.vh5fs."
+	XattrHDF5Prefix   = "user.hdf5."
+	XattrDType        = XattrPrefix + "dtype"     // numpy dtype string, e.g. <f8
+	XattrShape        = XattrPrefix + "shape"     // JSON list
+	XattrChunks       = XattrPrefix + "chunks"    // JSON list (chunked datasets)
+	XattrFillValue    = XattrPrefix + "fillvalue" // JSON value
+	XattrFilters      = XattrPrefix + "filters"   // JSON list of HDF5/JSON filter objects
+	XattrFormat       = XattrPrefix + "format"    // "raw" or "json-lines"
+	XattrChunkMap     = XattrPrefix + "chunkmap"  // HDF5/JSON byteBlocks document (see ChunkMap)
+	XattrVersion      = XattrPrefix + "version"
+	XattrTimestamp    = XattrPrefix + "timestamp"
+	XattrPrevVersion  = XattrPrefix + "prev_version"
+	XattrCurrent      = XattrPrefix + "current_version"
+	XattrDataVersion  = XattrPrefix + "data_version"
+	XattrFile         = XattrPrefix + "file"
+	xattrPageMaxBytes = 60000 // Linux caps one value at 64 KiB
+)
+
+// ErrNoXattr is returned for an extended attribute an object does not have.
+var ErrNoXattr = errors.New("no such extended attribute")
+
+// Xattrs is the ordered set of extended attributes of one file or directory.
+type Xattrs struct {
+	names  []string
+	values map[string][]byte
+}
+
+func (x *Xattrs) add(name string, value []byte) {
+	if x.values == nil {
+		x.values = map[string][]byte{}
+	}
+	if _, dup := x.values[name]; !dup {
+		x.names = append(x.names, name)
+	}
+	x.values[name] = value
+}
+
+func (x *Xattrs) addJSON(name string, v any) error {
+	b, err := marshalJSON(v)
+	if err != nil {
+		return fmt.Errorf("xattr %s: %w", name, err)
+	}
+	x.add(name, b)
+	return nil
+}
+
+// marshalJSON is json.Marshal without HTML escaping: "<f8" stays readable.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Names lists the attributes in a stable order.
+func (x *Xattrs) Names() []string { return x.names }
+
+// Get returns one attribute's value, or ErrNoXattr.
+func (x *Xattrs) Get(name string) ([]byte, error) {
+	if v, ok := x.values[name]; ok {
+		return v, nil
+	}
+	return nil, ErrNoXattr
+}
+
+// RootXattrs describes the mount's root: the file, and for versioned files the current
+// version and data_version. Not cached: the current version moves with commits.
+func (f *File) RootXattrs() (*Xattrs, error) {
+	var x Xattrs
+	abs, err := filepath.Abs(f.Path())
+	if err != nil {
+		abs = f.Path()
+	}
+	x.add(XattrFile, []byte(abs))
+	if f.versioned {
+		cur, err := f.CurrentVersion()
+		if err != nil {
+			return nil, err
+		}
+		x.add(XattrCurrent, []byte(cur))
+		x.add(XattrDataVersion, []byte(strconv.FormatInt(f.dataVersion, 10)))
+	}
+	if err := f.addHDF5Attrs(&x, "/"); err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+// GroupXattrs describes the HDF5 group at path; for a version's root group (version != "")
+// also the version's name, timestamp and prev_version.
+func (f *File) GroupXattrs(path, version string) (*Xattrs, error) {
+	var x Xattrs
+	if version != "" {
+		v, ok, err := f.Version(version)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("version %s: %w", version, ErrNotFound)
+		}
+		x.add(XattrVersion, []byte(v.Name))
+		x.add(XattrTimestamp, []byte(v.Timestamp))
+		prev := v.PrevVersion
+		if prev == "" {
+			prev = FirstVersion
+		}
+		x.add(XattrPrevVersion, []byte(prev))
+	}
+	if err := f.addHDF5Attrs(&x, path); err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+func (f *File) addHDF5Attrs(x *Xattrs, path string) error {
+	attrs, err := f.h.Attrs(path)
+	if err != nil {
+		return err
+	}
+	return addAttrs(x, attrs)
+}
+
+func addAttrs(x *Xattrs, attrs []h5.Attr) error {
+	for _, a := range attrs {
+		if err := x.addJSON(XattrHDF5Prefix+a.Name, attrJSON(a)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Xattrs describes the dataset: dtype, shape, chunks, fill value, filters, its HDF5
+// attributes and, for chunked data, the chunk map. Computed once: datasets are immutable.
+func (d *Dataset) Xattrs() (*Xattrs, error) {
+	d.xattrOnce.Do(func() { d.xattrs, d.xattrErr = d.buildXattrs() })
+	return d.xattrs, d.xattrErr
+}
+
+func (d *Dataset) buildXattrs() (*Xattrs, error) {
+	var x Xattrs
+	x.add(XattrDType, []byte(d.Type.DType))
+	format := "raw"
+	if d.Strings {
+		format = "json-lines"
+	}
+	x.add(XattrFormat, []byte(format))
+	if err := x.addJSON(XattrShape, d.Shape); err != nil {
+		return nil, err
+	}
+	if d.Chunks != nil {
+		if err := x.addJSON(XattrChunks, d.Chunks); err != nil {
+			return nil, err
+		}
+	}
+	if err := x.addJSON(XattrFillValue, d.fillJSON()); err != nil {
+		return nil, err
+	}
+	if err := x.addJSON(XattrFilters, filtersJSON(d.Filters)); err != nil {
+		return nil, err
+	}
+	if err := addAttrs(&x, d.Attrs); err != nil {
+		return nil, err
+	}
+	if d.hasChunkMap() {
+		main, pages, err := d.ChunkMap()
+		if err != nil {
+			return nil, err
+		}
+		x.add(XattrChunkMap, main)
+		for i, p := range pages {
+			x.add(fmt.Sprintf("%s.%d", XattrChunkMap, i), p)
+		}
+	}
+	return &x, nil
+}
+
+// attrJSON turns a decoded HDF5 attribute into a JSON-friendly value: arrays nest by
+// shape; NaN and infinities become the strings "NaN", "Infinity", "-Infinity"; values of
+// other types are {"dtype": ..., "bytes_b64": ...} in the file's byte order.
+func attrJSON(a h5.Attr) any {
+	var flat []any
+	switch v := a.Value.(type) {
+	case []string:
+		flat = toAny(v)
+	case []int64:
+		flat = toAny(v)
+	case []uint64:
+		flat = toAny(v)
+	case []bool:
+		flat = toAny(v)
+	case []float64:
+		for _, f := range v {
+			flat = append(flat, floatJSON(f))
+		}
+	case float64:
+		return floatJSON(v)
+	case []byte:
+		return map[string]any{"dtype": a.Type.DType, "shape": a.Shape, "bytes_b64": base64.StdEncoding.EncodeToString(v)}
+	default:
+		return v
+	}
+	return nest(flat, a.Shape)
+}
+
+func toAny[T any](v []T) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = x
+	}
+	return out
+}
+
+func nest(flat []any, shape []int64) any {
+	if len(shape) <= 1 {
+		if flat == nil {
+			return []any{}
+		}
+		return flat
+	}
+	inner := int64(1)
+	for _, s := range shape[1:] {
+		inner *= s
+	}
+	out := make([]any, 0, shape[0])
+	for i := int64(0); i < shape[0]; i++ {
+		out = append(out, nest(flat[i*inner:(i+1)*inner], shape[1:]))
+	}
+	return out
+}
+
+func floatJSON(f float64) any {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	return f
+}
+
+// fillJSON decodes the fill element by dtype: a number, bool, [re, im] for complex, the
+// JSON string "" for variable-length strings, {"bytes_b64": ...} for everything else.
+func (d *Dataset) fillJSON() any {
+	if d.Strings {
+		return ""
+	}
+	dt, b := d.Type.DType, d.Fill
+	if len(dt) < 3 || len(b) == 0 {
+		return map[string]any{"bytes_b64": base64.StdEncoding.EncodeToString(b)}
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if dt[0] == '>' {
+		order = binary.BigEndian
+	}
+	size, _ := strconv.Atoi(dt[2:])
+	switch dt[1] {
+	case 'b':
+		return b[0] != 0
+	case 'i', 'u':
+		var u uint64
+		switch size {
+		case 1:
+			u = uint64(b[0])
+		case 2:
+			u = uint64(order.Uint16(b))
+		case 4:
+			u = uint64(order.Uint32(b))
+		case 8:
+			u = order.Uint64(b)
+		}
+		if dt[1] == 'u' {
+			return u
+		}
+		shift := 64 - 8*size
+		return int64(u<<shift) >> shift
+	case 'f':
+		switch size {
+		case 4:
+			return floatJSON(float64(math.Float32frombits(order.Uint32(b))))
+		case 8:
+			return floatJSON(math.Float64frombits(order.Uint64(b)))
+		}
+	case 'c':
+		switch size {
+		case 8:
+			return []any{floatJSON(float64(math.Float32frombits(order.Uint32(b)))), floatJSON(float64(math.Float32frombits(order.Uint32(b[4:]))))}
+		case 16:
+			return []any{floatJSON(math.Float64frombits(order.Uint64(b))), floatJSON(math.Float64frombits(order.Uint64(b[8:])))}
+		}
+	}
+	return map[string]any{"bytes_b64": base64.StdEncoding.EncodeToString(b)}
+}
+
+var filterClasses = map[int]string{
+	1: "H5Z_FILTER_DEFLATE", 2: "H5Z_FILTER_SHUFFLE", 3: "H5Z_FILTER_FLETCHER32",
+	4: "H5Z_FILTER_SZIP", 5: "H5Z_FILTER_NBIT", 6: "H5Z_FILTER_SCALEOFFSET", 32000: "H5Z_FILTER_LZF",
+}
+
+// filtersJSON lists the pipeline as HDF5/JSON filter objects, in pipeline order.
+func filtersJSON(fs []h5.Filter) []map[string]any {
+	out := []map[string]any{}
+	for _, f := range fs {
+		class, ok := filterClasses[f.ID]
+		if !ok {
+			class = "H5Z_FILTER_USER"
+		}
+		m := map[string]any{"class": class, "id": f.ID, "name": f.Name, "parameters": f.Params}
+		if f.ID == 1 && len(f.Params) > 0 {
+			m["level"] = f.Params[0]
+		}
+		if f.Flags&1 != 0 { // H5Z_FLAG_OPTIONAL
+			m["optional"] = true
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// typeJSON is the HDF5/JSON description of the element type, derived from the dtype.
+func typeJSON(t h5.Type) map[string]any {
+	dt := t.DType
+	if t.VlenString {
+		cset := "H5T_CSET_ASCII"
+		if t.UTF8 {
+			cset = "H5T_CSET_UTF8"
+		}
+		return map[string]any{"class": "H5T_STRING", "charSet": cset, "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}
+	}
+	order := "LE"
+	if strings.HasPrefix(dt, ">") {
+		order = "BE"
+	}
+	bits := strconv.Itoa(8 * t.Size)
+	switch {
+	case strings.HasPrefix(dt[1:], "i"):
+		return map[string]any{"class": "H5T_INTEGER", "base": "H5T_STD_I" + bits + order}
+	case strings.HasPrefix(dt[1:], "u"):
+		return map[string]any{"class": "H5T_INTEGER", "base": "H5T_STD_U" + bits + order}
+	case strings.HasPrefix(dt[1:], "f"):
+		return map[string]any{"class": "H5T_FLOAT", "base": "H5T_IEEE_F" + bits + order}
+	case dt == "|b1":
+		return map[string]any{"class": "H5T_ENUM", "base": map[string]any{"class": "H5T_INTEGER", "base": "H5T_STD_I8LE"},
+			"mapping": map[string]int{"FALSE": 0, "TRUE": 1}}
+	case strings.HasPrefix(dt[1:], "c"):
+		half := map[string]any{"class": "H5T_FLOAT", "base": "H5T_IEEE_F" + strconv.Itoa(4*t.Size) + order}
+		return map[string]any{"class": "H5T_COMPOUND", "fields": []any{
+			map[string]any{"name": "r", "type": half}, map[string]any{"name": "i", "type": half}}}
+	case strings.HasPrefix(dt, "|S"):
+		return map[string]any{"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": t.Size}
+	}
+	return map[string]any{"class": "H5T_OPAQUE", "size": t.Size}
+}
