@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"gonum.org/v1/hdf5"
@@ -53,7 +54,9 @@ type Dataset struct {
 	file *File
 	path string
 	d    *hdf5.Dataset // nil once closed; GUARDED_BY(mu)
-	info Info
+
+	infoMu sync.RWMutex // guards info against SetExtent; never held across an HDF5 call
+	info   Info         // GUARDED_BY(infoMu)
 }
 
 // OpenDataset opens the dataset at path and reads its Info.
@@ -78,8 +81,12 @@ func (f *File) OpenDataset(path string) (*Dataset, error) {
 // Path is the dataset's HDF5 path.
 func (d *Dataset) Path() string { return d.path }
 
-// Info returns what was read at open.
-func (d *Dataset) Info() Info { return d.info }
+// Info returns what was read at open (with the shape SetExtent last set).
+func (d *Dataset) Info() Info {
+	d.infoMu.RLock()
+	defer d.infoMu.RUnlock()
+	return d.info
+}
 
 // Close closes the dataset; it is safe to call more than once.
 func (d *Dataset) Close() error {

@@ -18,11 +18,21 @@ var ErrNotHDF5 = errors.New("not an HDF5 file")
 // File is an HDF5 file opened read-only.
 type File struct {
 	path string
+	rw   bool
 	f    *hdf5.File // nil once closed; GUARDED_BY(mu)
 }
 
+// Writable reports whether the file was opened with OpenRW.
+func (f *File) Writable() bool { return f.rw }
+
 // Open opens path read-only.
-func Open(path string) (*File, error) {
+func Open(path string) (*File, error) { return open(path, false) }
+
+// OpenRW opens path for reading and writing. libhdf5 takes an exclusive lock on the file
+// (unless HDF5_USE_FILE_LOCKING=FALSE) for as long as it is open.
+func OpenRW(path string) (*File, error) { return open(path, true) }
+
+func open(path string, rw bool) (*File, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -36,11 +46,15 @@ func Open(path string) (*File, error) {
 		stackMessage()
 		return nil, fmt.Errorf("%s: %w", path, ErrNotHDF5)
 	}
-	f, err := hdf5.OpenFile(path, hdf5.F_ACC_RDONLY)
+	flags := hdf5.F_ACC_RDONLY
+	if rw {
+		flags = hdf5.F_ACC_RDWR
+	}
+	f, err := hdf5.OpenFile(path, flags)
 	if err != nil {
 		return nil, fail("open file", path, nil)
 	}
-	return &File{path: path, f: f}, nil
+	return &File{path: path, f: f, rw: rw}, nil
 }
 
 // Path is the file's path as given to Open.

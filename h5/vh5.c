@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <unistd.h>
 #include <string.h>
 #include <lzf.h>
 #include "vh5.h"
@@ -576,4 +577,200 @@ int vh5_chunk_info(hid_t dset, int rank, size_t n, const hsize_t *coords, haddr_
 		}
 	}
 	return 0;
+}
+
+// ---- writing -----------------------------------------------------------------------------
+
+static int attr_replace(hid_t obj, const char *name, hid_t type, hid_t space, const void *buf) {
+	htri_t e = H5Aexists(obj, name);
+	if (e < 0 || (e > 0 && H5Adelete(obj, name) < 0)) {
+		return -1;
+	}
+	hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+	if (a < 0) {
+		return -1;
+	}
+	herr_t rc = H5Awrite(a, type, buf);
+	H5Aclose(a);
+	return rc < 0 ? -1 : 0;
+}
+
+// vh5_attr_write_vstr writes a scalar variable-length UTF-8 string attribute (h5py's
+// encoding of str attributes).
+int vh5_attr_write_vstr(hid_t obj, const char *name, const char *value) {
+	hid_t t = H5Tcopy(H5T_C_S1);
+	hid_t s = H5Screate(H5S_SCALAR);
+	int rc = -1;
+	if (t >= 0 && s >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0 &&
+	    H5Tset_strpad(t, H5T_STR_NULLTERM) >= 0) {
+		rc = attr_replace(obj, name, t, s, &value);
+	}
+	if (s >= 0) H5Sclose(s);
+	if (t >= 0) H5Tclose(t);
+	return rc;
+}
+
+// vh5_attr_write_i64 writes a little-endian int64 attribute: scalar when n < 0, else 1-D of n.
+int vh5_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n) {
+	hsize_t dims = n < 0 ? 1 : (hsize_t)n;
+	hid_t s = n < 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dims, NULL);
+	if (s < 0) return -1;
+	hid_t t = H5Tcopy(H5T_STD_I64LE);
+	int rc = t < 0 ? -1 : 0;
+	if (rc == 0) {
+		// Write through a native memory type so the value converts on big-endian hosts.
+		htri_t e = H5Aexists(obj, name);
+		if (e < 0 || (e > 0 && H5Adelete(obj, name) < 0)) {
+			rc = -1;
+		} else {
+			hid_t a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
+			rc = (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, v) < 0) ? -1 : 0;
+			if (a >= 0) H5Aclose(a);
+		}
+		H5Tclose(t);
+	}
+	H5Sclose(s);
+	return rc;
+}
+
+// vh5_attr_write_bool writes h5py's bool: an enum of int8 with FALSE=0, TRUE=1.
+int vh5_attr_write_bool(hid_t obj, const char *name, int value) {
+	hid_t t = H5Tenum_create(H5T_STD_I8LE);
+	hid_t s = H5Screate(H5S_SCALAR);
+	int rc = -1;
+	signed char f = 0, tr = 1, v = value ? 1 : 0;
+	if (t >= 0 && s >= 0 && H5Tenum_insert(t, "FALSE", &f) >= 0 && H5Tenum_insert(t, "TRUE", &tr) >= 0) {
+		rc = attr_replace(obj, name, t, s, &v);
+	}
+	if (s >= 0) H5Sclose(s);
+	if (t >= 0) H5Tclose(t);
+	return rc;
+}
+
+typedef struct {
+	hid_t dst;
+	int rc;
+} vh5_copy_ctx;
+
+static herr_t copy_attr_cb(hid_t src, const char *name, const H5A_info_t *info, void *data) {
+	vh5_copy_ctx *c = data;
+	(void)info;
+	hid_t a = H5Aopen(src, name, H5P_DEFAULT);
+	hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+	hid_t s = a >= 0 ? H5Aget_space(a) : -1;
+	void *buf = NULL;
+	int rc = -1;
+	if (a >= 0 && t >= 0 && s >= 0) {
+		hssize_t n = H5Sget_simple_extent_npoints(s);
+		size_t sz = H5Tget_size(t);
+		buf = calloc(n > 0 ? (size_t)n : 1, sz ? sz : 1);
+		if (buf && (n == 0 || H5Aread(a, t, buf) >= 0)) {
+			rc = attr_replace(c->dst, name, t, s, buf);
+			if (n > 0 && H5Tdetect_class(t, H5T_VLEN) > 0) {
+				H5Dvlen_reclaim(t, s, H5P_DEFAULT, buf);
+			} else if (n > 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
+				H5Dvlen_reclaim(t, s, H5P_DEFAULT, buf);
+			}
+		}
+	}
+	free(buf);
+	if (s >= 0) H5Sclose(s);
+	if (t >= 0) H5Tclose(t);
+	if (a >= 0) H5Aclose(a);
+	if (rc < 0) {
+		c->rc = -1;
+		return -1;
+	}
+	return 0;
+}
+
+// vh5_attrs_copy copies every attribute of src onto dst, replacing same-named ones.
+int vh5_attrs_copy(hid_t src, hid_t dst) {
+	vh5_copy_ctx c = {dst, 0};
+	hsize_t idx = 0;
+	if (H5Aiterate2(src, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_attr_cb, &c) < 0) {
+		return -1;
+	}
+	return c.rc;
+}
+
+int vh5_set_extent(hid_t dset, int rank, const hsize_t *dims) {
+	(void)rank;
+	return H5Dset_extent(dset, dims) < 0 ? -1 : 0;
+}
+
+int vh5_write_box(hid_t dset, int rank, const hsize_t *start, const hsize_t *count,
+                  const hsize_t *memdims, const hsize_t *memstart, const void *mem) {
+	int rc = -1;
+	hid_t type = H5Dget_type(dset);
+	hid_t fspace = H5Dget_space(dset);
+	hid_t mspace = H5Screate_simple(rank, memdims, NULL);
+	if (type >= 0 && fspace >= 0 && mspace >= 0 &&
+	    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+	    H5Sselect_hyperslab(mspace, H5S_SELECT_SET, memstart, NULL, count, NULL) >= 0 &&
+	    H5Dwrite(dset, type, mspace, fspace, H5P_DEFAULT, mem) >= 0) {
+		rc = 0;
+	}
+	if (mspace >= 0) H5Sclose(mspace);
+	if (fspace >= 0) H5Sclose(fspace);
+	if (type >= 0) H5Tclose(type);
+	return rc;
+}
+
+int vh5_copy_object(hid_t file, const char *src, const char *dst) {
+	return H5Ocopy(file, src, file, dst, H5P_DEFAULT, H5P_DEFAULT) < 0 ? -1 : 0;
+}
+
+int vh5_create_group(hid_t file, const char *path) {
+	hid_t g = H5Gcreate2(file, path, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0) return -1;
+	H5Gclose(g);
+	return 0;
+}
+
+// vh5_create_virtual creates the dataset at path with the element type of typesrc (a
+// dataset), shape dims (maxdims = dims) and, if fill is not NULL, that fill value. With
+// n > 0 it is a virtual dataset with one mapping per block: virtual [vstart, +count) from
+// source dataset srcname in this file (".") at [sstart, +count) of a source space srcdims.
+// With n == 0 it is a contiguous dataset whose storage is never allocated: it reads as fill,
+// the most portable form of "no mappings".
+int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, const hsize_t *dims,
+                       const void *fill, const char *srcname, const hsize_t *srcdims, size_t n,
+                       const hsize_t *vstart, const hsize_t *count, const hsize_t *sstart) {
+	int rc = -1;
+	hid_t type = H5Dget_type(typesrc);
+	hid_t space = H5Screate_simple(rank, dims, NULL);
+	hid_t src = H5Screate_simple(rank, srcdims, NULL);
+	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	hid_t d = -1;
+	if (type < 0 || space < 0 || src < 0 || dcpl < 0) goto done;
+	if (fill && H5Pset_fill_value(dcpl, type, fill) < 0) goto done;
+	if (n == 0) {
+		if (H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 || H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE) < 0) goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (H5Sselect_hyperslab(space, H5S_SELECT_SET, vstart + i * rank, NULL, count + i * rank, NULL) < 0) goto done;
+		if (H5Sselect_hyperslab(src, H5S_SELECT_SET, sstart + i * rank, NULL, count + i * rank, NULL) < 0) goto done;
+		if (H5Pset_virtual(dcpl, space, ".", srcname, src) < 0) goto done;
+	}
+	if (H5Sselect_all(space) < 0) goto done;
+	d = H5Dcreate2(file, path, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	if (d < 0) goto done;
+	rc = 0;
+done:
+	if (d >= 0) H5Dclose(d);
+	if (dcpl >= 0) H5Pclose(dcpl);
+	if (src >= 0) H5Sclose(src);
+	if (space >= 0) H5Sclose(space);
+	if (type >= 0) H5Tclose(type);
+	return rc;
+}
+
+// vh5_flush_sync flushes HDF5's buffers for the file and fsyncs the file descriptor, so
+// what was written is durable when it returns.
+int vh5_flush_sync(hid_t file) {
+	if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return -1;
+	int *fd = NULL;
+	if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) < 0 || fd == NULL) return -1;
+	return fsync(*fd) < 0 ? -2 : 0;
 }

@@ -72,4 +72,18 @@ int vh5_kind(hid_t loc, const char *path);
 int vh5_link_is_hard(hid_t loc, const char *path);
 
 int vh5_chunk_info(hid_t dset, int rank, size_t n, const hsize_t *coords, haddr_t *addr, hsize_t *size, unsigned *mask);
+
+int vh5_attr_write_vstr(hid_t obj, const char *name, const char *value);
+int vh5_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n);
+int vh5_attr_write_bool(hid_t obj, const char *name, int value);
+int vh5_attrs_copy(hid_t src, hid_t dst);
+int vh5_set_extent(hid_t dset, int rank, const hsize_t *dims);
+int vh5_write_box(hid_t dset, int rank, const hsize_t *start, const hsize_t *count,
+                  const hsize_t *memdims, const hsize_t *memstart, const void *mem);
+int vh5_copy_object(hid_t file, const char *src, const char *dst);
+int vh5_create_group(hid_t file, const char *path);
+int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, const hsize_t *dims,
+                       const void *fill, const char *srcname, const hsize_t *srcdims, size_t n,
+                       const hsize_t *vstart, const hsize_t *count, const hsize_t *sstart);
+int vh5_flush_sync(hid_t file);
 #endif

@@ -30,8 +30,9 @@ type Dataset struct {
 	Attrs   []h5.Attr
 	Strings bool // variable-length strings, served as text (see TextForm)
 
-	f    *File
-	size int64
+	fillDefined bool // the dataset's creator set Fill explicitly
+	f           *File
+	size        int64
 	// Exactly one read route is set: text for strings, arr for versioned datasets whose
 	// mappings form a clean chunk map, vds otherwise (libhdf5 resolves the selection).
 	text []byte
@@ -91,7 +92,7 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 	}
 	d := &Dataset{
 		Path: path, Type: info.Type, Shape: info.Shape, Chunks: info.Chunks, Fill: info.Fill,
-		Filters: info.Filters, Layout: info.Layout, Attrs: attrs, f: f,
+		Filters: info.Filters, Layout: info.Layout, Attrs: attrs, f: f, fillDefined: info.FillDefined,
 	}
 	versioned := f.versioned && strings.HasPrefix(path, VersionsGroup+"/")
 	if versioned {

@@ -53,10 +53,15 @@ type File struct {
 	slots    map[string]map[int64]h5.ChunkInfo // raw_data path -> slot row -> storage; GUARDED_BY(mu)
 }
 
-// Open opens path and checks its layout. A file with a _version_data group must be a
-// versioned-hdf5 file of a data_version vh5fs reads: 1 (legacy) or 4.
-func Open(path string) (*File, error) {
-	h, err := h5.Open(path)
+// Open opens path read-only and checks its layout. A file with a _version_data group must
+// be a versioned-hdf5 file of a data_version vh5fs reads: 1 (legacy) or 4.
+func Open(path string) (*File, error) { return open(path, h5.Open) }
+
+// OpenRW opens path for reading and committing new versions (package commit).
+func OpenRW(path string) (*File, error) { return open(path, h5.OpenRW) }
+
+func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
+	h, err := opener(path)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +128,12 @@ func (f *File) Close() error {
 	}
 	return f.h.Close()
 }
+
+// HDF5 is the underlying file, for the commit package, which writes through it.
+func (f *File) HDF5() *h5.File { return f.h }
+
+// Writable reports whether the file was opened with OpenRW.
+func (f *File) Writable() bool { return f.h.Writable() }
 
 // Path is the file's path.
 func (f *File) Path() string { return f.h.Path() }

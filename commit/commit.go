@@ -1,0 +1,511 @@
+package commit
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// TimestampLayout is versioned-hdf5's canonical timestamp (always UTC).
+const TimestampLayout = "2006-01-02 15:04:05.000000-0700"
+
+// nameLayout gives default version names: unique to the microsecond, sortable by time,
+// free of characters a shell or a path would trip on.
+const nameLayout = "20060102T150405.000000Z"
+
+// ErrExists is returned when the requested version name is taken.
+var ErrExists = errors.New("version already exists")
+
+// Committer writes new versions into one file. Commits are serialised; each appends only
+// what it changed (new chunks, hash rows, one version group).
+type Committer struct {
+	f   *versions.File
+	now func() time.Time
+
+	mu      sync.Mutex        // serialises commits; taken before versions.File's locks
+	indexes map[string]*index // data group -> hash index; GUARDED_BY(mu)
+	next    string            // name for the next commit (SetNextName); GUARDED_BY(mu)
+}
+
+// New returns a Committer for f, which must have been opened with versions.OpenRW.
+func New(f *versions.File) (*Committer, error) {
+	if !f.Writable() {
+		return nil, fmt.Errorf("commit: %s is open read-only", f.Path())
+	}
+	if !f.Versioned() {
+		return nil, fmt.Errorf("commit: %s is not a versioned-hdf5 file", f.Path())
+	}
+	return &Committer{f: f, now: time.Now, indexes: map[string]*index{}}, nil
+}
+
+// Close releases the hash tables it holds open.
+func (c *Committer) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ix := range c.indexes {
+		ix.close()
+	}
+	c.indexes = map[string]*index{}
+}
+
+// SetNextName names the next commit (once); "" restores default names.
+func (c *Committer) SetNextName(name string) error {
+	if name != "" {
+		if err := validName(name); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next = name
+	return nil
+}
+
+// NextName is the name the next commit will take if set with SetNextName, else "".
+func (c *Committer) NextName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next
+}
+
+func validName(name string) error {
+	if name == "" || name == "." || name == ".." || name == versions.FirstVersion || strings.ContainsAny(name, "/\x00") || len(name) > 255 {
+		return fmt.Errorf("commit: %q is not a valid version name", name)
+	}
+	return nil
+}
+
+// Change is one dataset's staged changes on top of a version.
+type Change struct {
+	Base    string        // the version the changes were made on
+	Dataset string        // the dataset's path inside the version, e.g. "grp/ds"
+	Array   *staged.Array // the staged changes; re-pointed at the new version on success
+}
+
+// Result describes a commit.
+type Result struct {
+	Version  string
+	Written  int   // chunks appended to raw_data
+	Reused   int   // chunks deduplicated against existing slots or each other
+	Unmapped int   // staged chunks equal to the fill value, left unmapped
+	Bytes    int64 // bytes of raw chunk data appended (before filters)
+	Elapsed  time.Duration
+}
+
+// newChunk is a chunk the commit appends.
+type newChunk struct {
+	data    []byte
+	trimmed []int64
+	row     int64
+	digest  [32]byte
+}
+
+// Commit writes ch as a new version whose prev_version is ch.Base and makes it current.
+// The new version holds the base's whole tree: unchanged datasets and groups are carried
+// over with their attributes. It returns once the file is flushed and fsynced. On success
+// ch.Array points at the new version's chunks and is clean.
+//
+// Order of writes (crash safety): chunks and hash rows are appended first and
+// largest_index is written last among them (spec section 4); then the version group is
+// created with committed=False, filled, and flagged committed=True; current_version moves
+// last. A commit cut short leaves either nothing visible or an uncommitted group, which
+// readers ignore.
+func (c *Committer) Commit(ch Change) (Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := c.now()
+	res, err := c.commit(ch, start)
+	if err != nil {
+		return Result{}, fmt.Errorf("commit %s on %s: %w", ch.Dataset, ch.Base, err)
+	}
+	res.Elapsed = time.Since(start)
+	slog.Info("committed", "version", res.Version, "base", ch.Base, "dataset", ch.Dataset,
+		"written", res.Written, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed)
+	return res, nil
+}
+
+func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
+	f, h := c.f, c.f.HDF5()
+	base, ok, err := f.Version(ch.Base)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ok {
+		return Result{}, fmt.Errorf("base version %q: %w", ch.Base, versions.ErrNotFound)
+	}
+	name, err := c.pickName(now)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := c.checkDataVersion(); err != nil {
+		return Result{}, err
+	}
+	ds, err := f.Dataset(base.Path() + "/" + ch.Dataset)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ds.Stageable() {
+		return Result{}, fmt.Errorf("%s: %w", ds.Path, versions.ErrUnsupported)
+	}
+	ix, err := c.index(ds)
+	if err != nil {
+		return Result{}, err
+	}
+	plan, res, err := c.plan(ds, ch.Array, ix)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := c.appendChunks(ds, ix, plan.fresh); err != nil {
+		return Result{}, err
+	}
+
+	// The version group, built under committed=False.
+	vpath := versions.VersionsGroup + "/" + name
+	stamp := now.UTC().Format(TimestampLayout)
+	if err := h.CreateGroup(vpath); err != nil {
+		return Result{}, err
+	}
+	if err := setAttrs(h, vpath, []attr{{"prev_version", base.Name}, {"committed", false}, {"timestamp", stamp}}); err != nil {
+		return Result{}, err
+	}
+	if err := c.copyTree(base.Path(), vpath, "", ch.Dataset, func(dst string) error {
+		return c.createVirtual(ds, dst, ch.Array.Shape(), plan.blocks)
+	}); err != nil {
+		return Result{}, err
+	}
+	if err := setAttrs(h, vpath, []attr{{"committed", true}, {"timestamp", c.now().UTC().Format(TimestampLayout)}}); err != nil {
+		return Result{}, err
+	}
+	if err := setAttrs(h, versions.VersionsGroup, []attr{{"current_version", name}, {"data_version", int64(versions.SupportedDataVersion)}}); err != nil {
+		return Result{}, err
+	}
+	if err := h.FlushSync(); err != nil {
+		return Result{}, err
+	}
+	c.next = ""
+
+	// The handle continues on top of the new version.
+	for _, m := range plan.remap {
+		var err error
+		if m.full {
+			err = ch.Array.MapFull(m.grid)
+		} else {
+			err = ch.Array.MapBase(m.grid, m.row)
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("re-pointing the staged array: %w", err)
+		}
+	}
+	ch.Array.MarkClean()
+	res.Version = name
+	return res, nil
+}
+
+func (c *Committer) pickName(now time.Time) (string, error) {
+	if c.next != "" {
+		if _, ok, err := c.f.Version(c.next); err != nil {
+			return "", err
+		} else if ok || c.exists(c.next) {
+			return "", fmt.Errorf("%w: %s", ErrExists, c.next)
+		}
+		return c.next, nil
+	}
+	base := now.UTC().Format(nameLayout)
+	name := base
+	for i := 2; c.exists(name); i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	return name, nil
+}
+
+func (c *Committer) exists(name string) bool {
+	k, err := c.f.Kind(versions.VersionsGroup + "/" + name)
+	return err != nil || k != h5.KindMissing
+}
+
+// checkDataVersion upgrades data_version 1 files (done by the caller's attribute write) but
+// refuses those with variable-length string data: their hash tables cannot be trusted.
+func (c *Committer) checkDataVersion() error {
+	if c.f.DataVersion() == versions.SupportedDataVersion {
+		return nil
+	}
+	vlen, err := c.f.HasVlenStringData()
+	if err != nil {
+		return err
+	}
+	if vlen {
+		return fmt.Errorf("data_version %d file with variable-length string data: rebuild its hash tables with versioned-hdf5 before committing", c.f.DataVersion())
+	}
+	return nil
+}
+
+func (c *Committer) index(ds *versions.Dataset) (*index, error) {
+	group := ds.DataGroup()
+	if ix, ok := c.indexes[group]; ok {
+		return ix, nil
+	}
+	ix, err := loadIndex(c.f.HDF5(), group, ds.Chunks[0])
+	if err != nil {
+		return nil, err
+	}
+	c.indexes[group] = ix
+	return ix, nil
+}
+
+type remap struct {
+	grid []int64
+	row  int64
+	full bool
+}
+
+type plan struct {
+	blocks []h5.VirtualBlock
+	fresh  []newChunk
+	remap  []remap
+}
+
+// plan is the CommitPlan: it decides, for every chunk of the staged array, which slot the
+// new version maps (or none), hashing only staged and re-materialised chunks. Precedence
+// follows versioned-hdf5: a full-size chunk equal to the fill value stays unmapped; then an
+// existing slot with the same digest (including slots no version uses any more); then the
+// first identical chunk of this commit.
+func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (plan, Result, error) {
+	var p plan
+	var res Result
+	chunks, isz := arr.Chunks(), arr.ItemSize()
+	stagedData := map[string][]byte{}
+	for _, sc := range arr.StagedChunks() {
+		stagedData[gridKey(sc.Grid)] = sc.Data
+	}
+	src := ds.ChunkSource()
+	pending := map[[32]byte]int64{}
+	fill := fillChunk(ds.Fill, arr.ChunkBytes())
+	err := arr.Each(func(g []int64, slab int32, off int64) error {
+		grid := slices.Clone(g)
+		trimmed := arr.Trimmed(grid)
+		var data []byte
+		switch slab {
+		case staged.FullSlab:
+			return nil
+		case staged.BaseSlab:
+			if slices.Equal(trimmed, baseTrimmed(ds.Shape, chunks, grid)) {
+				p.map1(grid, chunks, trimmed, off)
+				return nil
+			}
+			// The dataset shrank through this chunk: versioned-hdf5 re-hashes it with its new
+			// extent so that a mapping always covers exactly its slot's hashed extent.
+			b, err := src.Chunk(off)
+			if err != nil {
+				return err
+			}
+			data = b
+		default:
+			data = stagedData[gridKey(grid)]
+			if data == nil {
+				return fmt.Errorf("chunk %v on slab %d has no staged data", grid, slab)
+			}
+		}
+		if slices.Equal(trimmed, chunks) && bytes.Equal(data, fill) {
+			res.Unmapped++
+			p.remap = append(p.remap, remap{grid: grid, full: true})
+			return nil
+		}
+		d := Hash(data, chunks, trimmed, isz)
+		if row, ok := ix.slots[d]; ok {
+			res.Reused++
+			p.map1(grid, chunks, trimmed, row)
+			return nil
+		}
+		if row, ok := pending[d]; ok {
+			res.Reused++
+			p.map1(grid, chunks, trimmed, row)
+			return nil
+		}
+		row := (ix.largest + int64(len(p.fresh))) * ix.rows
+		pending[d] = row
+		p.fresh = append(p.fresh, newChunk{data: data, trimmed: trimmed, row: row, digest: d})
+		res.Written++
+		res.Bytes += int64(isz) * prod(trimmed)
+		p.map1(grid, chunks, trimmed, row)
+		return nil
+	})
+	return p, res, err
+}
+
+func (p *plan) map1(grid, chunks, trimmed []int64, row int64) {
+	vstart := make([]int64, len(grid))
+	src := make([]int64, len(grid))
+	for i := range grid {
+		vstart[i] = grid[i] * chunks[i]
+	}
+	src[0] = row
+	if prod(trimmed) > 0 {
+		p.blocks = append(p.blocks, h5.VirtualBlock{VStart: vstart, Count: trimmed, SrcStart: src})
+	}
+	p.remap = append(p.remap, remap{grid: grid, row: row})
+}
+
+// appendChunks writes the new chunks into raw_data, then their rows into hash_table, then
+// largest_index: in that order, so a crash leaves only ignored tails (spec section 4).
+func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChunk) error {
+	if len(fresh) == 0 {
+		return nil
+	}
+	raw := ds.RawDataset()
+	chunks := ds.Chunks
+	n := ix.largest + int64(len(fresh))
+	dims := slices.Clone(chunks)
+	dims[0] = n * ix.rows
+	if err := raw.SetExtent(dims); err != nil {
+		return err
+	}
+	zero := make([]int64, len(chunks))
+	rows := make([]byte, len(fresh)*hashRowBytes)
+	for i, nc := range fresh {
+		start := make([]int64, len(chunks))
+		start[0] = nc.row
+		if err := raw.WriteBox(start, nc.trimmed, chunks, zero, nc.data); err != nil {
+			return err
+		}
+		r := rows[i*hashRowBytes:]
+		copy(r, nc.digest[:])
+		binary.LittleEndian.PutUint64(r[32:], uint64(nc.row))
+		binary.LittleEndian.PutUint64(r[40:], uint64(nc.row+nc.trimmed[0]))
+	}
+	if err := ix.table.SetExtent([]int64{n}); err != nil {
+		return err
+	}
+	k := int64(len(fresh))
+	if err := ix.table.WriteBox([]int64{ix.largest}, []int64{k}, []int64{k}, []int64{0}, rows); err != nil {
+		return err
+	}
+	if err := c.f.HDF5().SetAttrInt64(ix.path, "largest_index", n); err != nil {
+		return err
+	}
+	for _, nc := range fresh {
+		ix.slots[nc.digest] = nc.row
+	}
+	ix.largest = n
+	return nil
+}
+
+// copyTree recreates the base version's tree under dst: groups with their attributes,
+// unchanged datasets copied whole (H5Ocopy keeps mappings and attributes), and the changed
+// dataset created by create.
+func (c *Committer) copyTree(srcDir, dstDir, rel, changed string, create func(dst string) error) error {
+	h := c.f.HDF5()
+	entries, err := c.f.List(srcDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		src, dst, r := srcDir+"/"+e.Name, dstDir+"/"+e.Name, path.Join(rel, e.Name)
+		switch {
+		case e.IsGroup:
+			if err := h.CreateGroup(dst); err != nil {
+				return err
+			}
+			if err := h.CopyAttrs(src, dst); err != nil {
+				return err
+			}
+			if err := c.copyTree(src, dst, r, changed, create); err != nil {
+				return err
+			}
+		case r == changed:
+			if err := create(dst); err != nil {
+				return err
+			}
+			if err := h.CopyAttrs(src, dst); err != nil {
+				return err
+			}
+		default:
+			if err := h.CopyObject(src, dst); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Committer) createVirtual(ds *versions.Dataset, dst string, shape []int64, blocks []h5.VirtualBlock) error {
+	fill := ds.Fill
+	if !ds.FillDefined() {
+		fill = nil
+	}
+	for _, s := range shape {
+		if s == 0 {
+			blocks = nil // a zero-size dataset maps nothing
+		}
+	}
+	return c.f.HDF5().CreateVirtual(dst, ds.RawDataset(), shape, fill, blocks)
+}
+
+type attr struct {
+	name  string
+	value any
+}
+
+func setAttrs(h *h5.File, path string, attrs []attr) error {
+	for _, a := range attrs {
+		var err error
+		switch v := a.value.(type) {
+		case string:
+			err = h.SetAttrString(path, a.name, v)
+		case bool:
+			err = h.SetAttrBool(path, a.name, v)
+		case int64:
+			err = h.SetAttrInt64(path, a.name, v)
+		default:
+			err = fmt.Errorf("attribute %s: unsupported type %T", a.name, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// baseTrimmed is the trimmed extent chunk grid had in a dataset of shape (nil if outside).
+func baseTrimmed(shape, chunks, grid []int64) []int64 {
+	out := make([]int64, len(grid))
+	for i := range grid {
+		start := grid[i] * chunks[i]
+		if start >= shape[i] {
+			return nil
+		}
+		out[i] = min(chunks[i], shape[i]-start)
+	}
+	return out
+}
+
+func fillChunk(fill []byte, n int) []byte {
+	out := make([]byte, n)
+	if len(fill) == 0 {
+		return out
+	}
+	for i := 0; i < n; i += len(fill) {
+		copy(out[i:], fill)
+	}
+	return out
+}
+
+func gridKey(g []int64) string { return fmt.Sprint(g) }
+
+func prod(v []int64) int64 {
+	p := int64(1)
+	for _, x := range v {
+		p *= x
+	}
+	return p
+}

@@ -1,0 +1,240 @@
+package h5
+
+// #include "vh5.h"
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// withObject runs fn on the object at path, opened for the call, with the lock held.
+func (f *File) withObject(op, path string, fn func(obj C.hid_t) C.int) error {
+	lock()
+	defer unlock()
+	obj, err := f.openObject(path)
+	if err != nil {
+		return err
+	}
+	defer C.H5Oclose(obj)
+	if fn(obj) < 0 {
+		return fail(op, path, nil)
+	}
+	return nil
+}
+
+// SetAttrString writes a scalar variable-length UTF-8 string attribute.
+func (f *File) SetAttrString(path, name, value string) error {
+	cname, cval := C.CString(name), C.CString(value)
+	defer C.free(unsafe.Pointer(cname))
+	defer C.free(unsafe.Pointer(cval))
+	return f.withObject("write attribute "+name+" of", path, func(obj C.hid_t) C.int {
+		return C.vh5_attr_write_vstr(obj, cname, cval)
+	})
+}
+
+// SetAttrInt64 writes a scalar little-endian int64 attribute.
+func (f *File) SetAttrInt64(path, name string, v int64) error {
+	return f.setInt64s(path, name, []int64{v}, -1)
+}
+
+// SetAttrInt64s writes a 1-D little-endian int64 attribute.
+func (f *File) SetAttrInt64s(path, name string, v []int64) error {
+	return f.setInt64s(path, name, v, len(v))
+}
+
+func (f *File) setInt64s(path, name string, v []int64, n int) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	cv := make([]C.int64_t, max(1, len(v)))
+	for i, x := range v {
+		cv[i] = C.int64_t(x)
+	}
+	return f.withObject("write attribute "+name+" of", path, func(obj C.hid_t) C.int {
+		return C.vh5_attr_write_i64(obj, cname, &cv[0], C.int(n))
+	})
+}
+
+// SetAttrBool writes h5py's bool encoding (enum of int8 FALSE/TRUE).
+func (f *File) SetAttrBool(path, name string, v bool) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	b := C.int(0)
+	if v {
+		b = 1
+	}
+	return f.withObject("write attribute "+name+" of", path, func(obj C.hid_t) C.int {
+		return C.vh5_attr_write_bool(obj, cname, b)
+	})
+}
+
+// CopyAttrs copies every attribute of the object at src onto the object at dst.
+func (f *File) CopyAttrs(src, dst string) error {
+	lock()
+	defer unlock()
+	s, err := f.openObject(src)
+	if err != nil {
+		return err
+	}
+	defer C.H5Oclose(s)
+	d, err := f.openObject(dst)
+	if err != nil {
+		return err
+	}
+	defer C.H5Oclose(d)
+	if C.vh5_attrs_copy(s, d) < 0 {
+		return fail("copy attributes of "+src+" to", dst, nil)
+	}
+	return nil
+}
+
+// CreateGroup creates the group at path (its parent must exist).
+func (f *File) CreateGroup(path string) error {
+	return f.pathOp("create group", path, func(id C.hid_t, cpath *C.char) C.int {
+		return C.vh5_create_group(id, cpath)
+	})
+}
+
+// CopyObject copies the object at src to dst (H5Ocopy), attributes included.
+func (f *File) CopyObject(src, dst string) error {
+	csrc := C.CString(src)
+	defer C.free(unsafe.Pointer(csrc))
+	return f.pathOp("copy "+src+" to", dst, func(id C.hid_t, cdst *C.char) C.int {
+		return C.vh5_copy_object(id, csrc, cdst)
+	})
+}
+
+func (f *File) pathOp(op, path string, fn func(id C.hid_t, cpath *C.char) C.int) error {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return err
+	}
+	if fn(id, cpath) < 0 {
+		return fail(op, path, nil)
+	}
+	return nil
+}
+
+// FlushSync flushes HDF5's buffers and fsyncs the file: what was written is durable when it
+// returns.
+func (f *File) FlushSync() error {
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return err
+	}
+	switch C.vh5_flush_sync(id) {
+	case 0:
+		return nil
+	case -2:
+		return &Error{Op: "fsync", Path: f.path, Err: fmt.Errorf("fsync failed")}
+	}
+	return fail("flush", f.path, nil)
+}
+
+// SetExtent resizes a chunked dataset.
+func (d *Dataset) SetExtent(dims []int64) error {
+	if len(dims) != len(d.info.Shape) {
+		return &Error{Op: "resize", Path: d.path, Err: fmt.Errorf("rank mismatch")}
+	}
+	cd := hsizes(dims)
+	lock()
+	defer unlock()
+	id, err := d.id()
+	if err != nil {
+		return err
+	}
+	if C.vh5_set_extent(id, C.int(len(dims)), hptr(cd)) < 0 {
+		return fail("resize", d.path, nil)
+	}
+	d.infoMu.Lock()
+	d.info.Shape = append([]int64(nil), dims...)
+	d.infoMu.Unlock()
+	return nil
+}
+
+// WriteBox writes the box start/count of the dataset, in its own file type, from mem, a
+// C-order buffer of shape memShape, at memStart.
+func (d *Dataset) WriteBox(start, count, memShape, memStart []int64, mem []byte) error {
+	rank := len(d.info.Shape)
+	if len(start) != rank || len(count) != rank || len(memShape) != rank || len(memStart) != rank {
+		return &Error{Op: "write", Path: d.path, Err: fmt.Errorf("rank mismatch")}
+	}
+	need := int64(d.info.Type.Size)
+	for i := range memShape {
+		if memStart[i]+count[i] > memShape[i] {
+			return &Error{Op: "write", Path: d.path, Err: fmt.Errorf("selection exceeds the buffer on axis %d", i)}
+		}
+		need *= memShape[i]
+	}
+	if int64(len(mem)) < need || !d.info.Type.Raw {
+		return &Error{Op: "write", Path: d.path, Err: fmt.Errorf("buffer of %d bytes, need %d raw bytes", len(mem), need)}
+	}
+	s, c, ms, mst := hsizes(start), hsizes(count), hsizes(memShape), hsizes(memStart)
+	lock()
+	defer unlock()
+	id, err := d.id()
+	if err != nil {
+		return err
+	}
+	if C.vh5_write_box(id, C.int(rank), hptr(s), hptr(c), hptr(ms), hptr(mst), ptr(mem)) < 0 {
+		return fail("write", d.path, nil)
+	}
+	return nil
+}
+
+// VirtualBlock is one mapping of a virtual dataset to create: virtual [VStart, +Count)
+// from source [SrcStart, +Count).
+type VirtualBlock struct {
+	VStart, Count, SrcStart []int64
+}
+
+// CreateVirtual creates at path a virtual dataset of the given shape whose element type is
+// src's, with one mapping per block into src (same file, "."), and fill value fill (nil: not
+// set). With no blocks it creates a contiguous dataset whose storage is never allocated.
+func (f *File) CreateVirtual(path string, src *Dataset, shape []int64, fill []byte, blocks []VirtualBlock) error {
+	rank := len(shape)
+	if len(src.info.Shape) != rank || rank == 0 {
+		return &Error{Op: "create virtual dataset", Path: path, Err: fmt.Errorf("rank mismatch")}
+	}
+	if fill != nil && len(fill) != src.info.Type.Size {
+		return &Error{Op: "create virtual dataset", Path: path, Err: fmt.Errorf("fill of %d bytes for %d-byte elements", len(fill), src.info.Type.Size)}
+	}
+	n := len(blocks)
+	flat := make([]C.hsize_t, 3*max(1, n)*rank)
+	vs, cs, ss := flat[:n*rank], flat[n*rank:2*n*rank], flat[2*n*rank:3*n*rank]
+	for i, b := range blocks {
+		if len(b.VStart) != rank || len(b.Count) != rank || len(b.SrcStart) != rank {
+			return &Error{Op: "create virtual dataset", Path: path, Err: fmt.Errorf("block %d: rank mismatch", i)}
+		}
+		for k := 0; k < rank; k++ {
+			vs[i*rank+k] = C.hsize_t(b.VStart[k])
+			cs[i*rank+k] = C.hsize_t(b.Count[k])
+			ss[i*rank+k] = C.hsize_t(b.SrcStart[k])
+		}
+	}
+	dims, srcDims := hsizes(shape), hsizes(src.info.Shape)
+	cpath, csrc := C.CString(path), C.CString(src.path)
+	defer C.free(unsafe.Pointer(cpath))
+	defer C.free(unsafe.Pointer(csrc))
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return err
+	}
+	sid, err := src.id()
+	if err != nil {
+		return err
+	}
+	if C.vh5_create_virtual(id, cpath, sid, C.int(rank), hptr(dims), ptr(fill), csrc, hptr(srcDims),
+		C.size_t(n), hptr(vs), hptr(cs), hptr(ss)) < 0 {
+		return fail("create virtual dataset", path, nil)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package versions
+
+import (
+	"fmt"
+	"path"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/staged"
+)
+
+// Stageable reports whether the dataset can take writes: a versioned dataset of fixed-size
+// elements read through a clean chunk map.
+func (d *Dataset) Stageable() bool { return d.arr != nil && d.raw != nil && !d.Strings }
+
+// NewStaged returns a fresh StagedChangesArray based on this (immutable) dataset: every
+// chunk points where the version maps it, nothing is staged yet. Writes to it never touch
+// the dataset itself.
+func (d *Dataset) NewStaged() (*staged.Array, error) {
+	if !d.Stageable() {
+		return nil, fmt.Errorf("%s: %w: only versioned datasets of fixed-size elements take writes", d.Path, ErrUnsupported)
+	}
+	arr, err := staged.New(d.Shape, d.Chunks, d.Type.Size, d.Fill)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range d.blocks {
+		if err := arr.MapBase(b.grid, b.off); err != nil {
+			return nil, err
+		}
+	}
+	return arr, nil
+}
+
+// ChunkSource reads the chunks of the dataset's raw_data (the base slab of its staged
+// arrays) through the File's chunk cache.
+func (d *Dataset) ChunkSource() staged.ChunkSource { return rawSource{d} }
+
+// RawDataset is the open raw_data dataset backing a versioned dataset, shared by every
+// version of its path (the commit package appends to it).
+func (d *Dataset) RawDataset() *h5.Dataset { return d.raw }
+
+// DataGroup is the HDF5 group holding raw_data and hash_table.
+func (d *Dataset) DataGroup() string {
+	return path.Dir(d.RawData)
+}
+
+// FillDefined reports whether the dataset's creator set its fill value explicitly (as
+// versioned-hdf5 does for every fixed-size dtype); a new version carries it over.
+func (d *Dataset) FillDefined() bool { return d.fillDefined }
+
+// HasVlenStringData reports whether any data group holds variable-length strings. Their
+// hash tables in data_version 1 files hash pointers and must not be used for dedup.
+func (f *File) HasVlenStringData() (bool, error) {
+	var walk func(dir string) (bool, error)
+	walk = func(dir string) (bool, error) {
+		entries, err := f.List(dir)
+		if err != nil {
+			return false, err
+		}
+		for _, e := range entries {
+			p := dir + "/" + e.Name
+			switch {
+			case p == VersionsGroup:
+			case !e.IsGroup && e.Name == "raw_data":
+				d, err := f.h.OpenDataset(p)
+				if err != nil {
+					return false, err
+				}
+				vlen := d.Info().Type.VlenString
+				d.Close()
+				if vlen {
+					return true, nil
+				}
+			case e.IsGroup:
+				if found, err := walk(p); err != nil || found {
+					return found, err
+				}
+			}
+		}
+		return false, nil
+	}
+	return walk(DataRoot)
+}
