@@ -2,10 +2,12 @@ package commit
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -284,63 +286,69 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	var p plan
 	var res Result
 	chunks, isz := arr.Chunks(), arr.ItemSize()
-	stagedData := map[string][]byte{}
+	type candidate struct {
+		grid, trimmed []int64
+		data          []byte
+		seq           uint64
+	}
+	var cands []candidate
 	for _, sc := range arr.StagedChunks() {
-		stagedData[gridKey(sc.Grid)] = sc.Data
+		cands = append(cands, candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, seq: sc.Seq})
 	}
 	src := ds.ChunkSource()
-	pending := map[[32]byte]int64{}
-	fill := fillChunk(ds.Fill, arr.ChunkBytes())
 	err := arr.Each(func(g []int64, slab int32, off int64) error {
+		if slab != staged.BaseSlab {
+			return nil // full: unmapped; staged: a candidate
+		}
 		grid := slices.Clone(g)
 		trimmed := arr.Trimmed(grid)
-		var data []byte
-		switch slab {
-		case staged.FullSlab:
-			return nil
-		case staged.BaseSlab:
-			if slices.Equal(trimmed, baseTrimmed(ds.Shape, chunks, grid)) {
-				p.map1(grid, chunks, trimmed, off)
-				return nil
-			}
-			// The dataset shrank through this chunk: versioned-hdf5 re-hashes it with its new
-			// extent so that a mapping always covers exactly its slot's hashed extent.
-			b, err := src.Chunk(off)
-			if err != nil {
-				return err
-			}
-			data = b
-		default:
-			data = stagedData[gridKey(grid)]
-			if data == nil {
-				return fmt.Errorf("chunk %v on slab %d has no staged data", grid, slab)
-			}
-		}
-		if slices.Equal(trimmed, chunks) && bytes.Equal(data, fill) {
-			res.Unmapped++
-			p.remap = append(p.remap, remap{grid: grid, full: true})
+		if slices.Equal(trimmed, baseTrimmed(ds.Shape, chunks, grid)) {
+			p.map1(grid, chunks, trimmed, off)
 			return nil
 		}
-		d := Hash(data, chunks, trimmed, isz)
-		if row, ok := ix.slots[d]; ok {
-			res.Reused++
-			p.map1(grid, chunks, trimmed, row)
-			return nil
+		// A base chunk whose extent changed must be re-hashed with its new extent, so that
+		// a mapping always covers exactly its slot's hashed extent. (Resize stages these
+		// already; this keeps the invariant for any other path.)
+		b, err := src.Chunk(off)
+		if err != nil {
+			return err
 		}
-		if row, ok := pending[d]; ok {
-			res.Reused++
-			p.map1(grid, chunks, trimmed, row)
-			return nil
-		}
-		row := (ix.largest + int64(len(p.fresh))) * ix.rows
-		pending[d] = row
-		p.fresh = append(p.fresh, newChunk{data: data, trimmed: trimmed, row: row, digest: d})
-		res.Written++
-		res.Bytes += int64(isz) * prod(trimmed)
-		p.map1(grid, chunks, trimmed, row)
+		cands = append(cands, candidate{grid: grid, trimmed: trimmed, data: b, seq: math.MaxUint64})
 		return nil
 	})
-	return p, res, err
+	if err != nil {
+		return p, res, err
+	}
+	// New chunks are appended in staging order, as versioned-hdf5 appends its staged slabs.
+	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
+	pending := map[[32]byte]int64{}
+	fill := fillChunk(ds.Fill, arr.ChunkBytes())
+	for _, cd := range cands {
+		if slices.Equal(cd.trimmed, chunks) && bytes.Equal(cd.data, fill) {
+			res.Unmapped++
+			p.remap = append(p.remap, remap{grid: cd.grid, full: true})
+			continue
+		}
+		d := Hash(cd.data, chunks, cd.trimmed, isz)
+		row, ok := ix.slots[d]
+		if !ok {
+			row, ok = pending[d]
+		}
+		if ok {
+			res.Reused++
+			p.map1(cd.grid, chunks, cd.trimmed, row)
+			continue
+		}
+		row = (ix.largest + int64(len(p.fresh))) * ix.rows
+		pending[d] = row
+		p.fresh = append(p.fresh, newChunk{data: cd.data, trimmed: cd.trimmed, row: row, digest: d})
+		res.Written++
+		res.Bytes += int64(isz) * prod(cd.trimmed)
+		p.map1(cd.grid, chunks, cd.trimmed, row)
+	}
+	// One mapping per chunk, in grid order, as versioned-hdf5 creates them.
+	slices.SortFunc(p.blocks, func(a, b h5.VirtualBlock) int { return slices.Compare(a.VStart, b.VStart) })
+	return p, res, nil
 }
 
 func (p *plan) map1(grid, chunks, trimmed []int64, row int64) {
@@ -499,8 +507,6 @@ func fillChunk(fill []byte, n int) []byte {
 	}
 	return out
 }
-
-func gridKey(g []int64) string { return fmt.Sprint(g) }
 
 func prod(v []int64) int64 {
 	p := int64(1)

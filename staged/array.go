@@ -86,8 +86,12 @@ type Array struct {
 	slabOffsets []int64 // per chunk, row offset along axis 0 in its slab
 	slabs       [][]byte
 	freeSlabs   []int32 // staged slab indices whose slab was dropped (nil), for reuse
-	nStaged     int64   // chunks whose slab index is >= 2
-	cleanShape  []int64 // shape at New or the last MarkClean
+	// slabSeq[i] orders staged slabs by creation (indices are reused, so they do not):
+	// commits append new chunks in this order, as versioned-hdf5 appends its staged slabs.
+	slabSeq    []uint64
+	nextSeq    uint64
+	nStaged    int64   // chunks whose slab index is >= 2
+	cleanShape []int64 // shape at New or the last MarkClean
 
 	size         int64   // total bytes of the C-order stream
 	chunkBytes   int     // bytes of one full chunk
@@ -233,6 +237,9 @@ func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 // along axis 0) and returns its index. It is the hook for the write plans.
 func (a *Array) appendSlab(data []byte) int32 {
 	a.slabs = append(a.slabs, data)
+	for len(a.slabSeq) < len(a.slabs) {
+		a.slabSeq = append(a.slabSeq, 0)
+	}
 	return int32(len(a.slabs) - 1)
 }
 

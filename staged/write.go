@@ -183,12 +183,38 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			bufs[i] = data
 		}
 	}
+	// Stage in versioned-hdf5's order: chunks copied from the full slab, then those copied
+	// from the base slab by offset, then wholly written ones in grid order. Commits append
+	// new chunks in staging order, so this keeps raw_data byte-identical to the library's.
+	order := make([]int, 0, len(plan.Chunks))
 	for i, c := range plan.Chunks {
 		if c.Action != UpdateInPlace {
-			slab := a.newStagedSlab(bufs[i])
-			if err := a.setChunk(c.Chunk, slab, 0); err != nil {
-				return err // unreachable: the plan's chunks are valid
-			}
+			order = append(order, i)
+		}
+	}
+	rank := func(c ChunkWrite) int {
+		switch {
+		case c.Action == CopyChunk && c.Slab == FullSlab:
+			return 0
+		case c.Action == CopyChunk:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		cx, cy := plan.Chunks[x], plan.Chunks[y]
+		if r := rank(cx) - rank(cy); r != 0 {
+			return r
+		}
+		if rank(cx) == 1 {
+			return cmp.Compare(cx.SlabOffset, cy.SlabOffset)
+		}
+		return 0
+	})
+	for _, i := range order {
+		slab := a.newStagedSlab(bufs[i])
+		if err := a.setChunk(plan.Chunks[i].Chunk, slab, 0); err != nil {
+			return err // unreachable: the plan's chunks are valid
 		}
 	}
 
@@ -337,7 +363,10 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 					oldL := a.trimmed(a.shape, a.grid, g)
 					newL := a.trimmed(shape, grid, g)
 					for i := range nd {
-						if newL[i] > oldL[i] {
+						// Growing exposes padding (fill it); a base chunk that shrinks is
+						// re-materialised too, as versioned-hdf5 does, so that its new
+						// trimmed extent gets its own slot and hash.
+						if newL[i] > oldL[i] || (s == BaseSlab && newL[i] < oldL[i]) {
 							gr := grow{k: k, g: slices.Clone(g), oldL: oldL, slab: s}
 							data, err := a.chunkData(g, s, o, src)
 							if err != nil {
@@ -369,6 +398,9 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 	a.dstStrides = strides(shape, a.itemSize)
 	a.slabIndices, a.slabOffsets = idx, offs
 	a.collectSlabs()
+	slices.SortStableFunc(grows, func(x, y grow) int { // stage base chunks by offset
+		return cmp.Compare(offs[x.k], offs[y.k])
+	})
 	for _, gr := range grows {
 		a.fillOutside(gr.data, gr.oldL)
 		if gr.stage {
@@ -413,6 +445,7 @@ func layout(shape, chunks []int64, itemSize int) (grid []int64, size, nChunks in
 type StagedChunk struct {
 	Grid []int64
 	Data []byte
+	Seq  uint64 // staging order: lower was staged earlier
 }
 
 // StagedChunks returns the chunks that lie on staged slabs, in C order of
@@ -431,7 +464,7 @@ func (a *Array) StagedChunks() []StagedChunk {
 			return nil // unreachable: setChunk validates staged chunks
 		}
 		a.fillOutside(data, a.trimmed(a.shape, a.grid, g))
-		out = append(out, StagedChunk{Grid: slices.Clone(g), Data: data})
+		out = append(out, StagedChunk{Grid: slices.Clone(g), Data: data, Seq: a.slabSeq[slab]})
 		return nil
 	})
 	return out
@@ -505,13 +538,17 @@ func (a *Array) Each(fn func(grid []int64, slab int32, off int64) error) error {
 // newStagedSlab stores data (one chunk) as a staged slab, reusing the index
 // of a dropped one if possible.
 func (a *Array) newStagedSlab(data []byte) int32 {
+	var s int32
 	if n := len(a.freeSlabs); n > 0 {
-		s := a.freeSlabs[n-1]
+		s = a.freeSlabs[n-1]
 		a.freeSlabs = a.freeSlabs[:n-1]
 		a.slabs[s] = data
-		return s
+	} else {
+		s = a.appendSlab(data)
 	}
-	return a.appendSlab(data)
+	a.slabSeq[s] = a.nextSeq
+	a.nextSeq++
+	return s
 }
 
 // collectSlabs drops the staged slabs no chunk references. If none is left

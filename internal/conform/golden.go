@@ -1,0 +1,138 @@
+// Package conform compares what vh5fs committed with what versioned-hdf5 committed for
+// the same edit (the golden fixtures): the version's data, the hash-table rows and slots
+// it appended, and its chunk mappings.
+package conform
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// Commit is what one commit left in a file.
+type Commit struct {
+	Data     []byte
+	Rows     [][]byte // hash_table rows appended (48 bytes each)
+	Slots    [][]byte // the slot of each appended row, whole
+	Mappings []string // "vstart/count <- srcstart", sorted
+}
+
+// Read collects what version in file holds for dataset, and the hash rows from row
+// `from` on.
+func Read(file, version, dataset string, from int64) (*Commit, error) {
+	f, err := versions.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	vpath := versions.VersionsGroup + "/" + version + "/" + dataset
+	d, err := f.Dataset(vpath)
+	if err != nil {
+		return nil, err
+	}
+	c := &Commit{Data: make([]byte, d.Size())}
+	if _, err := d.ReadAt(c.Data, 0); err != nil {
+		return nil, err
+	}
+	h := f.HDF5()
+	group := d.DataGroup()
+	ht, err := h.OpenDataset(group + "/hash_table")
+	if err != nil {
+		return nil, err
+	}
+	defer ht.Close()
+	a, _, err := h.Attr(group+"/hash_table", "largest_index")
+	if err != nil {
+		return nil, err
+	}
+	largest, _ := a.Value.(int64)
+	raw := d.RawDataset()
+	chunks := d.Chunks
+	for i := from; i < largest; i++ {
+		row := make([]byte, 48)
+		if err := ht.ReadBox([]int64{i}, []int64{1}, []int64{1}, []int64{0}, row); err != nil {
+			return nil, err
+		}
+		c.Rows = append(c.Rows, row)
+		start := make([]int64, len(chunks))
+		start[0] = int64(leUint64(row[32:]))
+		slot := make([]byte, d.Type.Size*int(prod(chunks)))
+		if err := raw.ReadBox(start, chunks, chunks, make([]int64, len(chunks)), slot); err != nil {
+			return nil, err
+		}
+		c.Slots = append(c.Slots, slot)
+	}
+	vds, err := h.OpenDataset(vpath)
+	if err != nil {
+		return nil, err
+	}
+	defer vds.Close()
+	maps, err := vds.Mappings()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range maps {
+		c.Mappings = append(c.Mappings, fmt.Sprintf("%v/%v <- %v %s", m.VStart, m.VCount, m.SrcStart, m.SrcDataset))
+	}
+	slices.Sort(c.Mappings)
+	return c, nil
+}
+
+// Largest is the dataset's hash table largest_index in file (through version's dataset).
+func Largest(file, version, dataset string) (int64, error) {
+	f, err := versions.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + dataset)
+	if err != nil {
+		return 0, err
+	}
+	a, ok, err := f.HDF5().Attr(d.DataGroup()+"/hash_table", "largest_index")
+	if err != nil || !ok {
+		return 0, fmt.Errorf("largest_index: %v", err)
+	}
+	v, _ := a.Value.(int64)
+	return v, nil
+}
+
+// Diff describes how got differs from want ("" if they agree).
+func Diff(got, want *Commit) string {
+	switch {
+	case !bytes.Equal(got.Data, want.Data):
+		return "the version's data differs"
+	case len(got.Rows) != len(want.Rows):
+		return fmt.Sprintf("%d hash rows appended, want %d", len(got.Rows), len(want.Rows))
+	case !slices.Equal(got.Mappings, want.Mappings):
+		return fmt.Sprintf("mappings differ:\n got %v\nwant %v", got.Mappings, want.Mappings)
+	}
+	for i := range got.Rows {
+		if !bytes.Equal(got.Rows[i], want.Rows[i]) {
+			return fmt.Sprintf("hash row %d differs:\n got %x\nwant %x", i, got.Rows[i], want.Rows[i])
+		}
+		if !bytes.Equal(got.Slots[i], want.Slots[i]) {
+			return fmt.Sprintf("slot of hash row %d differs", i)
+		}
+	}
+	return ""
+}
+
+
+func leUint64(b []byte) uint64 {
+	var v uint64
+	for i := 7; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+func prod(v []int64) int64 {
+	p := int64(1)
+	for _, x := range v {
+		p *= x
+	}
+	return p
+}
