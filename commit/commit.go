@@ -93,11 +93,15 @@ type Change struct {
 	Base    string        // the version the changes were made on
 	Dataset string        // the dataset's path inside the version, e.g. "grp/ds"
 	Array   *staged.Array // the staged changes; re-pointed at the new version on success
+	// SkipUnchanged makes no version when the staged data equals the base version's
+	// (e.g. bytes rewritten with what they held); Result.Version is then the base.
+	SkipUnchanged bool
 }
 
 // Result describes a commit.
 type Result struct {
 	Version  string
+	Skipped  bool  // SkipUnchanged applied: nothing was written
 	Written  int   // chunks appended to raw_data
 	Reused   int   // chunks deduplicated against existing slots or each other
 	Unmapped int   // staged chunks equal to the fill value, left unmapped
@@ -132,6 +136,10 @@ func (c *Committer) Commit(ch Change) (Result, error) {
 		return Result{}, fmt.Errorf("commit %s on %s: %w", ch.Dataset, ch.Base, err)
 	}
 	res.Elapsed = time.Since(start)
+	if res.Skipped {
+		slog.Debug("nothing to commit: same data as the base", "base", ch.Base, "dataset", ch.Dataset)
+		return res, nil
+	}
 	slog.Info("committed", "version", res.Version, "base", ch.Base, "dataset", ch.Dataset,
 		"written", res.Written, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed)
 	return res, nil
@@ -168,6 +176,12 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if ch.SkipUnchanged && len(plan.fresh) == 0 && plan.sameAs(ds, ch.Array.Shape()) {
+		if err := plan.apply(ch.Array); err != nil {
+			return Result{}, err
+		}
+		return Result{Version: ch.Base, Skipped: true}, nil
+	}
 	if err := c.appendChunks(ds, ix, plan.fresh); err != nil {
 		return Result{}, err
 	}
@@ -198,20 +212,42 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	c.next = ""
 
 	// The handle continues on top of the new version.
-	for _, m := range plan.remap {
-		var err error
-		if m.full {
-			err = ch.Array.MapFull(m.grid)
-		} else {
-			err = ch.Array.MapBase(m.grid, m.row)
-		}
-		if err != nil {
-			return Result{}, fmt.Errorf("re-pointing the staged array: %w", err)
-		}
+	if err := plan.apply(ch.Array); err != nil {
+		return Result{}, err
 	}
-	ch.Array.MarkClean()
 	res.Version = name
 	return res, nil
+}
+
+// apply points the staged array at the chunks the plan maps and drops its staged data.
+func (p *plan) apply(arr *staged.Array) error {
+	for _, m := range p.remap {
+		var err error
+		if m.full {
+			err = arr.MapFull(m.grid)
+		} else {
+			err = arr.MapBase(m.grid, m.row)
+		}
+		if err != nil {
+			return fmt.Errorf("re-pointing the staged array: %w", err)
+		}
+	}
+	arr.MarkClean()
+	return nil
+}
+
+// sameAs reports whether the plan maps exactly what the base dataset maps.
+func (p *plan) sameAs(ds *versions.Dataset, shape []int64) bool {
+	grids := make([][]int64, len(p.blocks))
+	rows := make([]int64, len(p.blocks))
+	for i, b := range p.blocks {
+		grids[i] = make([]int64, len(b.VStart))
+		for k := range b.VStart {
+			grids[i][k] = b.VStart[k] / ds.Chunks[k]
+		}
+		rows[i] = b.SrcStart[0]
+	}
+	return ds.SameChunks(shape, grids, rows)
 }
 
 func (c *Committer) pickName(now time.Time) (string, error) {

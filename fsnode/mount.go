@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/mountopts"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -15,10 +16,22 @@ import (
 // Mount serves f at mountpoint with the options in cfg and returns the running server;
 // the caller waits on it (Wait) and ends it (Unmount).
 func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Server, error) {
+	m := &mount{file: f, mtime: fileMtime(f.Path())}
+	mountOpts := []string{"ro"}
 	if cfg.ReadWrite {
-		return nil, fmt.Errorf("read-write mounts are not supported yet")
+		c, err := commit.New(f)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.CommitName != "" {
+			if err := c.SetNextName(cfg.CommitName); err != nil {
+				return nil, err
+			}
+		}
+		m.commit = c
+		mountOpts = []string{"rw"}
 	}
-	root := &rootNode{m: &mount{file: f, mtime: fileMtime(f.Path())}}
+	root := &rootNode{m: m}
 	fsname := cfg.FSName
 	if fsname == "" {
 		fsname = f.Path()
@@ -32,7 +45,13 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 			Debug:        cfg.Debug,
 			DirectMount:  true,
 			MaxReadAhead: 1 << 20,
-			Options:      append([]string{"ro"}, cfg.Passthrough...),
+			Options:      append(mountOpts, cfg.Passthrough...),
+			MaxWrite:     1 << 20,
+			// security.* lookups never reach vh5fs.
+			IgnoreSecurityLabels: true,
+			// mmap of FOPEN_DIRECT_IO files (numpy.memmap in read-write mounts);
+			// O_TRUNC arrives with OPEN (truncating the handle) instead of as a SETATTR without one.
+			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ATOMIC_O_TRUNC,
 		},
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,

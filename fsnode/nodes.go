@@ -10,6 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -20,8 +21,9 @@ const (
 
 // mount is what every node of one mount shares.
 type mount struct {
-	file  *versions.File
-	mtime time.Time // the HDF5 file's mtime, for nodes without a version timestamp
+	file   *versions.File
+	commit *commit.Committer // nil for read-only mounts
+	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
 }
 
 // ino derives a stable inode number from a node kind and HDF5 path. 1 is the root.
@@ -293,85 +295,13 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", path)}), 0
 		}
 		child := &datasetNode{m: m, path: path, immutable: immutable, mtime: mtime}
-		if errn := child.fill(&out.Attr); errn != 0 {
+		if errn := child.fill(&out.Attr, nil); errn != 0 {
 			return nil, errn
 		}
+		out.SetAttrTimeout(child.attrTimeout())
 		return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino("dataset", path)}), 0
 	}
 	return nil, syscall.ENOENT
-}
-
-// datasetNode is a dataset's file.
-type datasetNode struct {
-	fs.Inode
-	m         *mount
-	path      string
-	immutable bool
-	mtime     time.Time
-}
-
-func (n *datasetNode) dataset() (*versions.Dataset, syscall.Errno) {
-	d, err := n.m.file.Dataset(n.path)
-	if err != nil {
-		return nil, errno(err)
-	}
-	return d, 0
-}
-
-func (n *datasetNode) fill(a *fuse.Attr) syscall.Errno {
-	d, errn := n.dataset()
-	if errn != 0 {
-		return errn
-	}
-	a.Mode = fuse.S_IFREG | 0o444
-	a.Nlink = 1
-	a.Size = uint64(d.Size())
-	a.Blocks = (a.Size + 511) / 512
-	setTime(a, n.mtime)
-	return 0
-}
-
-var _ fs.NodeGetattrer = (*datasetNode)(nil)
-
-func (n *datasetNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	out.SetTimeout(timeout(n.immutable))
-	return n.fill(&out.Attr)
-}
-
-var _ fs.NodeOpener = (*datasetNode)(nil)
-
-func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
-		return nil, 0, syscall.EROFS
-	}
-	if _, errn := n.dataset(); errn != 0 {
-		return nil, 0, errn
-	}
-	var fuseFlags uint32
-	if n.immutable {
-		fuseFlags |= fuse.FOPEN_KEEP_CACHE
-	}
-	return nil, fuseFlags, 0
-}
-
-var _ fs.NodeReader = (*datasetNode)(nil)
-
-func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	d, errn := n.dataset()
-	if errn != 0 {
-		return nil, errn
-	}
-	nr, err := d.ReadAt(dest, off)
-	if err != nil {
-		return nil, errno(err)
-	}
-	return fuse.ReadResultData(dest[:nr]), 0
-}
-
-var _ fs.NodeSetattrer = (*datasetNode)(nil)
-
-func (n *datasetNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return syscall.EROFS
 }
 
 func fileMtime(path string) time.Time {

@@ -57,14 +57,24 @@ func (n *rootNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint
 	if !userXattr(attr) {
 		return 0, syscall.ENODATA
 	}
-	x, err := n.m.file.RootXattrs()
+	x, err := n.rootXattrs()
 	return getxattr(x, err, attr, dest)
+}
+
+func (n *rootNode) rootXattrs() (*versions.Xattrs, error) {
+	x, err := n.m.file.RootXattrs()
+	if err == nil && n.m.commit != nil {
+		if next := n.m.commit.NextName(); next != "" {
+			x.Add(XattrNextVersion, []byte(next))
+		}
+	}
+	return x, err
 }
 
 var _ fs.NodeListxattrer = (*rootNode)(nil)
 
 func (n *rootNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	x, err := n.m.file.RootXattrs()
+	x, err := n.rootXattrs()
 	return listxattr(x, err, dest)
 }
 
@@ -115,12 +125,42 @@ func (n *datasetNode) Listxattr(ctx context.Context, dest []byte) (uint32, sysca
 
 var _ fs.NodeSetxattrer = (*datasetNode)(nil)
 
+// Setxattr: in read-write mounts, setting user.vh5fs.shape (a JSON list) resizes the
+// dataset on any axis and commits a new version at once. Nothing else is settable.
 func (n *datasetNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return syscall.EROFS
+	switch {
+	case n.m.commit == nil:
+		return syscall.EROFS
+	case attr == versions.XattrShape:
+		return n.setShape(data)
+	}
+	return syscall.EPERM
 }
 
 var _ fs.NodeRemovexattrer = (*datasetNode)(nil)
 
 func (n *datasetNode) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	return syscall.EROFS
+	if n.m.commit == nil {
+		return syscall.EROFS
+	}
+	return syscall.EPERM
+}
+
+// XattrNextVersion, set on the mount's root in read-write mounts, names the next commit
+// (once); reading it shows the pending name.
+const XattrNextVersion = versions.XattrPrefix + "next_version"
+
+var _ fs.NodeSetxattrer = (*rootNode)(nil)
+
+func (n *rootNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	switch {
+	case n.m.commit == nil:
+		return syscall.EROFS
+	case attr != XattrNextVersion:
+		return syscall.EPERM
+	}
+	if err := n.m.commit.SetNextName(string(data)); err != nil {
+		return syscall.EINVAL
+	}
+	return 0
 }

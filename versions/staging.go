@@ -3,6 +3,7 @@ package versions
 import (
 	"fmt"
 	"path"
+	"slices"
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/staged"
@@ -80,4 +81,19 @@ func (f *File) HasVlenStringData() (bool, error) {
 		return false, nil
 	}
 	return walk(DataRoot)
+}
+
+// SameChunks reports whether a dataset of the given shape whose chunk at grid index
+// grids[i] is stored at raw_data row rows[i] (and nothing else stored) is exactly
+// this version's dataset.
+func (d *Dataset) SameChunks(shape []int64, grids [][]int64, rows []int64) bool {
+	if !slices.Equal(shape, d.Shape) || len(grids) != len(d.blocks) {
+		return false
+	}
+	for i, b := range d.blocks { // both in grid order
+		if !slices.Equal(b.grid, grids[i]) || b.off != rows[i] {
+			return false
+		}
+	}
+	return true
 }

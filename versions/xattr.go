@@ -46,6 +46,9 @@ type Xattrs struct {
 	values map[string][]byte
 }
 
+// Add sets an attribute (for layers that know more than the file, e.g. pending commits).
+func (x *Xattrs) Add(name string, value []byte) { x.add(name, value) }
+
 func (x *Xattrs) add(name string, value []byte) {
 	if x.values == nil {
 		x.values = map[string][]byte{}

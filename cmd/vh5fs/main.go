@@ -37,6 +37,10 @@ empty directory, and serves it in the foreground until Ctrl-C, SIGTERM or
 
 Options (-o, comma-separated, may repeat):
   ro            read-only (the default)
+  rw            read-write: writing versions/<v>/<dataset> stages changes; fsync or
+                close commits them as a new version (see README)
+  commit_name=NAME  name of the first version this mount commits (default: a UTC
+                time stamp such as 20261202T140520.123456Z)
   allow_other   let other users see the mount
   debug         trace every FUSE operation on stderr
   fsname=NAME   the source shown by mount(8) and df (default: FILE)
@@ -98,10 +102,6 @@ func runMount(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 2
 	}
-	if cfg.ReadWrite {
-		fmt.Fprintln(stderr, "vh5fs: -o rw: read-write mounts are not available yet; mount read-only")
-		return 2
-	}
 	level := slog.LevelInfo
 	if cfg.Debug {
 		level = slog.LevelDebug
@@ -113,7 +113,11 @@ func runMount(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 1
 	}
-	f, err := versions.Open(file)
+	open := versions.Open
+	if cfg.ReadWrite {
+		open = versions.OpenRW
+	}
+	f, err := open(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "vh5fs: %s\n", openError(file, err))
 		return 1

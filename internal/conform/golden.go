@@ -120,7 +120,6 @@ func Diff(got, want *Commit) string {
 	return ""
 }
 
-
 func leUint64(b []byte) uint64 {
 	var v uint64
 	for i := 7; i >= 0; i-- {
