@@ -211,6 +211,10 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	}
 	c.next = ""
 
+	grids, rows := plan.chunkMap(ds.Chunks)
+	if err := f.Committed(vpath+"/"+ch.Dataset, ds, ch.Array.Shape(), grids, rows); err != nil {
+		return Result{}, err
+	}
 	// The handle continues on top of the new version.
 	if err := plan.apply(ch.Array); err != nil {
 		return Result{}, err
@@ -238,16 +242,22 @@ func (p *plan) apply(arr *staged.Array) error {
 
 // sameAs reports whether the plan maps exactly what the base dataset maps.
 func (p *plan) sameAs(ds *versions.Dataset, shape []int64) bool {
-	grids := make([][]int64, len(p.blocks))
-	rows := make([]int64, len(p.blocks))
+	grids, rows := p.chunkMap(ds.Chunks)
+	return ds.SameChunks(shape, grids, rows)
+}
+
+// chunkMap lists the mapped chunks' grid indices and slot rows, in grid order.
+func (p *plan) chunkMap(chunks []int64) (grids [][]int64, rows []int64) {
+	grids = make([][]int64, len(p.blocks))
+	rows = make([]int64, len(p.blocks))
 	for i, b := range p.blocks {
 		grids[i] = make([]int64, len(b.VStart))
 		for k := range b.VStart {
-			grids[i][k] = b.VStart[k] / ds.Chunks[k]
+			grids[i][k] = b.VStart[k] / chunks[k]
 		}
 		rows[i] = b.SrcStart[0]
 	}
-	return ds.SameChunks(shape, grids, rows)
+	return grids, rows
 }
 
 func (c *Committer) pickName(now time.Time) (string, error) {

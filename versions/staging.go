@@ -97,3 +97,39 @@ func (d *Dataset) SameChunks(shape []int64, grids [][]int64, rows []int64) bool 
 	}
 	return true
 }
+
+// Committed records the dataset a commit just wrote at path: base's dataset with a new
+// shape and chunk map (grids[i] stored at raw_data row rows[i]). It saves reading the new
+// virtual dataset's mappings back through libhdf5, whose cost grows with their square.
+func (f *File) Committed(path string, base *Dataset, shape []int64, grids [][]int64, rows []int64) error {
+	arr, err := staged.New(shape, base.Chunks, base.Type.Size, base.Fill)
+	if err != nil {
+		return err
+	}
+	blocks := make([]block, len(grids))
+	for i, g := range grids {
+		if err := arr.MapBase(g, rows[i]); err != nil {
+			return err
+		}
+		blocks[i] = block{grid: slices.Clone(g), off: rows[i]}
+	}
+	slices.SortFunc(blocks, func(a, b block) int { return slices.Compare(a.grid, b.grid) })
+	d := &Dataset{
+		Path: path, Type: base.Type, Shape: slices.Clone(shape), Chunks: base.Chunks, Fill: base.Fill,
+		Filters: base.Filters, RawData: base.RawData, Mapped: len(blocks), Layout: h5.Virtual,
+		Attrs: base.Attrs, fillDefined: base.fillDefined, f: f, raw: base.raw, arr: arr, blocks: blocks,
+	}
+	if len(blocks) == 0 {
+		d.Layout = h5.Contiguous
+	}
+	d.size = int64(d.Type.Size)
+	for _, s := range shape {
+		d.size *= s
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.datasets[path]; !ok {
+		f.datasets[path] = d
+	}
+	return nil
+}
