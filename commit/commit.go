@@ -94,19 +94,22 @@ type Change struct {
 	Dataset string        // the dataset's path inside the version, e.g. "grp/ds"
 	Array   *staged.Array // the staged changes; re-pointed at the new version on success
 	// SkipUnchanged makes no version when the staged data equals the base version's
-	// (e.g. bytes rewritten with what they held); Result.Version is then the base.
+	// (e.g. bytes rewritten with what they held); Result.Name is then the base.
 	SkipUnchanged bool
 }
 
 // Result describes a commit.
 type Result struct {
-	Version  string
-	Skipped  bool  // SkipUnchanged applied: nothing was written
-	Written  int   // chunks appended to raw_data
-	Reused   int   // chunks deduplicated against existing slots or each other
-	Unmapped int   // staged chunks equal to the fill value, left unmapped
-	Bytes    int64 // bytes of raw chunk data appended (before filters)
+	Name     string // the new version
+	Skipped  bool   // SkipUnchanged applied: nothing was written
+	Written  int    // chunks appended to raw_data
+	Reused   int    // chunks deduplicated against existing slots or each other
+	Unmapped int    // staged chunks equal to the fill value, left unmapped
+	Bytes    int64  // bytes of raw chunk data appended (before filters)
 	Elapsed  time.Duration
+	// Where the time went: planning and hashing, raw_data writes, hash_table rows and
+	// largest_index, the version group (tree copy and virtual dataset), flush and fsync.
+	Plan, Data, Table, Group, Sync time.Duration
 }
 
 // newChunk is a chunk the commit appends.
@@ -140,8 +143,9 @@ func (c *Committer) Commit(ch Change) (Result, error) {
 		slog.Debug("nothing to commit: same data as the base", "base", ch.Base, "dataset", ch.Dataset)
 		return res, nil
 	}
-	slog.Info("committed", "version", res.Version, "base", ch.Base, "dataset", ch.Dataset,
-		"written", res.Written, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed)
+	slog.Info("committed", "version", res.Name, "base", ch.Base, "dataset", ch.Dataset,
+		"written", res.Written, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
+		"plan", res.Plan, "data", res.Data, "table", res.Table, "group", res.Group, "sync", res.Sync)
 	return res, nil
 }
 
@@ -172,19 +176,22 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	t0 := time.Now()
 	plan, res, err := c.plan(ds, ch.Array, ix)
 	if err != nil {
 		return Result{}, err
 	}
+	res.Plan = time.Since(t0)
 	if ch.SkipUnchanged && len(plan.fresh) == 0 && plan.sameAs(ds, ch.Array.Shape()) {
 		if err := plan.apply(ch.Array); err != nil {
 			return Result{}, err
 		}
-		return Result{Version: ch.Base, Skipped: true}, nil
+		return Result{Name: ch.Base, Skipped: true}, nil
 	}
-	if err := c.appendChunks(ds, ix, plan.fresh); err != nil {
+	if err := c.appendChunks(ds, ix, plan.fresh, &res); err != nil {
 		return Result{}, err
 	}
+	t0 = time.Now()
 
 	// The version group, built under committed=False.
 	vpath := versions.VersionsGroup + "/" + name
@@ -206,9 +213,12 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	if err := setAttrs(h, versions.VersionsGroup, []attr{{"current_version", name}, {"data_version", int64(versions.SupportedDataVersion)}}); err != nil {
 		return Result{}, err
 	}
+	res.Group = time.Since(t0)
+	t0 = time.Now()
 	if err := h.FlushSync(); err != nil {
 		return Result{}, err
 	}
+	res.Sync = time.Since(t0)
 	c.next = ""
 
 	grids, rows := plan.chunkMap(ds.Chunks)
@@ -219,7 +229,7 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	if err := plan.apply(ch.Array); err != nil {
 		return Result{}, err
 	}
-	res.Version = name
+	res.Name = name
 	return res, nil
 }
 
@@ -412,10 +422,12 @@ func (p *plan) map1(grid, chunks, trimmed []int64, row int64) {
 
 // appendChunks writes the new chunks into raw_data, then their rows into hash_table, then
 // largest_index: in that order, so a crash leaves only ignored tails (spec section 4).
-func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChunk) error {
+func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChunk, res *Result) error {
 	if len(fresh) == 0 {
 		return nil
 	}
+	t0 := time.Now()
+	defer func() { res.Table = time.Since(t0) - res.Data }()
 	raw := ds.RawDataset()
 	chunks := ds.Chunks
 	n := ix.largest + int64(len(fresh))
@@ -434,6 +446,7 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 		}
 		r := rows[i*hashRowBytes:]
 		copy(r, nc.digest[:])
+		res.Data = time.Since(t0)
 		binary.LittleEndian.PutUint64(r[32:], uint64(nc.row))
 		binary.LittleEndian.PutUint64(r[40:], uint64(nc.row+nc.trimmed[0]))
 	}

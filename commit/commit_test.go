@@ -57,7 +57,7 @@ func TestGolden(t *testing.T) {
 			require.NoError(t, c.SetNextName("golden"))
 			res, err := c.Commit(Change{Base: e.BaseVersion, Dataset: e.Dataset, Array: arr})
 			require.NoError(t, err)
-			require.Equal(t, "golden", res.Version)
+			require.Equal(t, "golden", res.Name)
 			require.False(t, arr.Dirty())
 			c.Close()
 			require.NoError(t, f.Close())

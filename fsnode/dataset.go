@@ -379,7 +379,7 @@ func (h *writeHandle) commit(explicit bool) syscall.Errno {
 	if res.Skipped {
 		return 0
 	}
-	h.base = res.Version
+	h.base = res.Name
 	// Pages an mmap put in the kernel's cache belong to this inode, i.e. to the old
 	// version: drop them (asynchronously: the kernel may hold locks on our behalf now).
 	go h.n.NotifyContent(0, 0)
