@@ -2,7 +2,7 @@
 GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps build demo test vet clean
+.PHONY: all deps build demo test bench clean
 
 all: build
 
@@ -21,6 +21,11 @@ demo: build
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# Benchmarks: one table of medians and ratios against the references (see bench/main.go).
+# Generated files are cached in $${TMPDIR:-/tmp}/vh5fs-bench.
+bench: deps
+	$(GO) run ./bench -suite commit
 
 clean:
 	rm -rf bin

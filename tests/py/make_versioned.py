@@ -34,6 +34,8 @@ def main():
     ap.add_argument("--gzip", action="store_true", help="gzip level 4 + shuffle")
     ap.add_argument("--lzf", action="store_true", help="LZF (filter 32000)")
     ap.add_argument("--versions", type=int, default=1)
+    ap.add_argument("--history", type=int, default=0,
+                    help="versions h0.. before v0 that hold only a one-element dataset 'log'")
     a = ap.parse_args()
     shape = tuple(int(x) for x in a.shape.split(","))
     chunks = tuple(int(x) for x in a.chunks.split(","))
@@ -92,6 +94,29 @@ def main():
         raw.resize(big.shape)
         raw[...] = big
         prev = "__first_version__"
+        if a.history:
+            lg = vd.create_group("log")
+            lraw = lg.create_dataset("raw_data", shape=(a.history,), maxshape=(None,), chunks=(1,), dtype="<i8")
+            lraw.attrs["chunks"] = np.array([1], dtype=np.int64)
+            lraw[:] = np.arange(a.history)
+            lrows = [(np.frombuffer(hashlib.sha256(np.int64(k).tobytes() + b"(1,)").digest(), "u1"), (k, k + 1))
+                     for k in range(a.history)]
+            lht = lg.create_dataset("hash_table", shape=(a.history,), maxshape=(None,), chunks=(4096,), dtype=hdt,
+                                    compression="lzf")
+            lht[:] = np.array(lrows, dtype=hdt)
+            lht.attrs["largest_index"] = np.int64(a.history)
+            for k in range(a.history):
+                name = "h%d" % k
+                g = versions.create_group(name)
+                g.attrs["prev_version"] = prev
+                g.attrs["committed"] = np.bool_(True)
+                g.attrs["timestamp"] = stamp(t0 - timedelta(seconds=a.history - k))
+                lay = h5py.VirtualLayout(shape=(1,), dtype="<i8", maxshape=(1,))
+                lay[0:1] = h5py.VirtualSource(".", "/_version_data/log/raw_data", shape=(a.history,))[k:k + 1]
+                ds = g.create_virtual_dataset("log", lay, fillvalue=0)
+                ds.attrs["raw_data"] = "/_version_data/log/raw_data"
+                ds.attrs["chunks"] = np.array([1], dtype=np.int64)
+                prev = name
         for v in range(a.versions):
             if v > 0:
                 cell = cells[(v - 1) % len(cells)]

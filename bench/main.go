@@ -1,0 +1,211 @@
+// Command bench measures vh5fs and prints one table of medians and ratios against the
+// references named in the project's issues. It builds the files it needs (with
+// tests/py/make_versioned.py, Debian's h5py) into a cache directory.
+//
+//	go run ./bench [-suite commit] [-cache DIR] [-reps N] [-sizes 1000,10000,100000]
+//
+// Suite "commit": commit 1 and 100 changed chunks into a dataset of 1k, 10k and 100k chunks
+// (1 KiB each) in files with 10 and 1000 prior versions; the time of each phase (plan and
+// hashing, raw_data writes, hash_table rows, the version group with its virtual dataset,
+// flush+fsync) and the total, against versioned-hdf5's time for one changed chunk.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// versionedHDF5Commit is versioned-hdf5's time to commit one changed chunk into a dataset
+// of n chunks on this kind of machine (from the commit issue).
+var versionedHDF5Commit = map[int]time.Duration{1000: 130 * time.Millisecond, 10000: time.Second, 100000: 12 * time.Second}
+
+const chunkElems = 128 // float64: 1 KiB chunks
+
+func main() {
+	suite := flag.String("suite", "commit", "which suite to run: commit")
+	cache := flag.String("cache", filepath.Join(os.TempDir(), "vh5fs-bench"), "where generated files are kept")
+	reps := flag.Int("reps", 5, "commits measured per configuration (after a first, cold one)")
+	sizes := flag.String("sizes", "1000,10000,100000", "dataset sizes in chunks")
+	histories := flag.String("history", "10,1000", "prior versions")
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := os.MkdirAll(*cache, 0o755); err != nil {
+		fatal(err)
+	}
+	switch *suite {
+	case "commit":
+		if err := benchCommit(*cache, *reps, ints(*sizes), ints(*histories)); err != nil {
+			fatal(err)
+		}
+	default:
+		fatal(fmt.Errorf("unknown suite %q", *suite))
+	}
+}
+
+func benchCommit(cache string, reps int, sizes, histories []int) error {
+	fmt.Printf("commit: median of %d commits after a cold first one; 1 KiB chunks\n", reps)
+	fmt.Printf("%-8s %-8s %-7s | %9s %9s %9s %9s %9s | %9s %9s | %12s\n",
+		"chunks", "history", "changed", "plan", "data", "table", "group", "sync", "total", "cold", "vs v-hdf5")
+	for _, n := range sizes {
+		for _, h := range histories {
+			file, err := generate(cache, n, h)
+			if err != nil {
+				return err
+			}
+			for _, k := range []int{1, 100} {
+				rows, cold, err := commitRuns(file, n, k, reps)
+				if err != nil {
+					return err
+				}
+				med := func(f func(commit.Result) time.Duration) time.Duration {
+					ds := make([]time.Duration, len(rows))
+					for i, r := range rows {
+						ds[i] = f(r)
+					}
+					slices.Sort(ds)
+					return ds[len(ds)/2]
+				}
+				total := med(func(r commit.Result) time.Duration { return r.Elapsed })
+				ratio := "-"
+				if ref, ok := versionedHDF5Commit[n]; ok && k == 1 {
+					ratio = fmt.Sprintf("%.3fx", float64(total)/float64(ref))
+				}
+				fmt.Printf("%-8d %-8d %-7d | %9s %9s %9s %9s %9s | %9s %9s | %12s\n", n, h, k,
+					ms(med(func(r commit.Result) time.Duration { return r.Plan })),
+					ms(med(func(r commit.Result) time.Duration { return r.Data })),
+					ms(med(func(r commit.Result) time.Duration { return r.Table })),
+					ms(med(func(r commit.Result) time.Duration { return r.Group })),
+					ms(med(func(r commit.Result) time.Duration { return r.Sync })),
+					ms(total), ms(cold), ratio)
+			}
+		}
+	}
+	fmt.Println("vs v-hdf5: total / versioned-hdf5's time for one changed chunk (0.13 s, 1 s, 12 s at 1k, 10k, 100k chunks)")
+	return nil
+}
+
+// commitRuns copies file, then commits k changed chunks reps+1 times on one open file,
+// returning the warm results and the first (cold: loads the chunk map and hash table).
+func commitRuns(file string, n, k, reps int) ([]commit.Result, time.Duration, error) {
+	tmp, err := os.MkdirTemp("", "vh5fs-bench-run")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer os.RemoveAll(tmp)
+	work := filepath.Join(tmp, "data.h5")
+	if err := copyFile(file, work); err != nil {
+		return nil, 0, err
+	}
+	f, err := versions.OpenRW(work)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	c, err := commit.New(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer c.Close()
+	base, err := f.CurrentVersion()
+	if err != nil {
+		return nil, 0, err
+	}
+	rng := rand.New(rand.NewSource(int64(n*1000 + k)))
+	var out []commit.Result
+	var cold time.Duration
+	for i := 0; i <= reps; i++ {
+		start := time.Now()
+		d, err := f.Dataset(versions.VersionsGroup + "/" + base + "/data")
+		if err != nil {
+			return nil, 0, err
+		}
+		arr, err := d.NewStaged()
+		if err != nil {
+			return nil, 0, err
+		}
+		buf := make([]byte, chunkElems*8)
+		for j := 0; j < k; j++ {
+			rng.Read(buf)
+			chunk := rng.Intn(n)
+			if _, err := arr.WriteAt(buf, int64(chunk)*int64(len(buf)), d.ChunkSource()); err != nil {
+				return nil, 0, err
+			}
+		}
+		res, err := c.Commit(commit.Change{Base: base, Dataset: "data", Array: arr})
+		if err != nil {
+			return nil, 0, err
+		}
+		base = res.Name
+		if i == 0 {
+			cold = time.Since(start)
+			continue
+		}
+		out = append(out, res)
+	}
+	return out, cold, nil
+}
+
+// generate makes (once) a file whose current version holds a dataset of n chunks after h
+// prior versions.
+func generate(cache string, n, h int) (string, error) {
+	file := filepath.Join(cache, fmt.Sprintf("commit-%d-%d.h5", n, h))
+	if _, err := os.Stat(file); err == nil {
+		return file, nil
+	}
+	fmt.Fprintf(os.Stderr, "generating %s ...\n", file)
+	tmp := file + ".tmp"
+	cmd := exec.Command("/usr/bin/python3", "tests/py/make_versioned.py", tmp,
+		"--shape", strconv.Itoa(n*chunkElems), "--chunks", strconv.Itoa(chunkElems), "--history", strconv.Itoa(h-1))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("generating %s: %w", file, err)
+	}
+	return file, os.Rename(tmp, file)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
