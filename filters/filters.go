@@ -1,0 +1,196 @@
+// Package filters decodes HDF5 chunk filter pipelines in pure Go — deflate, shuffle, LZF,
+// Fletcher-32 — so that chunk bytes read straight from the file at their offset can be
+// decoded without libhdf5 (and without its global lock), in parallel. Pipelines with any
+// other filter are reported unsupported; callers then read through libhdf5.
+package filters
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// HDF5 filter identifiers.
+const (
+	Deflate    = 1
+	Shuffle    = 2
+	Fletcher32 = 3
+	LZF        = 32000
+)
+
+// ErrUnsupported reports a pipeline with a filter this package does not decode.
+var ErrUnsupported = errors.New("filters: unsupported filter")
+
+// Filter is one stage of a pipeline, in the order the writer applied them.
+type Filter struct {
+	ID     int
+	Params []uint32
+}
+
+// Supported reports whether Decode handles every filter of the pipeline.
+func Supported(pipeline []Filter) bool {
+	for _, f := range pipeline {
+		switch f.ID {
+		case Deflate, Shuffle, Fletcher32, LZF:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Decode undoes the pipeline on a stored chunk. mask has bit i set when filter i was
+// skipped for this chunk. itemSize is the element size (for shuffle); size the decoded
+// chunk's size in bytes. dst, if large enough, receives the result.
+func Decode(stored []byte, pipeline []Filter, mask uint32, itemSize, size int, dst []byte) ([]byte, error) {
+	data := stored
+	for i := len(pipeline) - 1; i >= 0; i-- {
+		if mask&(1<<uint(i)) != 0 {
+			continue
+		}
+		var err error
+		switch pipeline[i].ID {
+		case Deflate:
+			data, err = inflate(data, size)
+		case Shuffle:
+			data = unshuffle(data, itemSize)
+		case Fletcher32:
+			data, err = checkFletcher32(data)
+		case LZF:
+			data, err = lzfDecompress(data, size)
+		default:
+			return nil, fmt.Errorf("%w %d", ErrUnsupported, pipeline[i].ID)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(data) != size {
+		return nil, fmt.Errorf("filters: decoded chunk is %d bytes, want %d", len(data), size)
+	}
+	if cap(dst) >= size {
+		dst = dst[:size]
+		copy(dst, data)
+		return dst, nil
+	}
+	if len(pipeline) == 0 || &data[0] == &stored[0] {
+		return append([]byte(nil), data...), nil
+	}
+	return data, nil
+}
+
+func inflate(in []byte, size int) ([]byte, error) {
+	r, err := zlib.NewReader(bytes.NewReader(in))
+	if err != nil {
+		return nil, fmt.Errorf("filters: deflate: %w", err)
+	}
+	out := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := io.Copy(out, r); err != nil {
+		return nil, fmt.Errorf("filters: deflate: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+// unshuffle reverses HDF5's byte shuffle: byte j of every element was stored together.
+// Trailing bytes that do not make a whole element were left in place.
+func unshuffle(in []byte, itemSize int) []byte {
+	if itemSize <= 1 || len(in) < itemSize {
+		return in
+	}
+	n := len(in) / itemSize
+	out := make([]byte, len(in))
+	for j := 0; j < itemSize; j++ {
+		src := in[j*n : (j+1)*n]
+		for i, b := range src {
+			out[i*itemSize+j] = b
+		}
+	}
+	copy(out[n*itemSize:], in[n*itemSize:])
+	return out
+}
+
+// checkFletcher32 verifies and strips HDF5's trailing Fletcher-32 checksum.
+func checkFletcher32(in []byte) ([]byte, error) {
+	if len(in) < 4 {
+		return nil, fmt.Errorf("filters: fletcher32: chunk of %d bytes", len(in))
+	}
+	data, stored := in[:len(in)-4], binary.LittleEndian.Uint32(in[len(in)-4:])
+	if sum := fletcher32(data); sum != stored && swap16(sum) != stored {
+		return nil, fmt.Errorf("filters: fletcher32 checksum mismatch")
+	}
+	return data, nil
+}
+
+// fletcher32 is HDF5's variant: 16-bit big-endian words, an odd trailing byte as the
+// high byte of a last word.
+func fletcher32(data []byte) uint32 {
+	var sum1, sum2 uint32
+	n := len(data) / 2
+	for n > 0 {
+		tlen := min(n, 360)
+		n -= tlen
+		for ; tlen > 0; tlen-- {
+			sum1 += uint32(data[0])<<8 | uint32(data[1])
+			sum2 += sum1
+			data = data[2:]
+		}
+		sum1 = (sum1 & 0xffff) + (sum1 >> 16)
+		sum2 = (sum2 & 0xffff) + (sum2 >> 16)
+	}
+	if len(data) == 1 {
+		sum1 += uint32(data[0]) << 8
+		sum2 += sum1
+		sum1 = (sum1 & 0xffff) + (sum1 >> 16)
+		sum2 = (sum2 & 0xffff) + (sum2 >> 16)
+	}
+	sum1 = (sum1 & 0xffff) + (sum1 >> 16)
+	sum2 = (sum2 & 0xffff) + (sum2 >> 16)
+	return sum2<<16 | sum1
+}
+
+// swap16 swaps the two halves: HDF5 1.6 wrote the checksum that way round on some hosts.
+func swap16(v uint32) uint32 { return v<<16 | v>>16 }
+
+// lzfDecompress decodes liblzf's format: literal runs (control < 32: copy control+1
+// bytes) and back references (length = control>>5, +next byte if 7; offset from the low
+// five bits and the next byte).
+func lzfDecompress(in []byte, size int) ([]byte, error) {
+	out := make([]byte, 0, size)
+	for i := 0; i < len(in); {
+		ctrl := int(in[i])
+		i++
+		if ctrl < 32 {
+			n := ctrl + 1
+			if i+n > len(in) || len(out)+n > size {
+				return nil, errors.New("filters: lzf: literal run past the end")
+			}
+			out = append(out, in[i:i+n]...)
+			i += n
+			continue
+		}
+		length := ctrl >> 5
+		if length == 7 {
+			if i >= len(in) {
+				return nil, errors.New("filters: lzf: truncated length")
+			}
+			length += int(in[i])
+			i++
+		}
+		if i >= len(in) {
+			return nil, errors.New("filters: lzf: truncated reference")
+		}
+		ref := len(out) - ((ctrl & 0x1f) << 8) - int(in[i]) - 1
+		i++
+		if ref < 0 || len(out)+length+2 > size {
+			return nil, errors.New("filters: lzf: reference outside the chunk")
+		}
+		for k := 0; k < length+2; k++ {
+			out = append(out, out[ref+k])
+		}
+	}
+	return out, nil
+}
+
