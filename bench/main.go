@@ -35,7 +35,10 @@ var versionedHDF5Commit = map[int]time.Duration{1000: 130 * time.Millisecond, 10
 const chunkElems = 128 // float64: 1 KiB chunks
 
 func main() {
-	suite := flag.String("suite", "commit", "which suite to run: commit")
+	suite := flag.String("suite", "all", "which suite to run: all, reads, commit")
+	size := flag.Int64("size", 1<<30, "bytes of each read-suite dataset")
+	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
+	src := flag.String("src", "", "loopback-serve: the directory to serve")
 	cache := flag.String("cache", filepath.Join(os.TempDir(), "vh5fs-bench"), "where generated files are kept")
 	reps := flag.Int("reps", 5, "commits measured per configuration (after a first, cold one)")
 	sizes := flag.String("sizes", "1000,10000,100000", "dataset sizes in chunks")
@@ -46,9 +49,20 @@ func main() {
 		fatal(err)
 	}
 	switch *suite {
-	case "commit":
-		if err := benchCommit(*cache, *reps, ints(*sizes), ints(*histories)); err != nil {
+	case "loopback-serve": // internal: the FUSE-ceiling reference mount
+		if err := serveLoopback(*src, flag.Arg(0)); err != nil {
 			fatal(err)
+		}
+	case "all", "reads", "commit":
+		if *suite != "commit" {
+			if err := benchReads(*cache, *size, *reps, *vh5fs); err != nil {
+				fatal(err)
+			}
+		}
+		if *suite != "reads" {
+			if err := benchCommit(*cache, *reps, ints(*sizes), ints(*histories)); err != nil {
+				fatal(err)
+			}
 		}
 	default:
 		fatal(fmt.Errorf("unknown suite %q", *suite))
