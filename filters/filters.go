@@ -193,4 +193,3 @@ func lzfDecompress(in []byte, size int) ([]byte, error) {
 	}
 	return out, nil
 }
-

@@ -2,6 +2,8 @@
 // is a directory and every dataset a file of raw bytes.
 //
 //	vh5fs mount [-o OPTIONS] FILE MOUNTPOINT   serve in the foreground until unmounted
+//	vh5fs FILE MOUNTPOINT -o OPTIONS           as mount.fuse3 runs it (daemon.go)
+//	vh5fs log|ls|info|diff|fsck ...            inspect the file (commands.go)
 //	vh5fs --version
 //
 // Ctrl-C, SIGTERM and `fusermount3 -u MOUNTPOINT` unmount cleanly.
@@ -28,7 +30,14 @@ import (
 var version = "dev"
 
 const usage = `usage:
-  vh5fs mount [-o OPTIONS] FILE MOUNTPOINT
+  vh5fs mount [-o OPTIONS] FILE MOUNTPOINT   serve in the foreground
+  vh5fs FILE MOUNTPOINT [-o OPTIONS]         mount.fuse3 form: mount, serve in the background
+  vh5fs log FILE [VERSION] [--at TIME]       history, newest first
+  vh5fs ls FILE [VERSION] [--at TIME]        a version's datasets
+  vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
+  vh5fs diff FILE V1 V2 [DATASET]            chunks that differ between two versions
+  vh5fs fsck FILE                            check the file's invariants
+  vh5fs help [COMMAND]
   vh5fs --version
 
 Mounts the HDF5 file FILE (written by versioned-hdf5, or plain HDF5) at MOUNTPOINT, an
@@ -47,6 +56,9 @@ Options (-o, comma-separated, may repeat):
 `
 
 func main() {
+	if daemonChild() {
+		os.Exit(runDaemonChild(os.Args[1:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
@@ -59,11 +71,19 @@ func run(args []string, stderr io.Writer) int {
 	case "--version", "-version", "version":
 		fmt.Fprintf(os.Stdout, "vh5fs %s\n", version)
 		return 0
-	case "-h", "--help", "help":
+	case "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
 		return 0
+	case "help":
+		return runHelp(args[1:], stderr)
 	case "mount":
 		return runMount(args[1:], stderr)
+	}
+	if c, ok := commands[args[0]]; ok {
+		return c.run(args[1:], os.Stdout, stderr)
+	}
+	if isHelperForm(args) {
+		return runHelper(args, stderr)
 	}
 	fmt.Fprintf(stderr, "vh5fs: unknown command %q\n%s", args[0], usage)
 	return 2
@@ -129,6 +149,7 @@ func runMount(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 1
 	}
+	mountReady()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {

@@ -1,0 +1,645 @@
+package main
+
+// The inspection commands: log, ls, info, diff, fsck. Each prints to stdout; errors are one
+// line "vh5fs: FILE: problem" on stderr and exit status 1, usage errors exit 2.
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/vh5fs/vh5fs/fsck"
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+type command struct {
+	usage string // first line: the synopsis
+	run   func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"log": {`usage: vh5fs log FILE [VERSION] [--at TIME]
+
+The history of VERSION (default: the current version), newest first, following
+prev_version to the first version: each version's name, timestamp, parent and the
+datasets changed from its parent (A added, M modified: shape or chunk map differs,
+D removed). --at TIME starts from the version current at TIME (see 'vh5fs help time').
+`, runLog},
+		"ls": {`usage: vh5fs ls FILE [VERSION] [--at TIME]
+
+The datasets of VERSION (default: the current version), one per line: path, dtype, shape.
+`, runLs},
+		"info": {`usage: vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
+
+FILE alone: data_version, current version, number of versions and the current version's
+datasets. FILE:VERSION: the version's timestamp, parent and datasets. FILE:VERSION/DATASET:
+the dataset's dtype, shape, chunks, filters, fill value, chunks stored of the total and
+chunks shared with the parent version. With --at, the part after ':' is the DATASET of the
+version current at TIME.
+`, runInfo},
+		"diff": {`usage: vh5fs diff FILE V1 V2 [DATASET]
+
+Which chunks of each dataset (or only DATASET) differ between versions V1 and V2: a summary
+line per dataset, then one line per differing chunk with its grid index and the element
+range it covers (in V2; in V1 for removed chunks). Decided from the chunk maps: the same
+raw_data slot holds the same data, different slots with equal hash-table digests too; data
+is read only when neither tells. Exit status 0 whether or not they differ.
+`, runDiff},
+		"fsck": {`usage: vh5fs fsck FILE
+
+Checks the file's invariants (version metadata, hash tables against slot contents,
+mappings). Prints each problem and exits 1 if there is any, else prints
+"ok: N versions checked".
+`, runFsck},
+	}
+}
+
+const timeHelp = `TIME (--at): "2024-01-01 02:30:00" (UTC unless a zone is given: +0100, Z), optional
+fraction of a second, a date alone, or RFC 3339. The version current at TIME is the one
+whose timestamp is exactly TIME, else the newest version whose timestamp is strictly
+before TIME (versioned-hdf5's rule).
+`
+
+func runHelp(args []string, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stdout, usage)
+		return 0
+	}
+	switch args[0] {
+	case "time":
+		fmt.Fprint(os.Stdout, timeHelp)
+		return 0
+	case "mount":
+		fmt.Fprint(os.Stdout, usage)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "vh5fs: help: unknown command %q\n", args[0])
+		return 2
+	}
+	fmt.Fprint(os.Stdout, c.usage)
+	return 0
+}
+
+// usageError reports a bad command line: one line, the command's usage, status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// parseArgs parses flags given anywhere among the operands. It returns (nil, 0) and the
+// operands to go on, or a non-negative exit status when done (help printed, usage error).
+func parseArgs(name string, fl *flag.FlagSet, args []string, stderr io.Writer) ([]string, int) {
+	fl.SetOutput(io.Discard)
+	var operands []string
+	for rest := args; len(rest) > 0; {
+		if err := fl.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(os.Stdout, commands[name].usage)
+				return nil, 0
+			}
+			fmt.Fprintf(stderr, "vh5fs: %s: %v\n%s", name, err, commands[name].usage)
+			return nil, 2
+		}
+		if fl.NArg() == 0 {
+			break
+		}
+		operands = append(operands, fl.Arg(0))
+		rest = fl.Args()[1:]
+		if len(rest) > 0 && rest[0] == "--" {
+			operands = append(operands, rest[1:]...)
+			break
+		}
+	}
+	return operands, -1
+}
+
+func badUsage(name string, stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "vh5fs: %s: %s\n%s", name, fmt.Sprintf(format, args...), commands[name].usage)
+	return 2
+}
+
+// fail prints one error line for file and returns 1.
+func fail(stderr io.Writer, file string, err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "vh5fs: %s\n", ue.msg)
+		return 2
+	}
+	msg := openError(file, err)
+	if !strings.HasPrefix(msg, file+":") {
+		msg = file + ": " + msg
+	}
+	fmt.Fprintf(stderr, "vh5fs: %s\n", msg)
+	return 1
+}
+
+// openVersioned opens file for reading and requires the versioned-hdf5 layout.
+func openVersioned(file string) (*versions.File, error) {
+	f, err := versions.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	if !f.Versioned() {
+		f.Close()
+		return nil, errors.New("not a versioned-hdf5 file (no _version_data)")
+	}
+	return f, nil
+}
+
+// resolveVersion picks the version: the one named, the one current at at, or the current.
+func resolveVersion(f *versions.File, name, at string) (string, error) {
+	switch {
+	case at != "":
+		t, err := versions.ParseTime(at)
+		if err != nil {
+			return "", usageError{err.Error()}
+		}
+		v, ok, err := f.VersionAt(t)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("no version at or before %s", versions.CanonicalTimestamp(t))
+		}
+		return v.Name, nil
+	case name != "":
+		_, ok, err := f.Version(name)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("no version %q", name)
+		}
+		return name, nil
+	}
+	cur, err := f.CurrentVersion()
+	if err != nil {
+		return "", err
+	}
+	if cur == "" {
+		return "", errors.New("no committed version")
+	}
+	return cur, nil
+}
+
+func runLog(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("log", flag.ContinueOnError)
+	at := fl.String("at", "", "start from the version current at this time")
+	ops, code := parseArgs("log", fl, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(ops) < 1 || len(ops) > 2 {
+		return badUsage("log", stderr, "needs FILE and at most one VERSION")
+	}
+	if len(ops) == 2 && *at != "" {
+		return badUsage("log", stderr, "give VERSION or --at, not both")
+	}
+	file := ops[0]
+	f, err := openVersioned(file)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	defer f.Close()
+	name := ""
+	if len(ops) == 2 {
+		name = ops[1]
+	}
+	start, err := resolveVersion(f, name, *at)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	cur, _ := f.CurrentVersion()
+	hist, err := f.History(start)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	for i, v := range hist {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		mark := ""
+		if v.Name == cur {
+			mark = " (current)"
+		}
+		fmt.Fprintf(stdout, "version %s%s\n", v.Name, mark)
+		fmt.Fprintf(stdout, "timestamp: %s\n", v.Timestamp)
+		parent := v.PrevVersion
+		dangling := parent != "" && (i+1 == len(hist) || hist[i+1].Name != parent)
+		switch {
+		case parent == "":
+			fmt.Fprintf(stdout, "parent:    %s\n", versions.FirstVersion)
+		case dangling:
+			fmt.Fprintf(stdout, "parent:    %s (missing)\n", parent)
+		default:
+			fmt.Fprintf(stdout, "parent:    %s\n", parent)
+		}
+		from := parent
+		if dangling {
+			from = ""
+		}
+		changes, err := f.ChangedDatasets(from, v.Name)
+		if err != nil {
+			return fail(stderr, file, err)
+		}
+		if len(changes) == 0 {
+			fmt.Fprintln(stdout, "    (no dataset changed)")
+		}
+		for _, c := range changes {
+			fmt.Fprintf(stdout, "    %s %s\n", changeLetter[c.Kind], c.Path)
+		}
+	}
+	return 0
+}
+
+// datasetRows lists the datasets of a version with their dtype and shape, straight from
+// the HDF5 objects (so datasets vh5fs cannot serve are listed too).
+func datasetRows(f *versions.File, version string) ([][3]string, error) {
+	paths, err := f.DatasetPaths(version)
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := f.Version(version)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][3]string, 0, len(paths))
+	for _, p := range paths {
+		d, err := f.HDF5().OpenDataset(v.Path() + "/" + p)
+		if err != nil {
+			return nil, err
+		}
+		info := d.Info()
+		d.Close()
+		rows = append(rows, [3]string{p, dtypeName(info.Type), shapeString(info.Shape)})
+	}
+	return rows, nil
+}
+
+func dtypeName(t h5.Type) string {
+	if t.VlenString {
+		return "vlen-str"
+	}
+	return t.DType
+}
+
+func shapeString(s []int64) string {
+	b, _ := json.Marshal(s)
+	if s == nil {
+		return "[]"
+	}
+	return string(b)
+}
+
+func runLs(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("ls", flag.ContinueOnError)
+	at := fl.String("at", "", "the version current at this time")
+	ops, code := parseArgs("ls", fl, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(ops) < 1 || len(ops) > 2 {
+		return badUsage("ls", stderr, "needs FILE and at most one VERSION")
+	}
+	if len(ops) == 2 && *at != "" {
+		return badUsage("ls", stderr, "give VERSION or --at, not both")
+	}
+	file := ops[0]
+	f, err := openVersioned(file)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	defer f.Close()
+	name := ""
+	if len(ops) == 2 {
+		name = ops[1]
+	}
+	version, err := resolveVersion(f, name, *at)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	rows, err := datasetRows(f, version)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r[0], r[1], r[2])
+	}
+	tw.Flush()
+	return 0
+}
+
+// splitSpec splits FILE[:REST] where FILE is the longest prefix naming an existing file.
+func splitSpec(spec string) (file, rest string) {
+	if _, err := os.Stat(spec); err == nil {
+		return spec, ""
+	}
+	for i := len(spec) - 1; i > 0; i-- {
+		if spec[i] == ':' {
+			if _, err := os.Stat(spec[:i]); err == nil {
+				return spec[:i], spec[i+1:]
+			}
+		}
+	}
+	if i := strings.IndexByte(spec, ':'); i > 0 {
+		return spec[:i], spec[i+1:] // the file does not exist: Open reports it
+	}
+	return spec, ""
+}
+
+func runInfo(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("info", flag.ContinueOnError)
+	at := fl.String("at", "", "the version current at this time")
+	ops, code := parseArgs("info", fl, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(ops) != 1 {
+		return badUsage("info", stderr, "needs one FILE[:VERSION[/DATASET]]")
+	}
+	file, rest := splitSpec(ops[0])
+	f, err := versions.Open(file)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	defer f.Close()
+	if !f.Versioned() && (rest != "" || *at != "") {
+		return fail(stderr, file, errors.New("not a versioned-hdf5 file (no _version_data)"))
+	}
+	if rest == "" && *at == "" {
+		if err := fileInfo(stdout, f, file); err != nil {
+			return fail(stderr, file, err)
+		}
+		return 0
+	}
+	var name, ds string
+	if *at != "" {
+		ds = strings.Trim(rest, "/")
+	} else {
+		name, ds, _ = strings.Cut(strings.Trim(rest, "/"), "/")
+	}
+	version, err := resolveVersion(f, name, *at)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	if ds == "" {
+		err = versionInfo(stdout, f, version)
+	} else {
+		err = datasetInfo(stdout, f, version, ds)
+	}
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	return 0
+}
+
+func fileInfo(w io.Writer, f *versions.File, file string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintf(tw, "file:\t%s\n", file)
+	if !f.Versioned() {
+		fmt.Fprintf(tw, "versioned:\tno (plain HDF5)\n")
+		return nil
+	}
+	vs, err := f.Versions()
+	if err != nil {
+		return err
+	}
+	cur, err := f.CurrentVersion()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(tw, "data_version:\t%d\n", f.DataVersion())
+	fmt.Fprintf(tw, "current version:\t%s\n", orNone(cur))
+	fmt.Fprintf(tw, "versions:\t%d\n", len(vs))
+	if cur == "" {
+		fmt.Fprintf(tw, "datasets:\t0\n")
+		return nil
+	}
+	rows, err := datasetRows(f, cur)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(tw, "datasets:\t%d\n", len(rows))
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s %s\n", r[0], r[1], r[2])
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func versionInfo(w io.Writer, f *versions.File, version string) error {
+	v, _, err := f.Version(version)
+	if err != nil {
+		return err
+	}
+	rows, err := datasetRows(f, version)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintf(tw, "version:\t%s\n", v.Name)
+	fmt.Fprintf(tw, "timestamp:\t%s\n", v.Timestamp)
+	prev := v.PrevVersion
+	if prev == "" {
+		prev = versions.FirstVersion
+	}
+	fmt.Fprintf(tw, "parent:\t%s\n", prev)
+	fmt.Fprintf(tw, "datasets:\t%d\n", len(rows))
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s %s\n", r[0], r[1], r[2])
+	}
+	return nil
+}
+
+func datasetInfo(w io.Writer, f *versions.File, version, ds string) error {
+	d, err := f.VersionDataset(version, ds)
+	if errors.Is(err, versions.ErrNotFound) {
+		return fmt.Errorf("version %s has no dataset %q", version, ds)
+	} else if err != nil {
+		return err
+	}
+	v, _, err := f.Version(version)
+	if err != nil {
+		return err
+	}
+	x, err := d.Xattrs()
+	if err != nil {
+		return err
+	}
+	fill, _ := x.Get(versions.XattrFillValue)
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintf(tw, "version:\t%s\n", version)
+	fmt.Fprintf(tw, "dataset:\t%s\n", ds)
+	fmt.Fprintf(tw, "dtype:\t%s\n", dtypeName(d.Type))
+	fmt.Fprintf(tw, "shape:\t%s\n", shapeString(d.Shape))
+	if d.Chunks != nil {
+		fmt.Fprintf(tw, "chunks:\t%s\n", shapeString(d.Chunks))
+	} else {
+		fmt.Fprintf(tw, "chunks:\t(contiguous)\n")
+	}
+	fmt.Fprintf(tw, "filters:\t%s\n", filterString(d.Filters))
+	fmt.Fprintf(tw, "fill value:\t%s\n", fill)
+	if d.RawData != "" {
+		fmt.Fprintf(tw, "raw_data:\t%s\n", d.RawData)
+	}
+	total, stored, shared, ok, err := f.ChunkStats(version, ds)
+	if err != nil {
+		return err
+	}
+	if ok {
+		fmt.Fprintf(tw, "chunks stored:\t%d of %d\n", stored, total)
+		if v.PrevVersion == "" {
+			fmt.Fprintf(tw, "shared with parent:\t%d (parent %s)\n", shared, versions.FirstVersion)
+		} else {
+			fmt.Fprintf(tw, "shared with parent:\t%d of %d (parent %s)\n", shared, stored, v.PrevVersion)
+		}
+	}
+	return nil
+}
+
+func filterString(fs []h5.Filter) string {
+	if len(fs) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, flt := range fs {
+		name := map[int]string{1: "gzip", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset", 32000: "lzf"}[flt.ID]
+		if name == "" {
+			name = fmt.Sprintf("filter %d (%s)", flt.ID, flt.Name)
+		}
+		if flt.ID == 1 && len(flt.Params) > 0 {
+			name += fmt.Sprintf(" level %d", flt.Params[0])
+		}
+		parts = append(parts, name)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func runDiff(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("diff", flag.ContinueOnError)
+	ops, code := parseArgs("diff", fl, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(ops) < 3 || len(ops) > 4 {
+		return badUsage("diff", stderr, "needs FILE V1 V2 [DATASET]")
+	}
+	file := ops[0]
+	f, err := openVersioned(file)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	defer f.Close()
+	for _, v := range ops[1:3] {
+		if _, err := resolveVersion(f, v, ""); err != nil {
+			return fail(stderr, file, err)
+		}
+	}
+	ds := ""
+	if len(ops) == 4 {
+		ds = strings.Trim(ops[3], "/")
+		_, e1 := f.VersionDataset(ops[1], ds)
+		_, e2 := f.VersionDataset(ops[2], ds)
+		if errors.Is(e1, versions.ErrNotFound) && errors.Is(e2, versions.ErrNotFound) {
+			return fail(stderr, file, fmt.Errorf("no dataset %q in %s or %s", ds, ops[1], ops[2]))
+		}
+	}
+	diffs, err := f.DiffVersions(ops[1], ops[2], ds)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	for _, dd := range diffs {
+		printDiff(stdout, dd)
+	}
+	return 0
+}
+
+func printDiff(w io.Writer, dd versions.DatasetDiff) {
+	switch dd.Kind {
+	case versions.Added:
+		fmt.Fprintf(w, "%s: added, shape %s\n", dd.Path, shapeString(dd.Shape2))
+		return
+	case versions.Removed:
+		fmt.Fprintf(w, "%s: removed, shape %s\n", dd.Path, shapeString(dd.Shape1))
+		return
+	case "":
+		fmt.Fprintf(w, "%s: unchanged, shape %s, %d chunks\n", dd.Path, shapeString(dd.Shape2), dd.Total)
+		return
+	}
+	shape := shapeString(dd.Shape2)
+	if shapeString(dd.Shape1) != shape {
+		shape = shapeString(dd.Shape1) + " -> " + shape
+	}
+	fmt.Fprintf(w, "%s: %d of %d chunks differ, shape %s (same slot %d, same digest %d, different digest %d, read %d)\n",
+		dd.Path, len(dd.Changed), dd.Total, shape, dd.SameSlot, dd.SameDigest, dd.DiffDigest, dd.ReadData)
+	for _, c := range dd.Changed {
+		var grid, rng []string
+		for i := range c.Start {
+			if c.Grid != nil {
+				grid = append(grid, fmt.Sprint(c.Grid[i]))
+			}
+			rng = append(rng, fmt.Sprintf("%d:%d", c.Start[i], c.Stop[i]))
+		}
+		g := "(" + strings.Join(grid, ",") + ")"
+		if c.Grid == nil {
+			g = "(all)"
+		}
+		fmt.Fprintf(w, "  chunk %s [%s] %s\n", g, strings.Join(rng, ", "), c.Kind)
+	}
+}
+
+func runFsck(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("fsck", flag.ContinueOnError)
+	ops, code := parseArgs("fsck", fl, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(ops) != 1 {
+		return badUsage("fsck", stderr, "needs one FILE")
+	}
+	file := ops[0]
+	findings, err := fsck.Check(file)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	if len(findings) > 0 {
+		for _, fd := range findings {
+			fmt.Fprintf(stdout, "%s: %s\n", file, fd)
+		}
+		fmt.Fprintf(stderr, "vh5fs: %s: %d problem(s) found\n", file, len(findings))
+		return 1
+	}
+	f, err := openVersioned(file)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	defer f.Close()
+	vs, err := f.Versions()
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	fmt.Fprintf(stdout, "ok: %d versions checked\n", len(vs))
+	return 0
+}
+
+var changeLetter = map[string]string{versions.Added: "A", versions.Modified: "M", versions.Removed: "D"}
