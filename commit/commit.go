@@ -188,6 +188,9 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 		}
 		return Result{Name: ch.Base, Skipped: true}, nil
 	}
+	// From here on libhdf5 writes: nothing may read metadata from the file's bytes.
+	c.f.BeginWrite()
+	defer c.f.EndWrite()
 	if err := c.appendChunks(ds, ix, plan.fresh, &res); err != nil {
 		return Result{}, err
 	}

@@ -313,3 +313,19 @@ func (d *Dataset) ReadStrings(start, count []int64) ([]string, error) {
 	C.vh5_free_strings(cptrs, C.size_t(n))
 	return out, nil
 }
+
+// Addr is the file address of the dataset's object header (what tools that read the file's
+// bytes directly start from).
+func (d *Dataset) Addr() (uint64, error) {
+	lock()
+	defer unlock()
+	id, err := d.id()
+	if err != nil {
+		return 0, err
+	}
+	var addr C.haddr_t
+	if C.vh5_object_addr(id, &addr) < 0 {
+		return 0, fail("object address", d.path, nil)
+	}
+	return uint64(addr), nil
+}

@@ -774,3 +774,13 @@ int vh5_flush_sync(hid_t file) {
 	if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) < 0 || fd == NULL) return -1;
 	return fsync(*fd) < 0 ? -2 : 0;
 }
+
+// vh5_object_addr returns the file address of an object's header.
+int vh5_object_addr(hid_t obj, haddr_t *addr) {
+	H5O_info_t info;
+	if (H5Oget_info2(obj, &info, H5O_INFO_BASIC) < 0) {
+		return -1;
+	}
+	*addr = info.addr;
+	return 0;
+}

@@ -19,6 +19,9 @@ func (a *Array) ReadAt(p []byte, off int64, src ChunkSource) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("staged: read at %d: %w", off, err)
 	}
+	if pf, ok := src.(Prefetcher); ok {
+		pf.Prefetch(plan.baseOffsets())
+	}
 	if err := a.execute(plan, p[:n], src); err != nil {
 		return 0, fmt.Errorf("staged: read at %d: %w", off, err)
 	}
@@ -130,4 +133,22 @@ func fillPattern(dst, fill []byte, phase int) {
 	for m < len(rest) {
 		m += copy(rest[m:], rest[:m])
 	}
+}
+
+// Prefetcher is a ChunkSource that can load many chunks at once (e.g. decoding them in
+// parallel); ReadAt hands it every base slab offset a read needs before reading.
+type Prefetcher interface {
+	Prefetch(offs []int64)
+}
+
+// baseOffsets lists the distinct base slab offsets the plan reads, in order.
+func (p *GetItemPlan) baseOffsets() []int64 {
+	var out []int64
+	for i := range p.Transfers {
+		t := &p.Transfers[i]
+		if t.Slab == BaseSlab && (len(out) == 0 || out[len(out)-1] != t.SlabOffset) {
+			out = append(out, t.SlabOffset)
+		}
+	}
+	return out
 }

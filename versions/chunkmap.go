@@ -103,7 +103,7 @@ func (d *Dataset) blockEntries() ([][]byte, error) {
 	var err error
 	if d.arr != nil {
 		blocks = d.blocks
-		infos, err = d.f.slotInfo(d.RawData, d.raw, d.blocks, d.Chunks)
+		infos, err = d.f.slotInfo(d)
 	} else {
 		blocks, infos, err = d.plainBlocks()
 	}
@@ -162,47 +162,4 @@ func (d *Dataset) plainBlocks() ([]block, []h5.ChunkInfo, error) {
 	}
 	infos, err := d.vds.ChunkInfo(coords)
 	return blocks, infos, err
-}
-
-// slotInfo returns the storage of the raw_data slots the blocks use. Slots are write-once,
-// so what was looked up once is kept for the life of the File.
-func (f *File) slotInfo(rawPath string, raw *h5.Dataset, blocks []block, chunks []int64) ([]h5.ChunkInfo, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	known := f.slots[rawPath]
-	if known == nil {
-		known = map[int64]h5.ChunkInfo{}
-		f.slots[rawPath] = known
-	}
-	var missing [][]int64
-	var missingOff []int64
-	for _, b := range blocks {
-		if _, ok := known[b.off]; !ok {
-			if b.off%chunks[0] != 0 {
-				return nil, fmt.Errorf("slot at row %d is not chunk-aligned", b.off)
-			}
-			c := make([]int64, len(chunks))
-			c[0] = b.off
-			missing = append(missing, c)
-			missingOff = append(missingOff, b.off)
-			known[b.off] = h5.ChunkInfo{Offset: -1} // placeholder, also dedups
-		}
-	}
-	if len(missing) > 0 {
-		infos, err := raw.ChunkInfo(missing)
-		if err != nil {
-			for _, off := range missingOff {
-				delete(known, off)
-			}
-			return nil, err
-		}
-		for i, off := range missingOff {
-			known[off] = infos[i]
-		}
-	}
-	out := make([]h5.ChunkInfo, len(blocks))
-	for i, b := range blocks {
-		out[i] = known[b.off]
-	}
-	return out, nil
 }

@@ -178,7 +178,7 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 		d.arr = arr // no storage at all: every chunk is fill
 		return true, nil
 	}
-	maps, err := h.Mappings()
+	maps, err := d.f.mappings(h)
 	if err != nil {
 		if errors.Is(err, h5.ErrUnsupported) {
 			return false, nil
@@ -306,9 +306,15 @@ func (s rawSource) Chunk(off int64) ([]byte, error) {
 		count[i] = max(0, min(c, rawShape[i]-start[i]))
 		size *= c
 	}
-	buf := make([]byte, size)
-	if err := d.raw.ReadBox(start, count, d.Chunks, zero, buf); err != nil {
+	buf, ok, err := d.f.readSlot(d, off, int(size))
+	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		buf = make([]byte, size)
+		if err := d.raw.ReadBox(start, count, d.Chunks, zero, buf); err != nil {
+			return nil, err
+		}
 	}
 	d.f.chunks.put(key, buf)
 	return buf, nil

@@ -14,6 +14,7 @@ package versions
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -47,10 +48,13 @@ type File struct {
 	chunks      *chunkCache
 
 	mu       sync.Mutex
-	datasets map[string]*Dataset               // by HDF5 path; GUARDED_BY(mu)
-	raws     map[string]*h5.Dataset            // open raw_data datasets by path; GUARDED_BY(mu)
-	meta     map[string]Version                // committed versions' metadata; GUARDED_BY(mu)
-	slots    map[string]map[int64]h5.ChunkInfo // raw_data path -> slot row -> storage; GUARDED_BY(mu)
+	datasets map[string]*Dataset    // by HDF5 path; GUARDED_BY(mu)
+	raws     map[string]*h5.Dataset // open raw_data datasets by path; GUARDED_BY(mu)
+	meta     map[string]Version     // committed versions' metadata; GUARDED_BY(mu)
+	indexes  map[string]*rawIndex   // raw_data path -> slot storage; GUARDED_BY(mu)
+	gen      uint64                 // bumped by each commit: slot indexes built before are stale; GUARDED_BY(mu)
+	raw      *os.File               // the file's bytes, for the fast path (read-only)
+	writeMu  sync.RWMutex           // held by commits; readers of raw's metadata take it shared
 }
 
 // Open opens path read-only and checks its layout. A file with a _version_data group must
@@ -65,9 +69,15 @@ func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{h: h, chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, slots: map[string]map[int64]h5.ChunkInfo{}}
+	raw, err := os.Open(path)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	f := &File{h: h, raw: raw, chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, indexes: map[string]*rawIndex{}}
 	if err := f.checkLayout(); err != nil {
 		h.Close()
+		raw.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
@@ -126,6 +136,7 @@ func (f *File) Close() error {
 	for _, r := range raws {
 		r.Close()
 	}
+	f.raw.Close()
 	return f.h.Close()
 }
 

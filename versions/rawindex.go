@@ -1,0 +1,176 @@
+package versions
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/vh5fs/vh5fs/filters"
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5meta"
+)
+
+// The fast path. libhdf5 is one global lock and its chunk and mapping queries grow with the
+// square of their number, so vh5fs reads the two structures it needs — a version's
+// virtual-dataset mappings and raw_data's chunk index — straight from the file's bytes
+// (package h5meta), and reads chunks by their file offset, decoding them in Go (package
+// filters) on as many cores as a read touches chunks. Whatever h5meta or filters does not
+// support goes through libhdf5 instead, so the fast path never changes what is read.
+
+// rawIndex is where each slot of one raw_data lives in the file.
+type rawIndex struct {
+	slots    map[int64]h5.ChunkInfo // slot row -> absolute file offset, stored size, filter mask
+	gen      uint64                 // File.gen when built
+	pipeline []filters.Filter
+	decode   bool // every filter of the pipeline decodes in Go
+}
+
+// bytesMeta opens the file's bytes for h5meta at their current size. Callers hold
+// writeMu for reading: while a commit runs, libhdf5 may be rewriting metadata on disk.
+func (f *File) bytesMeta() (*h5meta.File, error) {
+	st, err := f.raw.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return h5meta.Open(f.raw, st.Size())
+}
+
+// mappings reads a virtual dataset's mappings through h5meta, falling back to libhdf5.
+func (f *File) mappings(h *h5.Dataset) ([]h5.Mapping, error) {
+	f.writeMu.RLock()
+	defer f.writeMu.RUnlock()
+	if m, err := f.bytesMeta(); err == nil {
+		if addr, err := h.Addr(); err == nil {
+			if maps, err := m.VirtualMappings(addr); err == nil {
+				out := make([]h5.Mapping, len(maps))
+				for i, x := range maps {
+					out[i] = h5.Mapping{VStart: x.VStart, VCount: x.VCount, SrcFile: x.SrcFile, SrcDataset: x.SrcDataset, SrcStart: x.SrcStart, SrcCount: x.SrcCount}
+				}
+				return out, nil
+			}
+		}
+	}
+	return h.Mappings()
+}
+
+// index returns the slot index of the raw_data d reads from, building it on first use and
+// again after a commit appended slots (gen moved on).
+func (f *File) index(d *Dataset) *rawIndex {
+	f.mu.Lock()
+	ix := f.indexes[d.RawData]
+	gen := f.gen
+	f.mu.Unlock()
+	if ix != nil && ix.gen == gen {
+		return ix
+	}
+	ix = &rawIndex{gen: gen, slots: map[int64]h5.ChunkInfo{}}
+	for _, fl := range d.Filters {
+		ix.pipeline = append(ix.pipeline, filters.Filter{ID: fl.ID, Params: fl.Params})
+	}
+	ix.decode = filters.Supported(ix.pipeline)
+	f.writeMu.RLock()
+	defer f.writeMu.RUnlock()
+	if m, err := f.bytesMeta(); err == nil {
+		if addr, err := d.raw.Addr(); err == nil {
+			if chunks, err := m.Chunks(addr); err == nil {
+				for _, c := range chunks {
+					ix.slots[c.Offset[0]] = h5.ChunkInfo{Offset: m.Base() + c.Addr, Size: c.Size, FilterMask: c.FilterMask}
+				}
+			}
+		}
+	}
+	f.mu.Lock()
+	f.indexes[d.RawData] = ix
+	f.mu.Unlock()
+	return ix
+}
+
+// readSlot reads and decodes the chunk at slot row off straight from the file; ok is false
+// when the fast path cannot serve it (unknown slot, filter not decodable in Go).
+func (f *File) readSlot(d *Dataset, off int64, size int) (data []byte, ok bool, err error) {
+	ix := f.index(d)
+	ci, found := ix.slots[off]
+	if !found || !ix.decode || ci.Offset < 0 {
+		return nil, false, nil
+	}
+	stored := make([]byte, ci.Size)
+	if _, err := f.raw.ReadAt(stored, ci.Offset); err != nil {
+		return nil, false, fmt.Errorf("%s: slot at row %d: %w", d.RawData, off, err)
+	}
+	out, err := filters.Decode(stored, ix.pipeline, ci.FilterMask, d.Type.Size, size, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: slot at row %d: %w", d.RawData, off, err)
+	}
+	return out, true, nil
+}
+
+// Prefetch loads the chunks at the given slot rows concurrently into the chunk cache, so
+// that a read spanning many chunks decodes them on every core.
+func (s rawSource) Prefetch(offs []int64) {
+	d := s.d
+	var todo []int64
+	for _, off := range offs {
+		if d.f.chunks.get(chunkKey{d.RawData, off}) == nil {
+			todo = append(todo, off)
+		}
+	}
+	if len(todo) < 2 || !d.f.index(d).decode {
+		return // one chunk, or libhdf5 (one lock): nothing to gain
+	}
+	var wg sync.WaitGroup
+	work := make(chan int64)
+	for w := 0; w < min(len(todo), runtime.GOMAXPROCS(0)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for off := range work {
+				s.Chunk(off) // errors surface again when the read itself asks
+			}
+		}()
+	}
+	for _, off := range todo {
+		work <- off
+	}
+	close(work)
+	wg.Wait()
+}
+
+// slotInfo returns the storage of the raw_data slots the blocks use.
+func (f *File) slotInfo(d *Dataset) ([]h5.ChunkInfo, error) {
+	ix := f.index(d)
+	out := make([]h5.ChunkInfo, len(d.blocks))
+	var missing [][]int64
+	var where []int
+	for i, b := range d.blocks {
+		if b.off%d.Chunks[0] != 0 {
+			return nil, fmt.Errorf("slot at row %d is not chunk-aligned", b.off)
+		}
+		ci, ok := ix.slots[b.off]
+		if !ok {
+			c := make([]int64, len(d.Chunks))
+			c[0] = b.off
+			missing = append(missing, c)
+			where = append(where, i)
+			continue
+		}
+		out[i] = ci
+	}
+	if len(missing) > 0 { // h5meta could not read this index: ask libhdf5
+		infos, err := d.raw.ChunkInfo(missing)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range where {
+			out[i] = infos[k]
+		}
+	}
+	return out, nil
+}
+
+// BeginWrite and EndWrite bracket a commit: while libhdf5 writes, nothing reads metadata
+// from the file's bytes. Lock ordering: taken after commit.Committer's lock and before
+// File.mu.
+func (f *File) BeginWrite() { f.writeMu.Lock() }
+
+// EndWrite ends what BeginWrite began.
+func (f *File) EndWrite() { f.writeMu.Unlock() }
