@@ -1,0 +1,257 @@
+package h5meta
+
+import "fmt"
+
+// Mapping mirrors one VDS mapping: the virtual selection and source selection as single
+// regular blocks.
+type Mapping struct {
+	VStart, VCount      []int64 // block start and extent in the virtual dataset
+	SrcFile, SrcDataset string
+	SrcStart, SrcCount  []int64 // block start and extent in the source dataset
+}
+
+// Selection types (H5S_sel_type).
+const (
+	selNone   = 0
+	selPoints = 1
+	selHyper  = 2
+	selAll    = 3
+)
+
+// maxCoord bounds decoded coordinates and extents so that sums and products cannot overflow.
+const maxCoord = 1 << 62
+
+// VirtualMappings decodes the layout message of the dataset whose object header is at
+// address ohdr (as libhdf5's H5Oget_info reports it) and returns its mappings in stored
+// order (the order of H5Pget_virtual_count's indexes). It returns an error wrapping
+// ErrUnsupported when the layout is not virtual or a selection is not one regular block.
+// A virtual "all" selection gives start 0 and count = the dataset's dims.
+func (f *File) VirtualMappings(ohdr uint64) ([]Mapping, error) {
+	l, err := f.layout(ohdr)
+	if err != nil {
+		return nil, err
+	}
+	if l.class != classVirtual {
+		return nil, fmt.Errorf("h5meta: dataset at %d: layout class %d is not virtual: %w", ohdr, l.class, ErrUnsupported)
+	}
+	if l.heapAddr == f.undef() {
+		return []Mapping{}, nil
+	}
+	obj, err := f.globalHeapObject(l.heapAddr, l.heapIndex)
+	if err != nil {
+		return nil, fmt.Errorf("h5meta: mappings of dataset at %d: %w", ohdr, err)
+	}
+	var dims []uint64 // the VDS's dims, loaded when a virtual selection is "all"
+	b := &buf{b: obj, what: fmt.Sprintf("mapping list of dataset at %d", ohdr)}
+	if v := b.u8(); v != 0 && b.err == nil {
+		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: encoding version %d: %w", ohdr, v, ErrUnsupported)
+	}
+	n := b.uint(f.sl)
+	// Each entry takes at least 2 name bytes and two 16-byte selections.
+	if b.err == nil && n > uint64(b.rest())/34 {
+		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: %d entries do not fit in %d bytes", ohdr, n, b.rest())
+	}
+	ms := make([]Mapping, 0, n)
+	for i := uint64(0); i < n && b.err == nil; i++ {
+		var m Mapping
+		m.SrcFile = b.cstring()
+		m.SrcDataset = b.cstring()
+		var all bool
+		m.SrcStart, m.SrcCount, all, err = f.selection(b)
+		if err != nil {
+			return nil, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection: %w", i, ohdr, err)
+		}
+		if all {
+			return nil, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection \"all\" (extent not stored): %w", i, ohdr, ErrUnsupported)
+		}
+		m.VStart, m.VCount, all, err = f.selection(b)
+		if err != nil {
+			return nil, fmt.Errorf("h5meta: mapping %d of dataset at %d: virtual selection: %w", i, ohdr, err)
+		}
+		if all {
+			if dims == nil {
+				if dims, _, err = f.dataspace(ohdr); err != nil {
+					return nil, err
+				}
+			}
+			m.VStart = make([]int64, len(dims))
+			m.VCount = make([]int64, len(dims))
+			for d, x := range dims {
+				if x >= maxCoord {
+					return nil, fmt.Errorf("h5meta: dataset at %d: dimension %d is %d", ohdr, d, x)
+				}
+				m.VCount[d] = int64(x)
+			}
+		}
+		ms = append(ms, m)
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	return ms, nil
+}
+
+// selection decodes one serialized dataspace selection (H5S_SELECT_SERIALIZE) that is a
+// single regular block. all reports an "all" selection (start and count are then nil).
+func (f *File) selection(b *buf) (start, count []int64, all bool, err error) {
+	typ := b.u32()
+	ver := b.u32()
+	if b.err != nil {
+		return nil, nil, false, b.err
+	}
+	switch typ {
+	case selAll:
+		b.skip(8) // reserved, length
+		return nil, nil, true, b.err
+	case selNone, selPoints:
+		return nil, nil, false, fmt.Errorf("selection type %d: %w", typ, ErrUnsupported)
+	case selHyper:
+	default:
+		return nil, nil, false, fmt.Errorf("unknown selection type %d", typ)
+	}
+	rank := 0
+	enc := 4
+	regular := false
+	switch ver {
+	case 1:
+		b.skip(8) // reserved, length
+		rank = int(b.u32())
+	case 2:
+		regular = b.u8()&1 != 0
+		b.skip(4) // length
+		rank = int(b.u32())
+		enc = 8
+	case 3:
+		regular = b.u8()&1 != 0
+		enc = int(b.u8())
+		rank = int(b.u32())
+		if b.err == nil && enc != 2 && enc != 4 && enc != 8 {
+			return nil, nil, false, fmt.Errorf("hyperslab encoded size %d", enc)
+		}
+	default:
+		return nil, nil, false, fmt.Errorf("hyperslab selection version %d: %w", ver, ErrUnsupported)
+	}
+	if b.err != nil {
+		return nil, nil, false, b.err
+	}
+	if rank < 1 || rank > maxRank {
+		return nil, nil, false, fmt.Errorf("hyperslab selection rank %d", rank)
+	}
+	unlim := uint64(1)<<(8*uint(enc)) - 1
+	if enc == 8 {
+		unlim = ^uint64(0)
+	}
+	start, count = make([]int64, rank), make([]int64, rank)
+	if regular {
+		if ver == 1 {
+			return nil, nil, false, fmt.Errorf("regular flag in hyperslab version 1")
+		}
+		for d := range rank {
+			st, stride, cnt, blk := b.uint(enc), b.uint(enc), b.uint(enc), b.uint(enc)
+			if b.err != nil {
+				return nil, nil, false, b.err
+			}
+			if cnt == unlim || blk == unlim {
+				return nil, nil, false, fmt.Errorf("unlimited hyperslab: %w", ErrUnsupported)
+			}
+			if st >= maxCoord || cnt >= maxCoord || blk >= maxCoord {
+				return nil, nil, false, fmt.Errorf("hyperslab coordinates out of range")
+			}
+			var ext uint64
+			switch {
+			case cnt == 1 || cnt == 0:
+				ext = cnt * blk
+			case stride == blk:
+				if blk != 0 && cnt > maxCoord/blk {
+					return nil, nil, false, fmt.Errorf("hyperslab extent overflows")
+				}
+				ext = cnt * blk
+			default:
+				return nil, nil, false, fmt.Errorf("strided hyperslab (stride %d, count %d, block %d): %w", stride, cnt, blk, ErrUnsupported)
+			}
+			if st+ext >= maxCoord {
+				return nil, nil, false, fmt.Errorf("hyperslab coordinates out of range")
+			}
+			start[d], count[d] = int64(st), int64(ext)
+		}
+		return start, count, false, nil
+	}
+	if ver == 2 {
+		return nil, nil, false, fmt.Errorf("irregular hyperslab version 2: %w", ErrUnsupported)
+	}
+	nblocks := b.uint(enc)
+	if b.err != nil {
+		return nil, nil, false, b.err
+	}
+	if nblocks != 1 {
+		return nil, nil, false, fmt.Errorf("hyperslab of %d blocks: %w", nblocks, ErrUnsupported)
+	}
+	for d := range rank {
+		start[d] = int64(b.uint(enc)) // enc <= 4 or checked below
+	}
+	for d := range rank {
+		end := b.uint(enc)
+		if b.err != nil {
+			return nil, nil, false, b.err
+		}
+		s := uint64(start[d])
+		if enc == 8 && (s >= maxCoord || end >= maxCoord) {
+			return nil, nil, false, fmt.Errorf("hyperslab coordinates out of range")
+		}
+		if end < s {
+			return nil, nil, false, fmt.Errorf("hyperslab block ends (%d) before it starts (%d)", end, s)
+		}
+		count[d] = int64(end - s + 1)
+	}
+	return start, count, false, b.err
+}
+
+// globalHeapObject returns object index idx of the global heap collection at addr.
+func (f *File) globalHeapObject(addr uint64, idx uint32) ([]byte, error) {
+	hdr, err := f.read(addr, 8+f.sl, "global heap collection")
+	if err != nil {
+		return nil, err
+	}
+	b := &buf{b: hdr, what: fmt.Sprintf("global heap collection at %d", addr)}
+	b.signature("GCOL")
+	if v := b.u8(); v != 1 && b.err == nil {
+		return nil, fmt.Errorf("h5meta: global heap collection at %d: version %d: %w", addr, v, ErrUnsupported)
+	}
+	b.skip(3)
+	size := b.uint(f.sl)
+	if b.err != nil {
+		return nil, b.err
+	}
+	if size > maxRead || size < uint64(8+f.sl) {
+		return nil, fmt.Errorf("h5meta: global heap collection at %d: size %d", addr, size)
+	}
+	raw, err := f.read(addr, int(size), "global heap collection")
+	if err != nil {
+		return nil, err
+	}
+	b = &buf{b: raw, what: fmt.Sprintf("global heap collection at %d", addr)}
+	b.skip(8 + f.sl)
+	for b.rest() >= 8+f.sl {
+		i := b.u16()
+		b.skip(6) // reference count, reserved
+		n := b.uint(f.sl)
+		if b.err != nil {
+			return nil, b.err
+		}
+		if i == 0 { // free space: the last object
+			break
+		}
+		if n > uint64(b.rest()) {
+			return nil, fmt.Errorf("h5meta: global heap collection at %d: object %d of %d bytes overruns the collection", addr, i, n)
+		}
+		if uint32(i) == idx {
+			return b.bytes(int(n)), nil
+		}
+		pad := (n + 7) &^ 7
+		if pad > uint64(b.rest()) {
+			break
+		}
+		b.skip(int(pad))
+	}
+	return nil, fmt.Errorf("h5meta: global heap collection at %d has no object %d", addr, idx)
+}
