@@ -44,7 +44,8 @@ func Supported(pipeline []Filter) bool {
 
 // Decode undoes the pipeline on a stored chunk. mask has bit i set when filter i was
 // skipped for this chunk. itemSize is the element size (for shuffle); size the decoded
-// chunk's size in bytes. dst, if large enough, receives the result.
+// chunk's size in bytes. dst, if large enough, receives the result; otherwise the result
+// may share memory with stored (an unfiltered chunk is returned as it is).
 func Decode(stored []byte, pipeline []Filter, mask uint32, itemSize, size int, dst []byte) ([]byte, error) {
 	data := stored
 	for i := len(pipeline) - 1; i >= 0; i-- {
@@ -76,9 +77,6 @@ func Decode(stored []byte, pipeline []Filter, mask uint32, itemSize, size int, d
 		copy(dst, data)
 		return dst, nil
 	}
-	if len(pipeline) == 0 || &data[0] == &stored[0] {
-		return append([]byte(nil), data...), nil
-	}
 	return data, nil
 }
 
@@ -87,11 +85,23 @@ func inflate(in []byte, size int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("filters: deflate: %w", err)
 	}
-	out := bytes.NewBuffer(make([]byte, 0, size))
-	if _, err := io.Copy(out, r); err != nil {
+	// The decoded size is known: read into one buffer of that size (no regrowth), then make
+	// sure nothing follows and the stream's checksum holds (read to EOF).
+	out := make([]byte, size)
+	n, err := io.ReadFull(r, out)
+	switch {
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		return out[:n], nil // shorter than expected: Decode reports the size mismatch
+	case err != nil:
 		return nil, fmt.Errorf("filters: deflate: %w", err)
 	}
-	return out.Bytes(), nil
+	var extra [1]byte
+	if k, err := r.Read(extra[:]); k > 0 {
+		return nil, fmt.Errorf("filters: deflate: chunk longer than %d bytes", size)
+	} else if err != io.EOF {
+		return nil, fmt.Errorf("filters: deflate: %w", err)
+	}
+	return out, nil
 }
 
 // unshuffle reverses HDF5's byte shuffle: byte j of every element was stored together.
@@ -102,14 +112,47 @@ func unshuffle(in []byte, itemSize int) []byte {
 	}
 	n := len(in) / itemSize
 	out := make([]byte, len(in))
-	for j := 0; j < itemSize; j++ {
-		src := in[j*n : (j+1)*n]
-		for i, b := range src {
-			out[i*itemSize+j] = b
+	i := 0
+	if itemSize == 8 { // the common case (float64, int64): 8x8 byte transposes
+		for ; i+8 <= n; i += 8 {
+			var a [8]uint64
+			for j := range a {
+				a[j] = binary.LittleEndian.Uint64(in[j*n+i:])
+			}
+			transpose8(&a)
+			for k := range a {
+				binary.LittleEndian.PutUint64(out[(i+k)*8:], a[k])
+			}
+		}
+	}
+	for ; i < n; i++ {
+		o := out[i*itemSize : (i+1)*itemSize]
+		for j := range o {
+			o[j] = in[j*n+i]
 		}
 	}
 	copy(out[n*itemSize:], in[n*itemSize:])
 	return out
+}
+
+// transpose8 transposes an 8x8 byte matrix held as eight little-endian rows: afterwards
+// byte j of a[i] is what byte i of a[j] was.
+func transpose8(a *[8]uint64) {
+	for k := 0; k < 4; k++ {
+		x, y := a[k], a[k+4]
+		a[k] = x&0x00000000FFFFFFFF | y<<32
+		a[k+4] = x>>32 | y&0xFFFFFFFF00000000
+	}
+	for _, k := range [4]int{0, 1, 4, 5} {
+		x, y := a[k], a[k+2]
+		a[k] = x&0x0000FFFF0000FFFF | (y&0x0000FFFF0000FFFF)<<16
+		a[k+2] = (x>>16)&0x0000FFFF0000FFFF | y&0xFFFF0000FFFF0000
+	}
+	for _, k := range [4]int{0, 2, 4, 6} {
+		x, y := a[k], a[k+1]
+		a[k] = x&0x00FF00FF00FF00FF | (y&0x00FF00FF00FF00FF)<<8
+		a[k+1] = (x>>8)&0x00FF00FF00FF00FF | y&0xFF00FF00FF00FF00
+	}
 }
 
 // checkFletcher32 verifies and strips HDF5's trailing Fletcher-32 checksum.

@@ -112,3 +112,26 @@ func FuzzLZF(f *testing.F) {
 		_, _ = lzfDecompress(in, size) // must not panic
 	})
 }
+
+// TestUnshuffle compares the fast path with the definition on odd sizes and item sizes.
+func TestUnshuffle(t *testing.T) {
+	for _, isz := range []int{1, 2, 3, 4, 8, 16} {
+		for _, n := range []int{0, 1, 7, 8, 9, 63, 64, 65, 1000} {
+			in := make([]byte, n*isz+isz/2)
+			for i := range in {
+				in[i] = byte(i*7 + 3)
+			}
+			want := make([]byte, len(in))
+			for i := 0; i < n; i++ {
+				for j := 0; j < isz; j++ {
+					want[i*isz+j] = in[j*n+i]
+				}
+			}
+			copy(want[n*isz:], in[n*isz:])
+			if isz == 1 {
+				want = in
+			}
+			require.Equal(t, want, unshuffle(in, isz), "itemsize %d, %d elements", isz, n)
+		}
+	}
+}

@@ -35,6 +35,9 @@ func (n *datasetNode) dataset() (*versions.Dataset, syscall.Errno) {
 	return d, 0
 }
 
+// maxSplice bounds fd-backed read replies: header and data must fit one pipe (1 MiB).
+const maxSplice = 1<<20 - 64<<10
+
 // writable reports whether this file takes writes: a versioned dataset of fixed-size
 // elements in a read-write mount.
 func (n *datasetNode) writable(d *versions.Dataset) bool {
@@ -139,6 +142,13 @@ func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, o
 	d, errn := n.dataset()
 	if errn != 0 {
 		return nil, errn
+	}
+	// Unfiltered bytes that sit contiguously in the file go straight from it (splice, which
+	// a pipe of the default maximum size can carry up to a little under 1 MiB).
+	if size := min(int64(len(dest)), d.Size()-off); size > 0 && size <= maxSplice {
+		if fileOff, ok := d.FileRange(off, size); ok {
+			return fuse.ReadResultFd(n.m.file.Fd(), fileOff, int(size)), 0
+		}
 	}
 	nr, err := d.ReadAt(dest, off)
 	if err != nil {

@@ -241,10 +241,15 @@ func (d *Dataset) ReadAt(p []byte, off int64) (int, error) {
 	case d.text != nil || d.Strings:
 		return copy(p, d.text[off:]), nil
 	case d.arr != nil:
+		p = p[:min(int64(len(p)), d.size-off)]
+		if n, ok, err := d.readDirect(p, off); ok || err != nil {
+			return n, err
+		}
 		n, err := d.arr.ReadAt(p, off, rawSource{d})
 		if err != nil {
 			return n, fmt.Errorf("%s: %w", d.Path, err)
 		}
+		d.readAhead(off + int64(n))
 		return n, nil
 	}
 	return d.readVDS(p, off)

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -55,6 +56,7 @@ type File struct {
 	gen      uint64                 // bumped by each commit: slot indexes built before are stale; GUARDED_BY(mu)
 	raw      *os.File               // the file's bytes, for the fast path (read-only)
 	writeMu  sync.RWMutex           // held by commits; readers of raw's metadata take it shared
+	ahead    chan struct{}          // slots for background read-ahead decodes
 }
 
 // Open opens path read-only and checks its layout. A file with a _version_data group must
@@ -74,7 +76,7 @@ func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
 		h.Close()
 		return nil, err
 	}
-	f := &File{h: h, raw: raw, chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, indexes: map[string]*rawIndex{}}
+	f := &File{h: h, raw: raw, ahead: make(chan struct{}, runtime.GOMAXPROCS(0)), chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, indexes: map[string]*rawIndex{}}
 	if err := f.checkLayout(); err != nil {
 		h.Close()
 		raw.Close()

@@ -8,6 +8,7 @@ import (
 	"github.com/vh5fs/vh5fs/filters"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5meta"
+	"github.com/vh5fs/vh5fs/staged"
 )
 
 // The fast path. libhdf5 is one global lock and its chunk and mapping queries grow with the
@@ -174,3 +175,127 @@ func (f *File) BeginWrite() { f.writeMu.Lock() }
 
 // EndWrite ends what BeginWrite began.
 func (f *File) EndWrite() { f.writeMu.Unlock() }
+
+// FileRange reports whether bytes [off, off+n) of the dataset lie, unfiltered and
+// contiguous, inside one stored chunk, and where in the file: a reader may then copy them
+// straight from the file (File.Fd), e.g. by splicing.
+func (d *Dataset) FileRange(off, n int64) (fileOff int64, ok bool) {
+	if d.arr == nil || len(d.Filters) > 0 || off < 0 || n <= 0 || off+n > d.size {
+		return 0, false
+	}
+	plan, err := d.arr.GetItemPlan(off, n)
+	if err != nil || len(plan.Hyperslabs) != 1 || len(plan.Transfers) != 1 {
+		return 0, false
+	}
+	t := plan.Transfers[0]
+	if t.Slab != staged.BaseSlab || t.ByteLo != 0 || t.ByteHi != d.Type.Size || t.DstOff != 0 {
+		return 0, false
+	}
+	// Contiguous in the chunk: single elements on the leading axes, then one run, then whole
+	// chunk extents on the trailing axes.
+	j := 0
+	for j < len(t.Count)-1 && t.Count[j] == 1 {
+		j++
+	}
+	var lin int64
+	for i := range t.Count {
+		if i > j && (t.Start[i] != 0 || t.Count[i] != d.Chunks[i]) {
+			return 0, false
+		}
+		lin = lin*d.Chunks[i] + t.Start[i]
+	}
+	ix := d.f.index(d)
+	ci, found := ix.slots[t.SlabOffset]
+	if !found || ci.Offset < 0 {
+		return 0, false
+	}
+	return ci.Offset + lin*int64(d.Type.Size), true
+}
+
+// Fd is the descriptor of the HDF5 file's bytes, opened read-only, that FileRange's offsets
+// refer to.
+func (f *File) Fd() uintptr { return f.raw.Fd() }
+
+// readDirect serves a read of an unfiltered dataset by reading each piece straight from
+// the file into p: no chunk buffers, no cache, one pread per chunk the read touches. It
+// reports false, having read nothing, when some piece is not contiguous in both its chunk
+// and p (then the chunk route serves the read).
+func (d *Dataset) readDirect(p []byte, off int64) (int, bool, error) {
+	if len(d.Filters) > 0 {
+		return 0, false, nil
+	}
+	plan, err := d.arr.GetItemPlan(off, int64(len(p)))
+	if err != nil {
+		return 0, false, err
+	}
+	ix := d.f.index(d)
+	isz := int64(d.Type.Size)
+	type piece struct{ file, dst, n int64 }
+	pieces := make([]piece, 0, len(plan.Transfers))
+	fills := 0
+	for i := range plan.Transfers {
+		t := &plan.Transfers[i]
+		if t.Slab == staged.FullSlab {
+			fills++
+			continue
+		}
+		if t.Slab != staged.BaseSlab {
+			return 0, false, nil
+		}
+		ci, found := ix.slots[t.SlabOffset]
+		if !found || ci.Offset < 0 {
+			return 0, false, nil
+		}
+		j := 0
+		for j < len(t.Count)-1 && t.Count[j] == 1 {
+			j++
+		}
+		var lin, elems int64 = 0, 1
+		for k := range t.Count {
+			if k > j && (t.Start[k] != 0 || t.Count[k] != d.Chunks[k] || d.Chunks[k] != d.Shape[k]) {
+				return 0, false, nil
+			}
+			lin = lin*d.Chunks[k] + t.Start[k]
+			elems *= t.Count[k]
+		}
+		lo, hi := int64(t.ByteLo), (elems-1)*isz+int64(t.ByteHi)
+		pieces = append(pieces, piece{file: ci.Offset + lin*isz + lo, dst: t.DstOff + lo, n: hi - lo})
+	}
+	if fills > 0 {
+		return 0, false, nil // fill chunks: let the chunk route write the pattern
+	}
+	for _, pc := range pieces {
+		if _, err := d.f.raw.ReadAt(p[pc.dst:pc.dst+pc.n], pc.file); err != nil {
+			return 0, false, fmt.Errorf("%s: %w", d.Path, err)
+		}
+	}
+	return int(plan.N), true, nil
+}
+
+// readAhead decodes, in the background, the chunks that follow a sequential read of a
+// filtered dataset, so that the next request finds them decoded while this one is copied
+// out. At most GOMAXPROCS decodes run at once per File.
+func (d *Dataset) readAhead(end int64) {
+	if len(d.Filters) == 0 || end >= d.size || !d.f.index(d).decode {
+		return
+	}
+	plan, err := d.arr.GetItemPlan(end, int64(d.arr.ChunkBytes()))
+	if err != nil {
+		return
+	}
+	src := rawSource{d}
+	for _, t := range plan.Transfers {
+		if t.Slab != staged.BaseSlab || d.f.chunks.get(chunkKey{d.RawData, t.SlabOffset}) != nil {
+			continue
+		}
+		select {
+		case d.f.ahead <- struct{}{}:
+			go func(off int64) {
+				defer func() { <-d.f.ahead }()
+				src.Chunk(off) // an error shows again when the read itself asks
+			}(t.SlabOffset)
+		default:
+			return // all cores busy already
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package versions
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,30 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFileRange: every range FileRange places in the file holds the dataset's bytes.
+func TestFileRange(t *testing.T) {
+	f, err := Open(fixture.Dir() + "/basic_1d.h5")
+	require.NoError(t, err)
+	defer f.Close()
+	raw, err := os.ReadFile(fixture.Dir() + "/basic_1d.h5")
+	require.NoError(t, err)
+	hits := 0
+	for _, v := range []string{"v1", "v2", "v3", "v4"} {
+		d, err := f.Dataset(VersionsGroup + "/" + v + "/x")
+		require.NoError(t, err)
+		all := make([]byte, d.Size())
+		_, err = d.ReadAt(all, 0)
+		require.NoError(t, err)
+		for off := int64(0); off < d.Size(); off++ {
+			for n := int64(1); off+n <= d.Size(); n++ {
+				if fo, ok := d.FileRange(off, n); ok {
+					hits++
+					require.Equal(t, all[off:off+n], raw[fo:fo+n], "%s [%d, +%d)", v, off, n)
+				}
+			}
+		}
+	}
+	require.Positive(t, hits)
 }
