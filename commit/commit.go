@@ -150,7 +150,7 @@ func (c *Committer) Commit(ch Change) (Result, error) {
 }
 
 func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
-	f, h := c.f, c.f.HDF5()
+	f := c.f
 	base, ok, err := f.Version(ch.Base)
 	if err != nil {
 		return Result{}, err
@@ -188,44 +188,12 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 		}
 		return Result{Name: ch.Base, Skipped: true}, nil
 	}
-	// From here on libhdf5 writes: nothing may read metadata from the file's bytes.
-	c.f.BeginWrite()
-	defer c.f.EndWrite()
-	if err := c.appendChunks(ds, ix, plan.fresh, &res); err != nil {
+	if err := c.write(ch, base, ds, ix, plan, name, now, &res); err != nil {
 		return Result{}, err
 	}
-	t0 = time.Now()
-
-	// The version group, built under committed=False.
-	vpath := versions.VersionsGroup + "/" + name
-	stamp := now.UTC().Format(TimestampLayout)
-	if err := h.CreateGroup(vpath); err != nil {
-		return Result{}, err
-	}
-	if err := setAttrs(h, vpath, []attr{{"prev_version", base.Name}, {"committed", false}, {"timestamp", stamp}}); err != nil {
-		return Result{}, err
-	}
-	if err := c.copyTree(base.Path(), vpath, "", ch.Dataset, func(dst string) error {
-		return c.createVirtual(ds, dst, ch.Array.Shape(), plan.blocks)
-	}); err != nil {
-		return Result{}, err
-	}
-	if err := setAttrs(h, vpath, []attr{{"committed", true}, {"timestamp", c.now().UTC().Format(TimestampLayout)}}); err != nil {
-		return Result{}, err
-	}
-	if err := setAttrs(h, versions.VersionsGroup, []attr{{"current_version", name}, {"data_version", int64(versions.SupportedDataVersion)}}); err != nil {
-		return Result{}, err
-	}
-	res.Group = time.Since(t0)
-	t0 = time.Now()
-	if err := h.FlushSync(); err != nil {
-		return Result{}, err
-	}
-	res.Sync = time.Since(t0)
 	c.next = ""
-
 	grids, rows := plan.chunkMap(ds.Chunks)
-	if err := f.Committed(vpath+"/"+ch.Dataset, ds, ch.Array.Shape(), grids, rows); err != nil {
+	if err := f.Committed(versions.VersionsGroup+"/"+name+"/"+ch.Dataset, ds, ch.Array.Shape(), grids, rows); err != nil {
 		return Result{}, err
 	}
 	// The handle continues on top of the new version.
@@ -234,6 +202,47 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	}
 	res.Name = name
 	return res, nil
+}
+
+// write is the part of a commit that writes the file. libhdf5 may rewrite metadata on disk
+// meanwhile, so it holds the File's write lock: nothing reads metadata from the file's
+// bytes until the new version is flushed.
+func (c *Committer) write(ch Change, base versions.Version, ds *versions.Dataset, ix *index, plan plan, name string, now time.Time, res *Result) error {
+	h := c.f.HDF5()
+	c.f.BeginWrite()
+	defer c.f.EndWrite()
+	if err := c.appendChunks(ds, ix, plan.fresh, res); err != nil {
+		return err
+	}
+	t0 := time.Now()
+
+	// The version group, built under committed=False.
+	vpath := versions.VersionsGroup + "/" + name
+	stamp := now.UTC().Format(TimestampLayout)
+	if err := h.CreateGroup(vpath); err != nil {
+		return err
+	}
+	if err := setAttrs(h, vpath, []attr{{"prev_version", base.Name}, {"committed", false}, {"timestamp", stamp}}); err != nil {
+		return err
+	}
+	if err := c.copyTree(base.Path(), vpath, "", ch.Dataset, func(dst string) error {
+		return c.createVirtual(ds, dst, ch.Array.Shape(), plan.blocks)
+	}); err != nil {
+		return err
+	}
+	if err := setAttrs(h, vpath, []attr{{"committed", true}, {"timestamp", c.now().UTC().Format(TimestampLayout)}}); err != nil {
+		return err
+	}
+	if err := setAttrs(h, versions.VersionsGroup, []attr{{"current_version", name}, {"data_version", int64(versions.SupportedDataVersion)}}); err != nil {
+		return err
+	}
+	res.Group = time.Since(t0)
+	t0 = time.Now()
+	if err := h.FlushSync(); err != nil {
+		return err
+	}
+	res.Sync = time.Since(t0)
+	return nil
 }
 
 // apply points the staged array at the chunks the plan maps and drops its staged data.

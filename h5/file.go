@@ -187,3 +187,21 @@ func joinPath(dir, name string) string {
 	}
 	return dir + "/" + name
 }
+
+// ObjectAddr is the file address of the object header at path, read without opening the
+// object (opening a virtual dataset makes libhdf5 parse all its mappings).
+func (f *File) ObjectAddr(path string) (uint64, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return 0, err
+	}
+	var addr C.haddr_t
+	if C.vh5_object_addr_by_name(id, cpath, &addr) < 0 {
+		return 0, fail("object address", path, nil)
+	}
+	return uint64(addr), nil
+}

@@ -784,3 +784,12 @@ int vh5_object_addr(hid_t obj, haddr_t *addr) {
 	*addr = info.addr;
 	return 0;
 }
+
+int vh5_object_addr_by_name(hid_t loc, const char *path, haddr_t *addr) {
+	H5O_info_t info;
+	if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+		return -1;
+	}
+	*addr = info.addr;
+	return 0;
+}

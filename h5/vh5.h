@@ -88,4 +88,6 @@ int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, co
 int vh5_flush_sync(hid_t file);
 
 int vh5_object_addr(hid_t obj, haddr_t *addr);
+
+int vh5_object_addr_by_name(hid_t loc, const char *path, haddr_t *addr);
 #endif

@@ -255,3 +255,16 @@ func (f *File) globalHeapObject(addr uint64, idx uint32) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("h5meta: global heap collection at %d has no object %d", addr, idx)
 }
+
+// Shape returns the current dimensions of the dataset whose object header is at ohdr.
+func (f *File) Shape(ohdr uint64) ([]int64, error) {
+	dims, _, err := f.dataspace(ohdr)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(dims))
+	for i, d := range dims {
+		out[i] = int64(d)
+	}
+	return out, nil
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5meta"
 	"github.com/vh5fs/vh5fs/staged"
 )
 
@@ -27,12 +28,15 @@ type Dataset struct {
 	RawData string // backing raw_data path of versioned datasets
 	Mapped  int    // chunks with a stored slot (versioned datasets)
 	Layout  h5.Layout
-	Attrs   []h5.Attr
 	Strings bool // variable-length strings, served as text (see TextForm)
 
 	fillDefined bool // the dataset's creator set Fill explicitly
-	f           *File
-	size        int64
+
+	attrsOnce sync.Once
+	attrs     []h5.Attr // the dataset's HDF5 attributes, read on first use
+	attrsErr  error
+	f         *File
+	size      int64
 	// Exactly one read route is set: text for strings, arr for versioned datasets whose
 	// mappings form a clean chunk map, vds otherwise (libhdf5 resolves the selection).
 	text []byte
@@ -74,7 +78,23 @@ func (f *File) Dataset(path string) (*Dataset, error) {
 	return d, nil
 }
 
+// Attrs returns the dataset's HDF5 attributes (read on first use: for a virtual dataset
+// that means libhdf5 opening it, which costs time in proportion to its mappings).
+func (d *Dataset) Attrs() ([]h5.Attr, error) {
+	d.attrsOnce.Do(func() {
+		if d.attrs == nil {
+			d.attrs, d.attrsErr = d.f.h.Attrs(d.Path)
+		}
+	})
+	return d.attrs, d.attrsErr
+}
+
 func (f *File) loadDataset(path string) (*Dataset, error) {
+	if f.versioned && strings.HasPrefix(path, VersionsGroup+"/") {
+		if d := f.loadVersioned(path); d != nil {
+			return d, nil
+		}
+	}
 	h, err := f.h.OpenDataset(path)
 	if err != nil {
 		return nil, err
@@ -86,13 +106,9 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 		}
 	}()
 	info := h.Info()
-	attrs, err := f.h.Attrs(path)
-	if err != nil {
-		return nil, err
-	}
 	d := &Dataset{
 		Path: path, Type: info.Type, Shape: info.Shape, Chunks: info.Chunks, Fill: info.Fill,
-		Filters: info.Filters, Layout: info.Layout, Attrs: attrs, f: f, fillDefined: info.FillDefined,
+		Filters: info.Filters, Layout: info.Layout, f: f, fillDefined: info.FillDefined,
 	}
 	versioned := f.versioned && strings.HasPrefix(path, VersionsGroup+"/")
 	if versioned {
@@ -142,7 +158,11 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 // the VDS attribute raw_data, or (files from versioned-hdf5 <= 1.1) the path derived from
 // the dataset's place in the version.
 func (d *Dataset) findRawData() error {
-	for _, a := range d.Attrs {
+	attrs, err := d.Attrs()
+	if err != nil {
+		return err
+	}
+	for _, a := range attrs {
 		if a.Name == "raw_data" {
 			d.RawData, _ = a.Value.(string)
 		}
@@ -185,24 +205,87 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 		}
 		return false, err
 	}
+	return d.mapChunks(arr, maps), nil
+}
+
+// loadVersioned loads a version's dataset without opening its virtual dataset through
+// libhdf5: shape and mappings come from the file's bytes (h5meta), type, fill value,
+// filters and chunks from raw_data, attributes later if asked for. nil means "use the
+// general route" (variable-length strings, anything h5meta does not read, odd mappings).
+// Called with f.mu held.
+func (f *File) loadVersioned(path string) *Dataset {
+	addr, err := f.h.ObjectAddr(path)
+	if err != nil {
+		return nil
+	}
+	f.writeMu.RLock()
+	m, err := f.bytesMeta()
+	var maps []h5meta.Mapping
+	var shape []int64
+	if err == nil {
+		maps, err = m.VirtualMappings(addr)
+	}
+	if err == nil {
+		shape, err = m.Shape(addr)
+	}
+	f.writeMu.RUnlock()
+	if err != nil || len(maps) == 0 {
+		return nil
+	}
+	rawPath := maps[0].SrcDataset
+	raw, err := f.rawData(rawPath)
+	if err != nil {
+		return nil
+	}
+	info := raw.Info()
+	if !info.Type.Raw || len(info.Chunks) != len(shape) {
+		return nil
+	}
+	d := &Dataset{
+		Path: path, Type: info.Type, Shape: shape, Chunks: info.Chunks, Fill: info.Fill,
+		Filters: info.Filters, Layout: h5.Virtual, f: f, fillDefined: info.FillDefined,
+		RawData: rawPath, raw: raw,
+	}
+	d.size = int64(info.Type.Size)
+	for _, s := range shape {
+		d.size *= s
+	}
+	arr, err := staged.New(shape, info.Chunks, info.Type.Size, info.Fill)
+	if err != nil {
+		return nil
+	}
+	hm := make([]h5.Mapping, len(maps))
+	for i, x := range maps {
+		hm[i] = h5.Mapping{VStart: x.VStart, VCount: x.VCount, SrcFile: x.SrcFile, SrcDataset: x.SrcDataset, SrcStart: x.SrcStart, SrcCount: x.SrcCount}
+	}
+	if !d.mapChunks(arr, hm) {
+		return nil
+	}
+	return d
+}
+
+// mapChunks points arr's chunks at the raw_data slots of the mappings and records them;
+// false if the mappings are not one chunk-aligned block per chunk of exactly its trimmed
+// extent, out of this dataset's raw_data (spec section 8).
+func (d *Dataset) mapChunks(arr *staged.Array, maps []h5.Mapping) bool {
 	grid := make([]int64, len(d.Shape))
 	blocks := make([]block, 0, len(maps))
 	for _, m := range maps {
 		if m.SrcFile != "." || m.SrcDataset != d.RawData {
-			return false, nil
+			return false
 		}
 		for i := range grid {
 			c := d.Chunks[i]
 			if m.VStart[i]%c != 0 || m.SrcCount[i] != m.VCount[i] || (i > 0 && m.SrcStart[i] != 0) {
-				return false, nil
+				return false
 			}
 			grid[i] = m.VStart[i] / c
 			if m.VCount[i] != min(c, d.Shape[i]-m.VStart[i]) {
-				return false, nil // covers less (or more) than the chunk's trimmed extent
+				return false // covers less (or more) than the chunk's trimmed extent
 			}
 		}
 		if err := arr.MapBase(grid, m.SrcStart[0]); err != nil {
-			return false, nil
+			return false
 		}
 		blocks = append(blocks, block{grid: append([]int64(nil), grid...), off: m.SrcStart[0]})
 	}
@@ -210,7 +293,7 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 	d.blocks = blocks
 	d.Mapped = len(maps)
 	d.arr = arr
-	return true, nil
+	return true
 }
 
 func (d *Dataset) renderText(h *h5.Dataset) error {

@@ -7,8 +7,9 @@
 // Everything a committed version holds is immutable, so Dataset values are cached for the
 // life of the File and the chunks they read are cached (bounded) by raw_data slot.
 //
-// Lock ordering: File.mu is taken before the HDF5 lock (package h5) and never the other way
-// round; no HDF5 call is made while holding Dataset.mu.
+// Lock ordering: File.mu, then File.writeMu (shared by readers of the file's bytes,
+// exclusive during a commit's writes), then the HDF5 lock (package h5); never the other way
+// round. A commit therefore never takes File.mu while it holds writeMu.
 package versions
 
 import (

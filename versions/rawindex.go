@@ -168,9 +168,9 @@ func (f *File) slotInfo(d *Dataset) ([]h5.ChunkInfo, error) {
 	return out, nil
 }
 
-// BeginWrite and EndWrite bracket a commit: while libhdf5 writes, nothing reads metadata
-// from the file's bytes. Lock ordering: taken after commit.Committer's lock and before
-// File.mu.
+// BeginWrite and EndWrite bracket a commit's writes: while libhdf5 writes, nothing reads
+// metadata from the file's bytes. Lock ordering: after commit.Committer's lock; the holder
+// must not take File.mu (readers take File.mu, then writeMu).
 func (f *File) BeginWrite() { f.writeMu.Lock() }
 
 // EndWrite ends what BeginWrite began.

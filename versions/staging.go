@@ -117,7 +117,7 @@ func (f *File) Committed(path string, base *Dataset, shape []int64, grids [][]in
 	d := &Dataset{
 		Path: path, Type: base.Type, Shape: slices.Clone(shape), Chunks: base.Chunks, Fill: base.Fill,
 		Filters: base.Filters, RawData: base.RawData, Mapped: len(blocks), Layout: h5.Virtual,
-		Attrs: base.Attrs, fillDefined: base.fillDefined, f: f, raw: base.raw, arr: arr, blocks: blocks,
+		fillDefined: base.fillDefined, f: f, raw: base.raw, arr: arr, blocks: blocks,
 	}
 	if len(blocks) == 0 {
 		d.Layout = h5.Contiguous

@@ -185,7 +185,11 @@ func (d *Dataset) buildXattrs() (*Xattrs, error) {
 	if err := x.addJSON(XattrFilters, filtersJSON(d.Filters)); err != nil {
 		return nil, err
 	}
-	if err := addAttrs(&x, d.Attrs); err != nil {
+	attrs, err := d.Attrs()
+	if err != nil {
+		return nil, err
+	}
+	if err := addAttrs(&x, attrs); err != nil {
 		return nil, err
 	}
 	if d.hasChunkMap() {
