@@ -22,24 +22,25 @@ type Attr struct {
 
 // Attrs reads every attribute of the object at path, in name order.
 func (f *File) Attrs(path string) ([]Attr, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
 	lock()
 	defer unlock()
-	obj, err := f.openObject(path)
+	loc, err := f.id()
 	if err != nil {
 		return nil, err
 	}
-	defer C.H5Oclose(obj)
-	n := C.vh5_attr_count(obj)
+	n := C.vh5_attr_count(loc, cpath)
 	if n < 0 {
 		return nil, fail("list attributes", path, nil)
 	}
 	out := make([]Attr, 0, int(n))
 	for i := 0; i < int(n); i++ {
 		var name [1024]C.char
-		if C.vh5_attr_name(obj, C.int(i), &name[0], C.size_t(len(name))) < 0 {
+		if C.vh5_attr_name(loc, cpath, C.int(i), &name[0], C.size_t(len(name))) < 0 {
 			return nil, fail("list attributes", path, nil)
 		}
-		a, err := readAttr(obj, path, C.GoString(&name[0]))
+		a, err := readAttr(loc, cpath, path, C.GoString(&name[0]))
 		if err != nil {
 			return nil, err
 		}
@@ -50,23 +51,23 @@ func (f *File) Attrs(path string) ([]Attr, error) {
 
 // Attr reads one attribute; ok is false if the object has no attribute of that name.
 func (f *File) Attr(path, name string) (a Attr, ok bool, err error) {
+	cpath, cname := C.CString(path), C.CString(name)
+	defer C.free(unsafe.Pointer(cpath))
+	defer C.free(unsafe.Pointer(cname))
 	lock()
 	defer unlock()
-	obj, err := f.openObject(path)
+	loc, err := f.id()
 	if err != nil {
 		return Attr{}, false, err
 	}
-	defer C.H5Oclose(obj)
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	switch C.H5Aexists(obj, cname) {
+	switch C.vh5_attr_exists(loc, cpath, cname) {
 	case 0:
 		return Attr{}, false, nil
 	case 1:
 	default:
 		return Attr{}, false, fail("look up attribute "+name+" of", path, nil)
 	}
-	a, err = readAttr(obj, path, name)
+	a, err = readAttr(loc, cpath, path, name)
 	return a, err == nil, err
 }
 
@@ -84,7 +85,7 @@ func (f *File) openObject(path string) (C.hid_t, error) {
 	return obj, nil
 }
 
-func readAttr(obj C.hid_t, path, name string) (Attr, error) {
+func readAttr(loc C.hid_t, cpath *C.char, path, name string) (Attr, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var (
@@ -96,7 +97,7 @@ func readAttr(obj C.hid_t, path, name string) (Attr, error) {
 		strs   **C.char
 		nstrs  C.size_t
 	)
-	rc := C.vh5_attr_read(obj, cname, &ti, &rank, &dims[0], &data, &nbytes, &strs, &nstrs)
+	rc := C.vh5_attr_read(loc, cpath, cname, &ti, &rank, &dims[0], &data, &nbytes, &strs, &nstrs)
 	defer C.free(data)
 	if strs != nil {
 		defer func() {

@@ -419,25 +419,31 @@ void vh5_free_strings(char **s, size_t n) {
 
 // ---- attributes --------------------------------------------------------------------------
 
-int vh5_attr_count(hid_t obj) {
+// Attribute access goes by (location, object path): it reads the object header without
+// opening the object, which for a virtual dataset would mean parsing all its mappings.
+int vh5_attr_count(hid_t loc, const char *path) {
 	H5O_info_t info;
-	if (H5Oget_info2(obj, &info, H5O_INFO_NUM_ATTRS) < 0) {
+	if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_NUM_ATTRS, H5P_DEFAULT) < 0) {
 		return -1;
 	}
 	return (int)info.num_attrs;
 }
 
-int vh5_attr_name(hid_t obj, int idx, char *out, size_t cap) {
-	ssize_t n = H5Aget_name_by_idx(obj, ".", H5_INDEX_NAME, H5_ITER_INC, (hsize_t)idx, out, cap, H5P_DEFAULT);
+int vh5_attr_name(hid_t loc, const char *path, int idx, char *out, size_t cap) {
+	ssize_t n = H5Aget_name_by_idx(loc, path, H5_INDEX_NAME, H5_ITER_INC, (hsize_t)idx, out, cap, H5P_DEFAULT);
 	return n < 0 ? -1 : (int)n;
+}
+
+int vh5_attr_exists(hid_t loc, const char *path, const char *name) {
+	return (int)H5Aexists_by_name(loc, path, name, H5P_DEFAULT);
 }
 
 // vh5_attr_read reads attribute name of obj. Integers come back as native int64/uint64,
 // floats as native double, strings as C strings in *strs, everything else in the file's own
 // type. data/strs are malloc'ed; the caller frees them.
-int vh5_attr_read(hid_t obj, const char *name, vh5_type_info *ti, int *rank, hsize_t *dims, void **data, size_t *nbytes, char ***strs, size_t *nstrs) {
+int vh5_attr_read(hid_t loc, const char *path, const char *name, vh5_type_info *ti, int *rank, hsize_t *dims, void **data, size_t *nbytes, char ***strs, size_t *nstrs) {
 	int rc = -1;
-	hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+	hid_t attr = H5Aopen_by_name(loc, path, name, H5P_DEFAULT, H5P_DEFAULT);
 	hid_t type = -1, space = -1, mtype = -1;
 	*data = NULL;
 	*strs = NULL;

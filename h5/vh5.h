@@ -63,9 +63,10 @@ int vh5_read_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *
 void vh5_free_strings(char **s, size_t n);
 
 // Attributes.
-int vh5_attr_count(hid_t obj);
-int vh5_attr_name(hid_t obj, int idx, char *out, size_t cap);
-int vh5_attr_read(hid_t obj, const char *name, vh5_type_info *ti, int *rank, hsize_t *dims, void **data, size_t *nbytes, char ***strs, size_t *nstrs);
+int vh5_attr_count(hid_t loc, const char *path);
+int vh5_attr_name(hid_t loc, const char *path, int idx, char *out, size_t cap);
+int vh5_attr_exists(hid_t loc, const char *path, const char *name);
+int vh5_attr_read(hid_t loc, const char *path, const char *name, vh5_type_info *ti, int *rank, hsize_t *dims, void **data, size_t *nbytes, char ***strs, size_t *nstrs);
 
 
 int vh5_kind(hid_t loc, const char *path);
