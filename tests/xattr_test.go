@@ -1,9 +1,13 @@
 package tests
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -99,4 +103,46 @@ func TestGetfattr(t *testing.T) {
 	require.Equal(t, "dropped", out)
 	groups := run(t, "getfattr", "-d", "--absolute-names", filepath.Join(m.Dir, "current/sensors"))
 	require.Contains(t, groups, "user.hdf5.")
+}
+
+// TestChunkMap100k: the full map of a 100,000-chunk dataset is reachable through the
+// paged xattrs, and every block holds its chunk (one float64 each, value = index).
+func TestChunkMap100k(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a 100k-chunk file")
+	}
+	const n = 100000
+	file := makeVersioned(t, "--shape", "100000", "--chunks", "1")
+	m := mount(t, file)
+	p := filepath.Join(m.Dir, "current", "data")
+	main, err := xattr.Get(p, "user.vh5fs.chunkmap")
+	require.NoError(t, err)
+	require.Less(t, len(main), 64<<10)
+	var doc struct {
+		ByteBlocks struct {
+			Pages     int    `json:"pages"`
+			PageXattr string `json:"page_xattr"`
+		} `json:"byteBlocks"`
+	}
+	require.NoError(t, json.Unmarshal(main, &doc))
+	require.Greater(t, doc.ByteBlocks.Pages, 1)
+	require.Equal(t, "user.vh5fs.chunkmap.{page}", doc.ByteBlocks.PageXattr)
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	seen := 0
+	for i := 0; i < doc.ByteBlocks.Pages; i++ {
+		page, err := xattr.Get(p, "user.vh5fs.chunkmap."+strconv.Itoa(i))
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(page), 64<<10)
+		var blocks map[string]struct{ Offset, Size int64 }
+		require.NoError(t, json.Unmarshal(page, &blocks))
+		for key, b := range blocks {
+			k, err := strconv.Atoi(key)
+			require.NoError(t, err)
+			require.EqualValues(t, 8, b.Size)
+			require.Equal(t, float64(k), math.Float64frombits(binary.LittleEndian.Uint64(raw[b.Offset:])), "block %s", key)
+			seen++
+		}
+	}
+	require.Equal(t, n, seen)
 }
