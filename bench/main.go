@@ -39,6 +39,7 @@ func main() {
 	size := flag.Int64("size", 1<<30, "bytes of each read-suite dataset")
 	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
 	src := flag.String("src", "", "loopback-serve: the directory to serve")
+	keep := flag.Bool("keep", false, "keep every generated read-suite file (several GiB) for the next run")
 	cache := flag.String("cache", filepath.Join(os.TempDir(), "vh5fs-bench"), "where generated files are kept")
 	reps := flag.Int("reps", 5, "commits measured per configuration (after a first, cold one)")
 	sizes := flag.String("sizes", "1000,10000,100000", "dataset sizes in chunks")
@@ -55,7 +56,7 @@ func main() {
 		}
 	case "all", "reads", "latency", "commit":
 		if *suite == "all" || *suite == "reads" {
-			if err := benchReads(*cache, *size, *reps, *vh5fs); err != nil {
+			if err := benchReads(*cache, *size, *reps, *vh5fs, *keep); err != nil {
 				fatal(err)
 			}
 		}
