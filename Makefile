@@ -2,7 +2,7 @@
 GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps build demo test bench clean
+.PHONY: all deps build demo test fuzz bench clean
 
 all: build
 
@@ -21,6 +21,18 @@ demo: build
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	$(GO) test -race -count=1 -run Concurrent ./commit
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+# Each fuzz target for FUZZTIME (seed corpora run with every `go test` too).
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./mountopts
+	$(GO) test -run '^$$' -fuzz '^FuzzMetadata$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./h5meta
+	$(GO) test -run '^$$' -fuzz '^FuzzChunkMap$$' -fuzztime $(FUZZTIME) ./versions
+	$(GO) test -run '^$$' -fuzz '^FuzzLZF$$' -fuzztime $(FUZZTIME) ./filters
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAt$$' -fuzztime $(FUZZTIME) ./staged
+	$(GO) test -run '^$$' -fuzz '^FuzzWriteAt$$' -fuzztime $(FUZZTIME) ./staged
 
 # Benchmarks: one table of medians and ratios against the references (see bench/main.go).
 # Generated files are cached in $${TMPDIR:-/tmp}/vh5fs-bench.
