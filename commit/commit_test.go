@@ -1,8 +1,6 @@
 package commit
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,13 +10,6 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-func copyFile(t *testing.T, src string) string {
-	b, err := os.ReadFile(src)
-	require.NoError(t, err)
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	require.NoError(t, os.WriteFile(dst, b, 0o644))
-	return dst
-}
 
 // TestGolden applies each golden edit through the engine (no FUSE) and compares the new
 // version with the one versioned-hdf5 committed.
@@ -28,7 +19,7 @@ func TestGolden(t *testing.T) {
 	require.NotEmpty(t, edits)
 	for _, e := range edits {
 		t.Run(e.Name, func(t *testing.T) {
-			file := copyFile(t, e.Before)
+			file := fixture.Copy(t, e.Before)
 			from, err := conform.Largest(file, e.BaseVersion, e.Dataset)
 			require.NoError(t, err)
 

@@ -18,7 +18,7 @@ import (
 // arrays at the same time (run it with -race): no race, no deadlock, every read equals the
 // model — the fixture's versions never change, each new version holds what its writer wrote.
 func TestConcurrent(t *testing.T) {
-	file := copyFile(t, fixture.Dir()+"/basic_1d.h5")
+	file := fixture.Copy(t, fixture.Dir()+"/basic_1d.h5")
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
 	defer f.Close()

@@ -21,15 +21,6 @@ import (
 	"github.com/vh5fs/vh5fs/internal/fixture"
 )
 
-// copyFixture copies a reference file into a temporary directory (the originals are
-// read-only test data).
-func copyFixture(t *testing.T, path string) string {
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	dst := filepath.Join(t.TempDir(), filepath.Base(path))
-	require.NoError(t, os.WriteFile(dst, b, 0o644))
-	return dst
-}
 
 // checkFile runs the spec section 10 checker on a file vh5fs committed to.
 func checkFile(t *testing.T, file string) {
@@ -47,7 +38,7 @@ func TestGoldenThroughMount(t *testing.T) {
 	require.NoError(t, err)
 	for _, e := range edits {
 		t.Run(e.Name, func(t *testing.T) {
-			file := copyFixture(t, e.Before)
+			file := fixture.Copy(t, e.Before)
 			from, err := conform.Largest(file, e.BaseVersion, e.Dataset)
 			require.NoError(t, err)
 			m := mount(t, file, "rw,commit_name=golden")
@@ -146,7 +137,7 @@ func readInts(t *testing.T, path string) []int64 {
 // unaligned writes, writes past the end, truncates, shell redirects, memmap and two
 // writers, keeping a model of every version, and checks each with h5py and the checker.
 func TestWrites(t *testing.T) {
-	file := copyFixture(t, "testdata/fixtures/basic_1d.h5")
+	file := fixture.Copy(t, "testdata/fixtures/basic_1d.h5")
 	m := mount(t, file, "rw")
 	md := &model{t: t, file: file, want: map[string][]int64{}, prev: map[string]string{}}
 	base := []int64{0, 1, 2, 3, 40, 555} // v4
@@ -237,7 +228,7 @@ func TestWrites(t *testing.T) {
 // TestCommitFailure: a commit that cannot be made answers EIO from fsync, loses no
 // earlier version and leaves the file readable.
 func TestCommitFailure(t *testing.T) {
-	file := copyFixture(t, "testdata/fixtures/basic_1d.h5")
+	file := fixture.Copy(t, "testdata/fixtures/basic_1d.h5")
 	m := mount(t, file, "rw")
 	// Name the next commit after an existing version: the commit must fail.
 	require.NoError(t, xattr.Set(m.Dir, "user.vh5fs.next_version", []byte("v2")))
@@ -259,7 +250,7 @@ func TestCommitFailure(t *testing.T) {
 
 // TestShapeXattr: setting user.vh5fs.shape resizes and commits.
 func TestShapeXattr(t *testing.T) {
-	file := copyFixture(t, "testdata/fixtures/grid_2d_gzip.h5")
+	file := fixture.Copy(t, "testdata/fixtures/grid_2d_gzip.h5")
 	m := mount(t, file, "rw")
 	p := filepath.Join(m.Dir, "versions/r5/temp")
 	before, err := os.ReadFile(p)

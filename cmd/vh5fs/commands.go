@@ -192,33 +192,44 @@ func resolveVersion(f *versions.File, name, at string) (string, error) {
 	return cur, nil
 }
 
-func runLog(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("log", flag.ContinueOnError)
-	at := fl.String("at", "", "start from the version current at this time")
-	ops, code := parseArgs("log", fl, args, stderr)
+// openAtVersion parses `CMD FILE [VERSION] [--at TIME]`, opens FILE and resolves the
+// version (the current one by default). code >= 0 means: exit with it (f is nil then).
+func openAtVersion(cmd, atHelp string, args []string, stderr io.Writer) (f *versions.File, file, version string, code int) {
+	fl := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	at := fl.String("at", "", atHelp)
+	ops, code := parseArgs(cmd, fl, args, stderr)
 	if code >= 0 {
-		return code
+		return nil, "", "", code
 	}
 	if len(ops) < 1 || len(ops) > 2 {
-		return badUsage("log", stderr, "needs FILE and at most one VERSION")
+		return nil, "", "", badUsage(cmd, stderr, "needs FILE and at most one VERSION")
 	}
 	if len(ops) == 2 && *at != "" {
-		return badUsage("log", stderr, "give VERSION or --at, not both")
+		return nil, "", "", badUsage(cmd, stderr, "give VERSION or --at, not both")
 	}
-	file := ops[0]
+	file = ops[0]
 	f, err := openVersioned(file)
 	if err != nil {
-		return fail(stderr, file, err)
+		return nil, "", "", fail(stderr, file, err)
 	}
-	defer f.Close()
 	name := ""
 	if len(ops) == 2 {
 		name = ops[1]
 	}
-	start, err := resolveVersion(f, name, *at)
+	version, err = resolveVersion(f, name, *at)
 	if err != nil {
-		return fail(stderr, file, err)
+		f.Close()
+		return nil, "", "", fail(stderr, file, err)
 	}
+	return f, file, version, -1
+}
+
+func runLog(args []string, stdout, stderr io.Writer) int {
+	f, file, start, code := openAtVersion("log", "start from the version current at this time", args, stderr)
+	if code >= 0 {
+		return code
+	}
+	defer f.Close()
 	cur, _ := f.CurrentVersion()
 	hist, err := f.History(start)
 	if err != nil {
@@ -302,32 +313,11 @@ func shapeString(s []int64) string {
 }
 
 func runLs(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("ls", flag.ContinueOnError)
-	at := fl.String("at", "", "the version current at this time")
-	ops, code := parseArgs("ls", fl, args, stderr)
+	f, file, version, code := openAtVersion("ls", "the version current at this time", args, stderr)
 	if code >= 0 {
 		return code
 	}
-	if len(ops) < 1 || len(ops) > 2 {
-		return badUsage("ls", stderr, "needs FILE and at most one VERSION")
-	}
-	if len(ops) == 2 && *at != "" {
-		return badUsage("ls", stderr, "give VERSION or --at, not both")
-	}
-	file := ops[0]
-	f, err := openVersioned(file)
-	if err != nil {
-		return fail(stderr, file, err)
-	}
 	defer f.Close()
-	name := ""
-	if len(ops) == 2 {
-		name = ops[1]
-	}
-	version, err := resolveVersion(f, name, *at)
-	if err != nil {
-		return fail(stderr, file, err)
-	}
 	rows, err := datasetRows(f, version)
 	if err != nil {
 		return fail(stderr, file, err)
