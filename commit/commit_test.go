@@ -10,7 +10,6 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-
 // TestGolden applies each golden edit through the engine (no FUSE) and compares the new
 // version with the one versioned-hdf5 committed.
 func TestGolden(t *testing.T) {

@@ -21,7 +21,6 @@ import (
 	"github.com/vh5fs/vh5fs/internal/fixture"
 )
 
-
 // checkFile runs the spec section 10 checker on a file vh5fs committed to.
 func checkFile(t *testing.T, file string) {
 	t.Helper()
