@@ -1,6 +1,8 @@
 package filters
 
 import (
+	"bytes"
+	"compress/zlib"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,4 +136,18 @@ func TestUnshuffle(t *testing.T) {
 			require.Equal(t, want, unshuffle(in, isz), "itemsize %d, %d elements", isz, n)
 		}
 	}
+}
+
+// TestDecoderInflate: a Decoder with another inflater (zlib through cgo) decodes the same.
+func TestDecoderInflate(t *testing.T) {
+	var buf bytes.Buffer
+	w := zlib.NewWriter(&buf)
+	want := bytes.Repeat([]byte("vh5fs chunk "), 1000)
+	w.Write(want)
+	w.Close()
+	got, err := Decoder{Inflate: h5.Inflate}.Decode(buf.Bytes(), []Filter{{ID: Deflate}}, 0, 1, len(want), nil)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	_, err = Decoder{Inflate: h5.Inflate}.Decode([]byte("nope"), []Filter{{ID: Deflate}}, 0, 1, len(want), nil)
+	require.Error(t, err)
 }
