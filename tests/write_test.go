@@ -276,3 +276,20 @@ func TestShapeXattr(t *testing.T) {
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+// TestDdRecipe is the README's recipe: dd conv=notrunc,fsync writes one element and
+// commits exactly one version.
+func TestDdRecipe(t *testing.T) {
+	file := fixture.Copy(t, "testdata/fixtures/grid_2d_gzip.h5")
+	m := mount(t, file, "rw")
+	before := readDirNames(t, filepath.Join(m.Dir, "versions"))
+	script := `/usr/bin/python3 -c 'import struct, sys; sys.stdout.buffer.write(struct.pack("<d", 1.0))' |
+  dd of=` + filepath.Join(m.Dir, "current/temp") + ` bs=8 seek=10 conv=notrunc,fsync status=none`
+	out, err := exec.Command("sh", "-c", script).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	after := readDirNames(t, filepath.Join(m.Dir, "versions"))
+	require.Len(t, after, len(before)+1)
+	b, err := os.ReadFile(filepath.Join(m.Dir, "current/temp"))
+	require.NoError(t, err)
+	require.Equal(t, raw([]int64{0x3ff0000000000000}), b[80:88])
+}
