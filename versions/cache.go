@@ -19,11 +19,47 @@ type chunkKey struct {
 
 // chunkCache is a byte-bounded LRU of decoded chunks, shared by every dataset of a File.
 type chunkCache struct {
-	mu    sync.Mutex
-	limit int
-	used  int                        // GUARDED_BY(mu)
-	order *list.List                 // front = most recent; GUARDED_BY(mu)
-	items map[chunkKey]*list.Element // GUARDED_BY(mu)
+	mu       sync.Mutex
+	limit    int
+	used     int                        // GUARDED_BY(mu)
+	order    *list.List                 // front = most recent; GUARDED_BY(mu)
+	items    map[chunkKey]*list.Element // GUARDED_BY(mu)
+	inflight map[chunkKey]*load         // chunks being loaded; GUARDED_BY(mu)
+}
+
+// load is one chunk being read and decoded; others who want it wait on done.
+type load struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// getOrLoad returns the cached chunk, or loads it with fn — once, however many readers ask
+// at the same time (the kernel sends concurrent read-ahead requests into one chunk).
+func (c *chunkCache) getOrLoad(k chunkKey, fn func() ([]byte, error)) ([]byte, error) {
+	c.mu.Lock()
+	if e, ok := c.items[k]; ok {
+		c.order.MoveToFront(e)
+		c.mu.Unlock()
+		return e.Value.(*chunkEntry).data, nil
+	}
+	if l, ok := c.inflight[k]; ok {
+		c.mu.Unlock()
+		<-l.done
+		return l.data, l.err
+	}
+	l := &load{done: make(chan struct{})}
+	c.inflight[k] = l
+	c.mu.Unlock()
+	l.data, l.err = fn()
+	if l.err == nil {
+		c.put(k, l.data)
+	}
+	c.mu.Lock()
+	delete(c.inflight, k)
+	c.mu.Unlock()
+	close(l.done)
+	return l.data, l.err
 }
 
 type chunkEntry struct {
@@ -32,7 +68,7 @@ type chunkEntry struct {
 }
 
 func newChunkCache(limit int) *chunkCache {
-	return &chunkCache{limit: limit, order: list.New(), items: map[chunkKey]*list.Element{}}
+	return &chunkCache{limit: limit, order: list.New(), items: map[chunkKey]*list.Element{}, inflight: map[chunkKey]*load{}}
 }
 
 // get returns the cached chunk (shared: callers must not modify it) or nil.

@@ -63,8 +63,13 @@ func (d *Dataset) Size() int64 { return d.size }
 func (d *Dataset) DType() string { return d.Type.DType }
 
 // Dataset returns the dataset at path, loading it on first use. Datasets of committed
-// versions are immutable, so the value is cached for the life of the File.
+// versions are immutable, so the value is cached for the life of the File. In a live file,
+// datasets outside committed versions are refreshed and snapshotted on every call instead
+// (live.go).
 func (f *File) Dataset(path string) (*Dataset, error) {
+	if f.isLivePath(path) {
+		return f.liveDataset(path)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if d, ok := f.datasets[path]; ok {
@@ -380,32 +385,27 @@ type rawSource struct{ d *Dataset }
 
 func (s rawSource) Chunk(off int64) ([]byte, error) {
 	d := s.d
-	key := chunkKey{d.RawData, off}
-	if b := d.f.chunks.get(key); b != nil {
-		return b, nil
-	}
-	rawShape := d.raw.Info().Shape
-	start := make([]int64, len(d.Chunks))
-	count := make([]int64, len(d.Chunks))
-	zero := make([]int64, len(d.Chunks))
-	start[0] = off
-	size := int64(d.Type.Size)
-	for i, c := range d.Chunks {
-		count[i] = max(0, min(c, rawShape[i]-start[i]))
-		size *= c
-	}
-	buf, ok, err := d.f.readSlot(d, off, int(size))
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		buf = make([]byte, size)
-		if err := d.raw.ReadBox(start, count, d.Chunks, zero, buf); err != nil {
-			return nil, err
+	return d.f.chunks.getOrLoad(chunkKey{d.RawData, off}, func() ([]byte, error) {
+		size := int64(d.Type.Size)
+		for _, c := range d.Chunks {
+			size *= c
 		}
-	}
-	d.f.chunks.put(key, buf)
-	return buf, nil
+		buf, ok, err := d.f.readSlot(d, off, int(size))
+		if err != nil || ok {
+			return buf, err
+		}
+		// libhdf5 reads the slot (filters Go does not decode, or a slot h5meta did not find).
+		rawShape := d.raw.Info().Shape
+		start := make([]int64, len(d.Chunks))
+		count := make([]int64, len(d.Chunks))
+		start[0] = off
+		for i, c := range d.Chunks {
+			count[i] = max(0, min(c, rawShape[i]-start[i]))
+		}
+		buf = make([]byte, size)
+		err = d.raw.ReadBox(start, count, d.Chunks, make([]int64, len(d.Chunks)), buf)
+		return buf, err
+	})
 }
 
 // rawData returns the open raw_data dataset at path, shared by all versions.

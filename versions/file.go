@@ -58,11 +58,14 @@ type File struct {
 	raw      *os.File               // the file's bytes, for the fast path (read-only)
 	writeMu  sync.RWMutex           // held by commits; readers of raw's metadata take it shared
 	ahead    chan struct{}          // slots for background read-ahead decodes
+	live     *liveState             // OpenLive only (live.go)
 }
 
 // Open opens path read-only and checks its layout. A file with a _version_data group must
 // be a versioned-hdf5 file of a data_version vh5fs reads: 1 (legacy) or 4.
-func Open(path string) (*File, error) { return open(path, h5.Open) }
+// A file a SWMR writer has open (or a copy of one taken mid-write) opens as libhdf5's SWMR
+// reader, which a plain open is refused for (see openReadOnly).
+func Open(path string) (*File, error) { return open(path, openReadOnly) }
 
 // OpenRW opens path for reading and committing new versions (package commit).
 func OpenRW(path string) (*File, error) { return open(path, h5.OpenRW) }
@@ -139,6 +142,7 @@ func (f *File) Close() error {
 	for _, r := range raws {
 		r.Close()
 	}
+	f.closeLive()
 	f.raw.Close()
 	return f.h.Close()
 }
@@ -150,7 +154,12 @@ func (f *File) HDF5() *h5.File { return f.h }
 func (f *File) Writable() bool { return f.h.Writable() }
 
 // Path is the file's path.
-func (f *File) Path() string { return f.h.Path() }
+func (f *File) Path() string {
+	if f.live != nil {
+		return f.live.path // the HDF5 handle may be open through /proc/self/fd after a reopen
+	}
+	return f.h.Path()
+}
 
 // Versioned reports whether the file has the versioned-hdf5 layout.
 func (f *File) Versioned() bool { return f.versioned }
