@@ -279,7 +279,7 @@ func (d *Dataset) readAhead(end int64) {
 	if len(d.Filters) == 0 || end >= d.size || !d.f.index(d).decode {
 		return
 	}
-	plan, err := d.arr.GetItemPlan(end, int64(d.arr.ChunkBytes()))
+	plan, err := d.arr.GetItemPlan(end, int64(d.arr.ChunkBytes())*int64(cap(d.f.ahead)))
 	if err != nil {
 		return
 	}
