@@ -17,8 +17,10 @@ type block struct {
 // IndexSchema is the byteBlocks index schema: keys are grid indices joined by "_".
 var IndexSchema = map[string]string{"uri": "https://schema.hdfgroup.org/hdf5-json/block/index/regular", "separator": "_"}
 
+// Live snapshots have none: a SWMR writer moves filtered edge chunks when it rewrites them,
+// and mapping every chunk on every request would hold the HDF5 lock for long.
 func (d *Dataset) hasChunkMap() bool {
-	return d.Chunks != nil && !d.Strings && (d.arr != nil || (d.vds != nil && d.Layout == h5.Chunked))
+	return !d.live && d.Chunks != nil && !d.Strings && (d.arr != nil || (d.vds != nil && d.Layout == h5.Chunked))
 }
 
 // ChunkMap returns the dataset's chunk map as an HDF5/JSON dataset description with

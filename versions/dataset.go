@@ -31,6 +31,7 @@ type Dataset struct {
 	Strings bool // variable-length strings, served as text (see TextForm)
 
 	fillDefined bool // the dataset's creator set Fill explicitly
+	live        bool // a live snapshot (live.go): no chunk map
 
 	attrsOnce sync.Once
 	attrs     []h5.Attr // the dataset's HDF5 attributes, read on first use

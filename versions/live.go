@@ -334,7 +334,7 @@ func (f *File) liveSnapshot(path string) (*Dataset, error) {
 	info := h.Info()
 	d := &Dataset{
 		Path: path, Type: info.Type, Shape: info.Shape, Chunks: info.Chunks, Fill: info.Fill,
-		Filters: info.Filters, Layout: info.Layout, f: f, fillDefined: info.FillDefined,
+		Filters: info.Filters, Layout: info.Layout, f: f, fillDefined: info.FillDefined, live: true,
 	}
 	switch {
 	case info.Type.VlenString:
