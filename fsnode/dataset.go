@@ -68,8 +68,14 @@ func (n *datasetNode) fill(a *fuse.Attr, h *writeHandle) syscall.Errno {
 	}
 	a.Blocks = (a.Size + 511) / 512
 	setTime(a, n.mtime)
+	if n.live() {
+		setTime(a, fileMtime(n.m.file.Path())) // the writer's last write
+	}
 	return 0
 }
+
+// live: a dataset of the plain tree in a live mount, which follows its writer.
+func (n *datasetNode) live() bool { return n.m.live && !n.immutable }
 
 // attrTimeout: in read-write mounts a writer's handle changes the size it sees, and the
 // kernel keeps one size per inode, so every stat asks vh5fs.
@@ -77,12 +83,13 @@ func (n *datasetNode) attrTimeout() time.Duration {
 	if n.m.commit != nil {
 		return 0
 	}
-	return timeout(n.immutable)
+	return n.m.timeoutFor(n.immutable)
 }
 
 var _ fs.NodeGetattrer = (*datasetNode)(nil)
 
 func (n *datasetNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	defer n.m.hold()()
 	out.SetTimeout(n.attrTimeout())
 	h, _ := fh.(*writeHandle)
 	return n.fill(&out.Attr, h)
@@ -96,6 +103,7 @@ var _ fs.NodeOpener = (*datasetNode)(nil)
 // which is what keeps versions immutable for everyone but the writer. mmap still works
 // (DIRECT_IO_ALLOW_MMAP); mapped pages are dropped after each commit.
 func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	defer n.m.hold()()
 	d, errn := n.dataset()
 	if errn != 0 {
 		return nil, 0, errn
@@ -105,8 +113,8 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	switch {
 	case n.m.commit == nil && n.immutable:
 		fuseFlags |= fuse.FOPEN_KEEP_CACHE
-	case n.immutable:
-		fuseFlags |= fuse.FOPEN_DIRECT_IO
+	case n.immutable, n.live():
+		fuseFlags |= fuse.FOPEN_DIRECT_IO // live: every read asks vh5fs, which refreshes
 	}
 	if !write {
 		return nil, fuseFlags, 0
@@ -134,6 +142,14 @@ var _ fs.NodeReader = (*datasetNode)(nil)
 func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if h, ok := fh.(*writeHandle); ok {
 		nr, err := h.readAt(dest, off)
+		if err != nil {
+			return nil, errno(err)
+		}
+		return fuse.ReadResultData(dest[:nr]), 0
+	}
+	defer n.m.hold()()
+	if n.live() {
+		nr, err := n.m.file.LiveReadAt(n.path, dest, off)
 		if err != nil {
 			return nil, errno(err)
 		}

@@ -23,4 +23,6 @@
 // versions directory and the current symlink can change when a version is committed, so
 // they get short timeouts (mutableTimeout); so does the plain tree, which another process
 // may change.
+//
+// Live mounts (-o live) cache nothing that can change; see live.go.
 package fsnode

@@ -20,7 +20,7 @@ import (
 // Mount serves f at mountpoint with the options in cfg and returns the running server;
 // the caller waits on it (Wait) and ends it (Unmount).
 func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Server, error) {
-	m := &mount{file: f, mtime: fileMtime(f.Path())}
+	m := &mount{file: f, mtime: fileMtime(f.Path()), live: f.Live()}
 	mountOpts := []string{"ro"}
 	if cfg.ReadWrite {
 		c, err := commit.New(f)
@@ -40,7 +40,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 	if fsname == "" {
 		fsname = f.Path()
 	}
-	entry, attr, negative := mutableTimeout, mutableTimeout, mutableTimeout
+	entry, attr, negative := m.mutable(), m.mutable(), m.mutable()
 	opts := &fs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:       fsname,

@@ -23,6 +23,7 @@ const (
 type mount struct {
 	file   *versions.File
 	commit *commit.Committer // nil for read-only mounts
+	live   bool              // -o live: follow a SWMR writer and other processes' commits (live.go)
 	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
 }
 
@@ -51,14 +52,15 @@ type rootNode struct {
 var _ fs.NodeLookuper = (*rootNode)(nil)
 
 func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	defer n.m.enter()()
 	if n.m.file.Versioned() {
 		switch name {
 		case "versions":
 			out.Mode = fuse.S_IFDIR | 0o555
 			out.Nlink = 2
 			setTime(&out.Attr, n.m.mtime)
-			out.SetEntryTimeout(mutableTimeout)
-			out.SetAttrTimeout(mutableTimeout)
+			out.SetEntryTimeout(n.m.mutable())
+			out.SetAttrTimeout(n.m.mutable())
 			return n.NewInode(ctx, &versionsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("versions", "")}), 0
 		case "current":
 			cur, err := n.m.file.CurrentVersion()
@@ -71,8 +73,8 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 			out.Mode = fuse.S_IFLNK | 0o777
 			out.Size = uint64(len(currentTarget(cur)))
 			setTime(&out.Attr, n.m.mtime)
-			out.SetEntryTimeout(mutableTimeout)
-			out.SetAttrTimeout(mutableTimeout)
+			out.SetEntryTimeout(n.m.mutable())
+			out.SetAttrTimeout(n.m.mutable())
 			return n.NewInode(ctx, &currentNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino("current", "")}), 0
 		}
 	}
@@ -82,6 +84,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 var _ fs.NodeReaddirer = (*rootNode)(nil)
 
 func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	defer n.m.enter()()
 	var list []fuse.DirEntry
 	if n.m.file.Versioned() {
 		list = append(list, fuse.DirEntry{Name: "versions", Mode: fuse.S_IFDIR, Ino: ino("versions", "")})
@@ -110,7 +113,7 @@ func (n *rootNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Attr
 	out.Mode = fuse.S_IFDIR | 0o555
 	out.Nlink = 2
 	setTime(&out.Attr, n.m.mtime)
-	out.SetTimeout(mutableTimeout)
+	out.SetTimeout(n.m.mutable())
 	return 0
 }
 
@@ -125,6 +128,7 @@ type currentNode struct {
 var _ fs.NodeReadlinker = (*currentNode)(nil)
 
 func (n *currentNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	defer n.m.enter()()
 	cur, err := n.m.file.CurrentVersion()
 	if err != nil {
 		return nil, errno(err)
@@ -138,6 +142,7 @@ func (n *currentNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 var _ fs.NodeGetattrer = (*currentNode)(nil)
 
 func (n *currentNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	defer n.m.enter()()
 	cur, err := n.m.file.CurrentVersion()
 	if err != nil {
 		return errno(err)
@@ -145,7 +150,7 @@ func (n *currentNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.A
 	out.Mode = fuse.S_IFLNK | 0o777
 	out.Size = uint64(len(currentTarget(cur)))
 	setTime(&out.Attr, n.m.mtime)
-	out.SetTimeout(mutableTimeout)
+	out.SetTimeout(n.m.mutable())
 	return 0
 }
 
@@ -158,6 +163,7 @@ type versionsNode struct {
 var _ fs.NodeLookuper = (*versionsNode)(nil)
 
 func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	defer n.m.enter()()
 	v, ok, err := n.m.file.Version(name)
 	if err != nil {
 		return nil, errno(err)
@@ -177,6 +183,7 @@ func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryO
 var _ fs.NodeReaddirer = (*versionsNode)(nil)
 
 func (n *versionsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	defer n.m.enter()()
 	vs, err := n.m.file.Versions()
 	if err != nil {
 		return nil, errno(err)
@@ -194,7 +201,7 @@ func (n *versionsNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.
 	out.Mode = fuse.S_IFDIR | 0o555
 	out.Nlink = 2
 	setTime(&out.Attr, n.m.mtime)
-	out.SetTimeout(mutableTimeout)
+	out.SetTimeout(n.m.mutable())
 	return 0
 }
 
@@ -212,12 +219,14 @@ type groupNode struct {
 var _ fs.NodeLookuper = (*groupNode)(nil)
 
 func (n *groupNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	defer n.m.enter()()
 	return lookupChild(ctx, &n.Inode, n.m, n.path, name, n, out)
 }
 
 var _ fs.NodeReaddirer = (*groupNode)(nil)
 
 func (n *groupNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	defer n.m.enter()()
 	list, errn := listGroup(n.m, n.path)
 	if errn != 0 {
 		return nil, errn
@@ -231,15 +240,8 @@ func (n *groupNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Att
 	out.Mode = fuse.S_IFDIR | 0o555
 	out.Nlink = 2
 	setTime(&out.Attr, n.mtime)
-	out.SetTimeout(timeout(n.immutable))
+	out.SetTimeout(n.m.timeoutFor(n.immutable))
 	return 0
-}
-
-func timeout(immutable bool) time.Duration {
-	if immutable {
-		return immutableTimeout
-	}
-	return mutableTimeout
 }
 
 func joinPath(dir, name string) string {
@@ -285,8 +287,8 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 		if e.Name != name {
 			continue
 		}
-		out.SetEntryTimeout(timeout(immutable))
-		out.SetAttrTimeout(timeout(immutable))
+		out.SetEntryTimeout(m.timeoutFor(immutable))
+		out.SetAttrTimeout(m.timeoutFor(immutable))
 		if e.IsGroup {
 			out.Mode = fuse.S_IFDIR | 0o555
 			out.Nlink = 2

@@ -57,12 +57,16 @@ func (n *rootNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint
 	if !userXattr(attr) {
 		return 0, syscall.ENODATA
 	}
+	defer n.m.enter()()
 	x, err := n.rootXattrs()
 	return getxattr(x, err, attr, dest)
 }
 
 func (n *rootNode) rootXattrs() (*versions.Xattrs, error) {
 	x, err := n.m.file.RootXattrs()
+	if err == nil && n.m.live {
+		err = n.m.file.AddLiveXattrs(x)
+	}
 	if err == nil && n.m.commit != nil {
 		if next := n.m.commit.NextName(); next != "" {
 			x.Add(XattrNextVersion, []byte(next))
@@ -74,6 +78,7 @@ func (n *rootNode) rootXattrs() (*versions.Xattrs, error) {
 var _ fs.NodeListxattrer = (*rootNode)(nil)
 
 func (n *rootNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	defer n.m.enter()()
 	x, err := n.rootXattrs()
 	return listxattr(x, err, dest)
 }
@@ -84,6 +89,7 @@ func (n *groupNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 	if !userXattr(attr) {
 		return 0, syscall.ENODATA
 	}
+	defer n.m.hold()()
 	x, err := n.m.file.GroupXattrs(n.path, n.version)
 	return getxattr(x, err, attr, dest)
 }
@@ -91,6 +97,7 @@ func (n *groupNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 var _ fs.NodeListxattrer = (*groupNode)(nil)
 
 func (n *groupNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	defer n.m.hold()()
 	x, err := n.m.file.GroupXattrs(n.path, n.version)
 	return listxattr(x, err, dest)
 }
@@ -109,6 +116,7 @@ func (n *datasetNode) Getxattr(ctx context.Context, attr string, dest []byte) (u
 	if !userXattr(attr) {
 		return 0, syscall.ENODATA
 	}
+	defer n.m.hold()()
 	x, err := n.xattrs()
 	return getxattr(x, err, attr, dest)
 }
@@ -116,6 +124,7 @@ func (n *datasetNode) Getxattr(ctx context.Context, attr string, dest []byte) (u
 var _ fs.NodeListxattrer = (*datasetNode)(nil)
 
 func (n *datasetNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	defer n.m.hold()()
 	x, err := n.xattrs()
 	return listxattr(x, err, dest)
 }

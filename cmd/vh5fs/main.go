@@ -50,6 +50,9 @@ Options (-o, comma-separated, may repeat):
                 close commits them as a new version (see README)
   commit_name=NAME  name of the first version this mount commits (default: a UTC
                 time stamp such as 20261202T140520.123456Z)
+  live          follow an HDF5 SWMR writer (sizes and reads track its flushes) and
+                commits of other processes (new versions appear); read-only, no
+                file locking (see README, "Live mounts")
   allow_other   let other users see the mount
   debug         trace every FUSE operation on stderr
   fsname=NAME   the source shown by mount(8) and df (default: FILE)
@@ -134,8 +137,14 @@ func runMount(args []string, stderr io.Writer) int {
 		return 1
 	}
 	open := versions.Open
-	if cfg.ReadWrite {
+	switch {
+	case cfg.ReadWrite && cfg.Live:
+		fmt.Fprintf(stderr, "vh5fs: options rw and live cannot be combined (a live mount is read-only)\n")
+		return 2
+	case cfg.ReadWrite:
 		open = versions.OpenRW
+	case cfg.Live:
+		open = versions.OpenLive
 	}
 	f, err := open(file)
 	if err != nil {
