@@ -111,30 +111,17 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 			h.Close()
 		}
 	}()
-	info := h.Info()
-	d := &Dataset{
-		Path: path, Type: info.Type, Shape: info.Shape, Chunks: info.Chunks, Fill: info.Fill,
-		Filters: info.Filters, Layout: info.Layout, f: f, fillDefined: info.FillDefined,
-	}
+	d := f.describe(path, h)
 	versioned := f.versioned && strings.HasPrefix(path, VersionsGroup+"/")
 	if versioned {
 		if err := d.findRawData(); err != nil {
 			return nil, err
 		}
 	}
-	switch {
-	case info.Type.VlenString:
-		d.Strings = true
-		if err := d.renderText(h); err != nil {
-			return nil, err
-		}
+	if text, err := d.sizeOrText(h); err != nil {
+		return nil, err
+	} else if text {
 		return d, nil
-	case !info.Type.Raw:
-		return nil, fmt.Errorf("%s: %w: dtype %s has no byte form", path, ErrUnsupported, info.Type.DType)
-	}
-	d.size = int64(info.Type.Size)
-	for _, s := range d.Shape {
-		d.size *= s
 	}
 	if versioned {
 		ok, err := d.buildChunkMap(h)
@@ -145,7 +132,43 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 			return d, nil
 		}
 	}
-	// The general route: libhdf5 reads the dataset (resolving virtual mappings itself).
+	if err := d.readThroughHDF5(h); err != nil {
+		return nil, err
+	}
+	keep = true
+	return d, nil
+}
+
+// describe is the dataset h as libhdf5 reports it.
+func (f *File) describe(path string, h *h5.Dataset) *Dataset {
+	info := h.Info()
+	return &Dataset{
+		Path: path, Type: info.Type, Shape: info.Shape, Chunks: info.Chunks, Fill: info.Fill,
+		Filters: info.Filters, Layout: info.Layout, f: f, fillDefined: info.FillDefined,
+	}
+}
+
+// sizeOrText sets the file's size from the type and shape; variable-length strings are
+// rendered as text (text is true: nothing else to set up); types without a byte form are
+// an error.
+func (d *Dataset) sizeOrText(h *h5.Dataset) (text bool, err error) {
+	switch {
+	case d.Type.VlenString:
+		d.Strings = true
+		return true, d.renderText(h)
+	case !d.Type.Raw:
+		return false, fmt.Errorf("%s: %w: dtype %s has no byte form", d.Path, ErrUnsupported, d.Type.DType)
+	}
+	d.size = int64(d.Type.Size)
+	for _, s := range d.Shape {
+		d.size *= s
+	}
+	return false, nil
+}
+
+// readThroughHDF5 sets up the general route: libhdf5 reads the dataset through h (it
+// resolves virtual mappings itself), one hyperslab per box of a byte range. d keeps h.
+func (d *Dataset) readThroughHDF5(h *h5.Dataset) error {
 	chunks := d.Chunks
 	if chunks == nil {
 		chunks = make([]int64, len(d.Shape))
@@ -153,11 +176,12 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 			chunks[i] = max(s, 1)
 		}
 	}
-	if d.plan, err = staged.New(d.Shape, chunks, d.Type.Size, d.Fill); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	plan, err := staged.New(d.Shape, chunks, d.Type.Size, d.Fill)
+	if err != nil {
+		return fmt.Errorf("%s: %w", d.Path, err)
 	}
-	d.vds, keep = h, true
-	return d, nil
+	d.plan, d.vds = plan, h
+	return nil
 }
 
 // findRawData locates the backing raw_data of a versioned dataset and its chunk grid:

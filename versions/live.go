@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/swmr"
 )
 
@@ -331,36 +330,17 @@ func (f *File) liveSnapshot(path string) (*Dataset, error) {
 	if err := h.Refresh(); err != nil {
 		return nil, err
 	}
-	info := h.Info()
-	d := &Dataset{
-		Path: path, Type: info.Type, Shape: info.Shape, Chunks: info.Chunks, Fill: info.Fill,
-		Filters: info.Filters, Layout: info.Layout, f: f, fillDefined: info.FillDefined, live: true,
-	}
-	switch {
-	case info.Type.VlenString:
-		d.Strings = true
-		if err := d.renderText(h); err != nil {
-			return nil, err
-		}
+	d := f.describe(path, h)
+	d.live = true
+	if text, err := d.sizeOrText(h); err != nil {
+		return nil, err
+	} else if text {
 		return d, nil
-	case !info.Type.Raw:
-		return nil, fmt.Errorf("%s: %w: dtype %s has no byte form", path, ErrUnsupported, info.Type.DType)
 	}
-	d.size = int64(info.Type.Size)
-	for _, s := range d.Shape {
-		d.size *= s
+	// h is shared with later snapshots; closed by reopen or Close, never by the snapshot.
+	if err := d.readThroughHDF5(h); err != nil {
+		return nil, err
 	}
-	chunks := d.Chunks
-	if chunks == nil {
-		chunks = make([]int64, len(d.Shape))
-		for i, s := range d.Shape {
-			chunks[i] = max(s, 1)
-		}
-	}
-	if d.plan, err = staged.New(d.Shape, chunks, d.Type.Size, d.Fill); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	d.vds = h // shared with later snapshots; closed by reopen or Close, never by the snapshot
 	return d, nil
 }
 
