@@ -161,14 +161,12 @@ func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, o
 	}
 	// Unfiltered bytes that sit contiguously in the file go straight from it (splice, which
 	// a pipe of the default maximum size can carry up to a little under 1 MiB).
-	if size := min(int64(len(dest)), d.Size()-off); size > 0 && size <= maxSplice {
-		if fileOff, ok := d.FileRange(off, size); ok {
-			return fuse.ReadResultFd(n.m.file.Fd(), fileOff, int(size)), 0
-		}
-	}
-	nr, err := d.ReadAt(dest, off)
+	nr, fileOff, located, err := d.ReadOrLocate(dest, off, len(dest) <= maxSplice)
 	if err != nil {
 		return nil, errno(err)
+	}
+	if located {
+		return fuse.ReadResultFd(n.m.file.Fd(), fileOff, nr), 0
 	}
 	return fuse.ReadResultData(dest[:nr]), 0
 }

@@ -19,13 +19,25 @@ func (a *Array) ReadAt(p []byte, off int64, src ChunkSource) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("staged: read at %d: %w", off, err)
 	}
+	if err := a.ReadPlan(plan, p, src); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// ReadPlan executes a GetItemPlan of this array into p (at least plan.N bytes), for callers
+// that looked at the plan first.
+func (a *Array) ReadPlan(plan *GetItemPlan, p []byte, src ChunkSource) error {
+	if int64(len(p)) < plan.N {
+		return fmt.Errorf("staged: read of %d bytes into %d", plan.N, len(p))
+	}
 	if pf, ok := src.(Prefetcher); ok {
 		pf.Prefetch(plan.baseOffsets())
 	}
-	if err := a.execute(plan, p[:n], src); err != nil {
-		return 0, fmt.Errorf("staged: read at %d: %w", off, err)
+	if err := a.execute(plan, p[:plan.N], src); err != nil {
+		return fmt.Errorf("staged: read at %d: %w", plan.Off, err)
 	}
-	return int(n), nil
+	return nil
 }
 
 // execute runs plan into out (len(out) == plan.N). Transfers are sorted by

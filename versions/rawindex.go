@@ -184,7 +184,14 @@ func (d *Dataset) FileRange(off, n int64) (fileOff int64, ok bool) {
 		return 0, false
 	}
 	plan, err := d.arr.GetItemPlan(off, n)
-	if err != nil || len(plan.Hyperslabs) != 1 || len(plan.Transfers) != 1 {
+	if err != nil {
+		return 0, false
+	}
+	return d.fileRange(plan)
+}
+
+func (d *Dataset) fileRange(plan *staged.GetItemPlan) (fileOff int64, ok bool) {
+	if len(d.Filters) > 0 || len(plan.Hyperslabs) != 1 || len(plan.Transfers) != 1 {
 		return 0, false
 	}
 	t := plan.Transfers[0]
@@ -220,13 +227,9 @@ func (f *File) Fd() uintptr { return f.raw.Fd() }
 // the file into p: no chunk buffers, no cache, one pread per chunk the read touches. It
 // reports false, having read nothing, when some piece is not contiguous in both its chunk
 // and p (then the chunk route serves the read).
-func (d *Dataset) readDirect(p []byte, off int64) (int, bool, error) {
+func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, error) {
 	if len(d.Filters) > 0 {
 		return 0, false, nil
-	}
-	plan, err := d.arr.GetItemPlan(off, int64(len(p)))
-	if err != nil {
-		return 0, false, err
 	}
 	ix := d.f.index(d)
 	isz := int64(d.Type.Size)
