@@ -24,5 +24,12 @@
 // they get short timeouts (mutableTimeout); so does the plain tree, which another process
 // may change.
 //
-// Live mounts (-o live) cache nothing that can change; see live.go.
+// Read-write mounts (-o rw) open every version's file with FOPEN_DIRECT_IO instead and keep
+// attribute caching off for dataset files: a writer's handle stages changes of its own
+// (writeHandle, dataset.go) that no other handle may see through shared pages; commits
+// happen on fsync and close. Live mounts (-o live) cache nothing that can change; see
+// live.go.
+//
+// Lock ordering: writeHandle.mu, then commit.Committer's lock, then versions.File's locks,
+// then the HDF5 lock.
 package fsnode
