@@ -16,12 +16,16 @@ ls -l "$mnt" "$mnt/versions"
 readlink "$mnt/current"
 ls -l "$mnt/versions/r1" "$mnt/current/"
 od -A d -t f8 -N 48 "$mnt/current/temp"
+getfattr --absolute-names -d -m '^user\.vh5fs\.(dtype|shape|chunks|fillvalue)$' "$mnt/current/temp"
 /usr/bin/python3 - "$mnt" <<'PY'
-import sys, numpy as np
+import json, os, sys, numpy as np
 mnt = sys.argv[1]
 for v in ("r1", "r4", "r5"):
-    a = np.fromfile(f"{mnt}/versions/{v}/temp", dtype="<f8").reshape(-1, 37)
-    print(v, a.shape, "corner:", a[:2, :4].tolist(), "mean: %.4f" % a.mean())
+    path = f"{mnt}/versions/{v}/temp"
+    dtype = os.getxattr(path, "user.vh5fs.dtype").decode()          # dtype and shape from xattrs
+    shape = json.loads(os.getxattr(path, "user.vh5fs.shape"))
+    a = np.fromfile(path, dtype=dtype).reshape(shape)
+    print(v, a.shape, "corner:", a[:2, :4].round(3).tolist(), "mean: %.4f" % a.mean())
 m = np.memmap(f"{mnt}/current/temp", dtype="<f8", mode="r").reshape(-1, 37)
 print("memmap of current:", m.shape, m[-1, -3:])
 PY
