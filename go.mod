@@ -1,6 +1,6 @@
 module github.com/vh5fs/vh5fs
 
-go 1.26.8
+go 1.24
 
 require (
 	github.com/hanwen/go-fuse/v2 v2.12.1
