@@ -39,6 +39,13 @@ func ino(kind, path string) uint64 {
 	return 2
 }
 
+// dirAttr fills the attributes every directory of the tree has.
+func dirAttr(a *fuse.Attr, mtime time.Time) {
+	a.Mode = fuse.S_IFDIR | 0o555
+	a.Nlink = 2
+	setTime(a, mtime)
+}
+
 func setTime(a *fuse.Attr, t time.Time) {
 	a.SetTimes(&t, &t, &t)
 }
@@ -56,9 +63,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if n.m.file.Versioned() {
 		switch name {
 		case "versions":
-			out.Mode = fuse.S_IFDIR | 0o555
-			out.Nlink = 2
-			setTime(&out.Attr, n.m.mtime)
+			dirAttr(&out.Attr, n.m.mtime)
 			out.SetEntryTimeout(n.m.mutable())
 			out.SetAttrTimeout(n.m.mutable())
 			return n.NewInode(ctx, &versionsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("versions", "")}), 0
@@ -110,9 +115,7 @@ func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 var _ fs.NodeGetattrer = (*rootNode)(nil)
 
 func (n *rootNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	out.Mode = fuse.S_IFDIR | 0o555
-	out.Nlink = 2
-	setTime(&out.Attr, n.m.mtime)
+	dirAttr(&out.Attr, n.m.mtime)
 	out.SetTimeout(n.m.mutable())
 	return 0
 }
@@ -171,9 +174,7 @@ func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	out.Mode = fuse.S_IFDIR | 0o555
-	out.Nlink = 2
-	setTime(&out.Attr, v.Time())
+	dirAttr(&out.Attr, v.Time())
 	out.SetEntryTimeout(immutableTimeout)
 	out.SetAttrTimeout(immutableTimeout)
 	child := &groupNode{m: n.m, path: v.Path(), version: v.Name, immutable: true, mtime: v.Time()}
@@ -198,9 +199,7 @@ func (n *versionsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno
 var _ fs.NodeGetattrer = (*versionsNode)(nil)
 
 func (n *versionsNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	out.Mode = fuse.S_IFDIR | 0o555
-	out.Nlink = 2
-	setTime(&out.Attr, n.m.mtime)
+	dirAttr(&out.Attr, n.m.mtime)
 	out.SetTimeout(n.m.mutable())
 	return 0
 }
@@ -237,9 +236,7 @@ func (n *groupNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 var _ fs.NodeGetattrer = (*groupNode)(nil)
 
 func (n *groupNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	out.Mode = fuse.S_IFDIR | 0o555
-	out.Nlink = 2
-	setTime(&out.Attr, n.mtime)
+	dirAttr(&out.Attr, n.mtime)
 	out.SetTimeout(n.m.timeoutFor(n.immutable))
 	return 0
 }
@@ -290,9 +287,7 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 		out.SetEntryTimeout(m.timeoutFor(immutable))
 		out.SetAttrTimeout(m.timeoutFor(immutable))
 		if e.IsGroup {
-			out.Mode = fuse.S_IFDIR | 0o555
-			out.Nlink = 2
-			setTime(&out.Attr, mtime)
+			dirAttr(&out.Attr, mtime)
 			child := &groupNode{m: m, path: path, immutable: immutable, mtime: mtime}
 			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", path)}), 0
 		}

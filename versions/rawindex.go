@@ -176,20 +176,9 @@ func (f *File) BeginWrite() { f.writeMu.Lock() }
 // EndWrite ends what BeginWrite began.
 func (f *File) EndWrite() { f.writeMu.Unlock() }
 
-// FileRange reports whether bytes [off, off+n) of the dataset lie, unfiltered and
-// contiguous, inside one stored chunk, and where in the file: a reader may then copy them
-// straight from the file (File.Fd), e.g. by splicing.
-func (d *Dataset) FileRange(off, n int64) (fileOff int64, ok bool) {
-	if d.arr == nil || len(d.Filters) > 0 || off < 0 || n <= 0 || off+n > d.size {
-		return 0, false
-	}
-	plan, err := d.arr.GetItemPlan(off, n)
-	if err != nil {
-		return 0, false
-	}
-	return d.fileRange(plan)
-}
-
+// fileRange reports whether a planned byte range lies, unfiltered and contiguous, inside
+// one stored chunk, and where in the file: a reader may then copy it straight from the
+// file (File.Fd), e.g. by splicing.
 func (d *Dataset) fileRange(plan *staged.GetItemPlan) (fileOff int64, ok bool) {
 	if len(d.Filters) > 0 || len(plan.Hyperslabs) != 1 || len(plan.Transfers) != 1 {
 		return 0, false
@@ -219,7 +208,7 @@ func (d *Dataset) fileRange(plan *staged.GetItemPlan) (fileOff int64, ok bool) {
 	return ci.Offset + lin*int64(d.Type.Size), true
 }
 
-// Fd is the descriptor of the HDF5 file's bytes, opened read-only, that FileRange's offsets
+// Fd is the descriptor of the HDF5 file's bytes, opened read-only, that located ranges
 // refer to.
 func (f *File) Fd() uintptr { return f.raw.Fd() }
 

@@ -55,8 +55,8 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 	}
 }
 
-// TestFileRange: every range FileRange places in the file holds the dataset's bytes.
-func TestFileRange(t *testing.T) {
+// TestLocate: every range ReadOrLocate places in the file holds the dataset's bytes.
+func TestLocate(t *testing.T) {
 	f, err := Open(fixture.Dir() + "/basic_1d.h5")
 	require.NoError(t, err)
 	defer f.Close()
@@ -71,7 +71,7 @@ func TestFileRange(t *testing.T) {
 		require.NoError(t, err)
 		for off := int64(0); off < d.Size(); off++ {
 			for n := int64(1); off+n <= d.Size(); n++ {
-				if fo, ok := d.FileRange(off, n); ok {
+				if _, fo, ok, err := d.ReadOrLocate(make([]byte, n), off, true); err == nil && ok {
 					hits++
 					require.Equal(t, all[off:off+n], raw[fo:fo+n], "%s [%d, +%d)", v, off, n)
 				}

@@ -5,6 +5,7 @@ package conform
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -57,7 +58,7 @@ func Read(file, version, dataset string, from int64) (*Commit, error) {
 		}
 		c.Rows = append(c.Rows, row)
 		start := make([]int64, len(chunks))
-		start[0] = int64(leUint64(row[32:]))
+		start[0] = int64(binary.LittleEndian.Uint64(row[32:]))
 		slot := make([]byte, d.Type.Size*int(prod(chunks)))
 		if err := raw.ReadBox(start, chunks, chunks, make([]int64, len(chunks)), slot); err != nil {
 			return nil, err
@@ -118,14 +119,6 @@ func Diff(got, want *Commit) string {
 		}
 	}
 	return ""
-}
-
-func leUint64(b []byte) uint64 {
-	var v uint64
-	for i := 7; i >= 0; i-- {
-		v = v<<8 | uint64(b[i])
-	}
-	return v
 }
 
 func prod(v []int64) int64 {
