@@ -38,6 +38,10 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		fsname = f.Path()
 	}
 	entry, attr, negative := m.mutable(), m.mutable(), m.mutable()
+	// Without allow_other the kernel lets only the mounting user (and root with allow_root)
+	// in. allow_other brings default_permissions (cfg.KernelOptions): the kernel checks
+	// every access against the modes the nodes report (nodes.go: 0444/0555, writable
+	// dataset files 0644 in read-write mounts), owned by the mounting user (UID, GID).
 	opts := &fs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:       fsname,
@@ -46,7 +50,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 			Debug:        cfg.Debug,
 			DirectMount:  true,
 			MaxReadAhead: 1 << 20,
-			Options:      append(mountOpts, cfg.Passthrough...),
+			Options:      append(mountOpts, cfg.KernelOptions()...),
 			MaxWrite:     1 << 20,
 			// security.* lookups never reach vh5fs.
 			IgnoreSecurityLabels: true,

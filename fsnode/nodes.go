@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/fnv"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +40,38 @@ func ino(kind, path string) uint64 {
 	return 2
 }
 
+// Names. An HDF5 link name is any non-empty byte string without "/" (libhdf5 also
+// refuses to create "."), of any length; a file name is at most 255 bytes and the
+// kernel gives "." and ".." their own meaning. Links whose names cannot be file names
+// (longer than maxName, ".", "..") are left out of every listing and never looked up:
+// the kernel refuses such names before they reach vh5fs (ENAMETOOLONG; "." and ".."
+// it resolves itself), and a lookup that arrives anyway answers ENAMETOOLONG or ENOENT.
+// Everything else (spaces, newlines, backslashes, leading dots, any UTF-8 or none) is
+// served byte for byte as stored.
+
+// maxName is the longest file name the kernel accepts (NAME_MAX), in bytes.
+const maxName = 255
+
+// servable reports whether an HDF5 link name can be served as a file name.
+func servable(name string) bool {
+	return name != "" && name != "." && name != ".." && len(name) <= maxName && !strings.ContainsAny(name, "/\x00")
+}
+
+// badName answers a lookup of a name that servable refuses.
+func badName(name string) syscall.Errno {
+	if len(name) > maxName {
+		return syscall.ENAMETOOLONG
+	}
+	return syscall.ENOENT
+}
+
+// Permissions. Only the mounting user gets in unless the mount has allow_other, which
+// brings default_permissions (mountopts.Config.KernelOptions): the kernel then checks the
+// modes below against the owner, the mounting user (fs.Options.UID/GID in mount.go).
+// Directories are 0555 and files 0444; in read-write mounts the root is 0755 (it takes
+// user.vh5fs.next_version, and setting a user.* xattr needs write permission) and the
+// writable dataset files are 0644 (datasetNode.fill). Symlinks are 0777, as always.
+
 // dirAttr fills the attributes every directory of the tree has.
 func dirAttr(a *fuse.Attr, mtime time.Time) {
 	a.Mode = fuse.S_IFDIR | 0o555
@@ -59,6 +92,9 @@ type rootNode struct {
 var _ fs.NodeLookuper = (*rootNode)(nil)
 
 func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if !servable(name) {
+		return nil, badName(name)
+	}
 	defer n.m.enter()()
 	if n.m.file.Versioned() {
 		switch name {
@@ -72,7 +108,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 			if err != nil {
 				return nil, errno(err)
 			}
-			if cur == "" {
+			if !servable(cur) {
 				return nil, syscall.ENOENT
 			}
 			out.Mode = fuse.S_IFLNK | 0o777
@@ -95,7 +131,7 @@ func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		list = append(list, fuse.DirEntry{Name: "versions", Mode: fuse.S_IFDIR, Ino: ino("versions", "")})
 		if cur, err := n.m.file.CurrentVersion(); err != nil {
 			return nil, errno(err)
-		} else if cur != "" {
+		} else if servable(cur) {
 			list = append(list, fuse.DirEntry{Name: "current", Mode: fuse.S_IFLNK, Ino: ino("current", "")})
 		}
 	}
@@ -116,6 +152,9 @@ var _ fs.NodeGetattrer = (*rootNode)(nil)
 
 func (n *rootNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	dirAttr(&out.Attr, n.m.mtime)
+	if n.m.commit != nil {
+		out.Mode |= 0o200 // the owner sets user.vh5fs.next_version here
+	}
 	out.SetTimeout(n.m.mutable())
 	return 0
 }
@@ -136,7 +175,7 @@ func (n *currentNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	if err != nil {
 		return nil, errno(err)
 	}
-	if cur == "" {
+	if !servable(cur) {
 		return nil, syscall.ENOENT
 	}
 	return []byte(currentTarget(cur)), 0
@@ -166,6 +205,9 @@ type versionsNode struct {
 var _ fs.NodeLookuper = (*versionsNode)(nil)
 
 func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if !servable(name) {
+		return nil, badName(name)
+	}
 	defer n.m.enter()()
 	v, ok, err := n.m.file.Version(name)
 	if err != nil {
@@ -189,9 +231,11 @@ func (n *versionsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno
 	if err != nil {
 		return nil, errno(err)
 	}
-	list := make([]fuse.DirEntry, len(vs))
-	for i, v := range vs {
-		list[i] = fuse.DirEntry{Name: v.Name, Mode: fuse.S_IFDIR, Ino: ino("group", v.Path())}
+	list := make([]fuse.DirEntry, 0, len(vs))
+	for _, v := range vs {
+		if servable(v.Name) {
+			list = append(list, fuse.DirEntry{Name: v.Name, Mode: fuse.S_IFDIR, Ino: ino("group", v.Path())})
+		}
 	}
 	return fs.NewListDirStream(list), 0
 }
@@ -218,6 +262,9 @@ type groupNode struct {
 var _ fs.NodeLookuper = (*groupNode)(nil)
 
 func (n *groupNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if !servable(name) {
+		return nil, badName(name)
+	}
 	defer n.m.enter()()
 	return lookupChild(ctx, &n.Inode, n.m, n.path, name, n, out)
 }
@@ -253,13 +300,16 @@ func listGroup(m *mount, path string) ([]fuse.DirEntry, syscall.Errno) {
 	if err != nil {
 		return nil, errno(err)
 	}
-	list := make([]fuse.DirEntry, len(entries))
-	for i, e := range entries {
+	list := make([]fuse.DirEntry, 0, len(entries))
+	for _, e := range entries {
+		if !servable(e.Name) {
+			continue
+		}
 		child := joinPath(path, e.Name)
 		if e.IsGroup {
-			list[i] = fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFDIR, Ino: ino("group", child)}
+			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFDIR, Ino: ino("group", child)})
 		} else {
-			list[i] = fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFREG, Ino: ino("dataset", child)}
+			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFREG, Ino: ino("dataset", child)})
 		}
 	}
 	return list, 0

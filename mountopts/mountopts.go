@@ -14,7 +14,8 @@
 //	ro              mount read-only (the default)
 //	rw              mount read-write; "ro" and "rw" conflict and the later wins
 //	live            follow an HDF5 SWMR writer, showing data as it is appended
-//	allow_other     let users other than the mounting user access the mount
+//	allow_other     let users other than the mounting user access the mount;
+//	                implies default_permissions (see KernelOptions)
 //	debug           trace FUSE operations
 //	fsname=NAME     file system name shown in the mount table
 //	                (default: empty, the caller uses the HDF5 file path)
@@ -294,6 +295,24 @@ func (c *Config) addPassthrough(key, opt string) {
 		}
 	}
 	c.Passthrough = append(out, opt)
+}
+
+// KernelOptions is the list of kernel/FUSE options for the mount: Passthrough, plus
+// "default_permissions" when AllowOther is set and it is not already there. A FUSE mount
+// without default_permissions leaves permission checks to the file system, and vh5fs makes
+// none: with allow_other every user could then open every file for writing. With it the
+// kernel checks each access against the mode, owner and group the nodes report.
+func (c Config) KernelOptions() []string {
+	out := append([]string(nil), c.Passthrough...)
+	if !c.AllowOther {
+		return out
+	}
+	for _, p := range out {
+		if p == "default_permissions" {
+			return out
+		}
+	}
+	return append(out, "default_permissions")
 }
 
 // escape escapes backslashes and commas so that s survives split.

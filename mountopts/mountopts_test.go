@@ -245,3 +245,31 @@ func TestStringRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+func TestKernelOptions(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{"ro", nil},
+		{"rw,nodev", []string{"nodev"}},
+		{"allow_other", []string{"default_permissions"}},
+		{"rw,allow_other,nosuid", []string{"nosuid", "default_permissions"}},
+		{"default_permissions,allow_other,noatime", []string{"default_permissions", "noatime"}},
+		{"allow_root", []string{"allow_root"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			c, err := Parse(tc.in)
+			require.NoError(t, err)
+			before := append([]string(nil), c.Passthrough...)
+			got := c.KernelOptions()
+			if len(tc.want) == 0 {
+				require.Empty(t, got)
+			} else {
+				require.Equal(t, tc.want, got)
+			}
+			require.Equal(t, before, c.Passthrough, "Passthrough is left as parsed")
+		})
+	}
+}
