@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 	"unsafe"
 
 	"gonum.org/v1/hdf5"
@@ -14,6 +16,37 @@ import (
 
 // ErrNotHDF5 is returned by Open for a file that is not HDF5.
 var ErrNotHDF5 = errors.New("not an HDF5 file")
+
+// ErrTruncated is wrapped by Open's error for a file shorter than its superblock says.
+var ErrTruncated = errors.New("truncated")
+
+// truncatedEOF is how libhdf5 reports a file shorter than its superblock's end-of-file address.
+var truncatedEOF = regexp.MustCompile(`truncated file: eof = (\d+), sblock->base_addr = \d+, stored_eof = (\d+)`)
+
+// minSuperblock is the size of the smallest complete superblock with its root group
+// (version 0: 56 bytes and a 40-byte symbol table entry).
+const minSuperblock = 96
+
+// openFailure is the error for a file libhdf5 would not open: ErrTruncated with the sizes
+// when the file is shorter than its superblock records (or than a superblock), else e.
+func openFailure(path string, size int64, e *Error) error {
+	if m := truncatedEOF.FindStringSubmatch(e.Stack); m != nil {
+		return &truncatedError{fmt.Sprintf("%s: truncated: %s bytes, the superblock records %s", path, m[1], m[2]), e}
+	}
+	if size < minSuperblock && strings.Contains(e.Stack, "superblock") {
+		return &truncatedError{fmt.Sprintf("%s: truncated inside the superblock (%d bytes)", path, size), e}
+	}
+	return e
+}
+
+// truncatedError is ErrTruncated with its message, and the HDF5 error it explains.
+type truncatedError struct {
+	msg string
+	e   *Error
+}
+
+func (t *truncatedError) Error() string   { return t.msg }
+func (t *truncatedError) Unwrap() []error { return []error{ErrTruncated, t.e} }
 
 // File is an HDF5 file opened read-only.
 type File struct {
@@ -52,7 +85,7 @@ func open(path string, rw bool) (*File, error) {
 	}
 	f, err := hdf5.OpenFile(path, flags)
 	if err != nil {
-		return nil, fail("open file", path, nil)
+		return nil, openFailure(path, st.Size(), fail("open file", path, nil).(*Error))
 	}
 	return &File{path: path, f: f, rw: rw}, nil
 }

@@ -2,8 +2,11 @@ package h5
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -116,4 +119,54 @@ func TestChunkInfo(t *testing.T) {
 	}
 	_, err = raw.ChunkInfo([][]int64{{1, 2}})
 	require.Error(t, err)
+}
+
+func TestOpenTruncated(t *testing.T) {
+	whole, err := os.ReadFile(filepath.Join(fixtures, "basic_1d.h5"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		size int
+		want string
+	}{
+		{40, "truncated inside the superblock (40 bytes)"},
+		{15400, "truncated: 15400 bytes, the superblock records 26969"},
+	} {
+		path := filepath.Join(dir, "cut.h5")
+		require.NoError(t, os.WriteFile(path, whole[:tc.size], 0o644))
+		_, err := Open(path)
+		require.ErrorIs(t, err, ErrTruncated)
+		var he *Error
+		require.ErrorAs(t, err, &he, "the HDF5 error stays reachable")
+		require.Equal(t, path+": "+tc.want, err.Error())
+	}
+}
+
+// TestErrorsNotPrinted: HDF5's automatic error printing is per thread; no thread the HDF5
+// lock runs on prints error stacks to stderr.
+func TestErrorsNotPrinted(t *testing.T) {
+	f, err := Open(filepath.Join(fixtures, "basic_1d.h5"))
+	require.NoError(t, err)
+	defer f.Close()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	saved, err := syscall.Dup(2)
+	require.NoError(t, err)
+	require.NoError(t, syscall.Dup2(int(w.Fd()), 2))
+	for i := 0; i < 8; i++ {
+		done := make(chan error)
+		go func() {
+			// Exiting while locked ends the thread: each failure runs on a new one.
+			runtime.LockOSThread()
+			_, err := f.OpenDataset("/no/such/dataset")
+			done <- err
+		}()
+		require.Error(t, <-done)
+	}
+	require.NoError(t, syscall.Dup2(saved, 2))
+	syscall.Close(saved)
+	w.Close()
+	printed, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.NotContains(t, string(printed), "HDF5-DIAG")
 }

@@ -25,9 +25,13 @@ func init() {
 	}
 }
 
+// lock takes the HDF5 lock on the calling goroutine's OS thread, which then has HDF5's
+// automatic error printing off (a per-thread setting: without this, errors on threads other
+// than init's were printed to stderr as HDF5-DIAG stacks).
 func lock() {
 	runtime.LockOSThread()
 	mu.Lock()
+	C.vh5_quiet()
 }
 
 func unlock() {

@@ -112,6 +112,17 @@ static const H5Z_class2_t vh5_lzf_class = {
 	H5Z_CLASS_T_VERS, (H5Z_filter_t)VH5_LZF_FILTER, 1, 1, "lzf", NULL, vh5_lzf_set_local, vh5_lzf_filter,
 };
 
+// vh5_quiet silences HDF5's automatic error printing on the calling thread: in a
+// thread-safe libhdf5 the setting belongs to each thread's error stack, and Go runs HDF5
+// calls on whichever OS thread the goroutine holding the lock is on.
+static __thread int vh5_quiet_done;
+
+void vh5_quiet(void) {
+	if (!vh5_quiet_done && H5Eset_auto2(H5E_DEFAULT, NULL, NULL) >= 0) {
+		vh5_quiet_done = 1;
+	}
+}
+
 int vh5_init(void) {
 	if (H5open() < 0) {
 		return -1;

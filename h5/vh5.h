@@ -12,6 +12,9 @@
 // vh5_init silences HDF5's automatic error printing and registers the LZF filter.
 int vh5_init(void);
 
+// vh5_quiet silences HDF5's automatic error printing on the calling thread (once per thread).
+void vh5_quiet(void);
+
 // vh5_error_message writes the current thread's HDF5 error stack, outermost first, into out.
 void vh5_error_message(char *out, size_t cap);
 

@@ -184,7 +184,7 @@ func openError(file string, err error) string {
 		return fmt.Sprintf("%s: permission denied", file)
 	case errors.Is(err, h5.ErrNotHDF5):
 		return fmt.Sprintf("%s: not an HDF5 file", file)
-	case errors.Is(err, versions.ErrDataVersion):
+	case errors.Is(err, versions.ErrDataVersion), errors.Is(err, h5.ErrTruncated):
 		return err.Error()
 	}
 	var he *h5.Error
