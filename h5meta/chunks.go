@@ -93,7 +93,7 @@ func (w *btreeWalk) node(addr uint64, want int) error {
 	if err != nil {
 		return err
 	}
-	b := &buf{b: hdr, what: fmt.Sprintf("B-tree node at %d", addr)}
+	b := &buf{b: hdr, what: "B-tree node", at: addr}
 	b.signature("TREE")
 	typ, level, n := b.u8(), int(b.u8()), int(b.u16())
 	if b.err != nil {
@@ -114,7 +114,7 @@ func (w *btreeWalk) node(addr uint64, want int) error {
 	if err != nil {
 		return err
 	}
-	b = &buf{b: raw, what: fmt.Sprintf("B-tree node at %d", addr)}
+	b = &buf{b: raw, what: "B-tree node", at: addr}
 	for i := 0; i < n; i++ {
 		size := b.u32()
 		mask := uint32(b.u32())

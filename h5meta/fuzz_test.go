@@ -27,7 +27,8 @@ func seedFiles(t testing.TB) ([][]byte, []uint64) {
 		data, err := os.ReadFile(p)
 		require.NoError(t, err)
 		files = append(files, data)
-		for _, d := range expect(t, p, "--addrs").Datasets {
+		e := expect(t, p, "--addrs")
+		for _, d := range append(e.Datasets, e.Groups...) {
 			if !seen[d.Addr] {
 				seen[d.Addr] = true
 				addrs = append(addrs, d.Addr)
@@ -46,6 +47,8 @@ func exercise(data []byte, addrs []uint64) {
 	for _, a := range addrs {
 		_, _ = f.VirtualMappings(a)
 		_, _ = f.Chunks(a)
+		_, _ = f.Links(a)
+		_, _ = f.Inspect(a)
 	}
 }
 

@@ -46,6 +46,7 @@ type expDataset struct {
 
 type expFile struct {
 	Datasets []expDataset `json:"datasets"`
+	Groups   []expDataset `json:"groups"` // path and addr only (expect.py --addrs)
 }
 
 func (e *expFile) dataset(t testing.TB, path string) expDataset {

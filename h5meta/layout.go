@@ -48,7 +48,7 @@ func (f *File) layout(ohdr uint64) (*layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &buf{b: data, what: fmt.Sprintf("layout message of %d", ohdr)}
+	b := &buf{b: data, what: "layout message of the object", at: ohdr}
 	l := &layout{version: int(b.u8()), class: int(b.u8())}
 	if b.err != nil {
 		return nil, b.err

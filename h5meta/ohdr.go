@@ -34,7 +34,8 @@ func (f *File) messages(ohdr uint64, want ...uint16) ([]message, error) {
 		}
 		return false
 	}
-	pre, err := f.readUpTo(ohdr, 64, "object header")
+	// One read usually holds the whole first block: small headers cost one pread.
+	pre, err := f.readUpTo(ohdr, 512, "object header")
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +97,13 @@ func (f *File) messages(ohdr uint64, want ...uint16) ([]message, error) {
 		if blk.length > maxRead {
 			return nil, fmt.Errorf("h5meta: object header at %d: block of %d bytes at %d is too large", ohdr, blk.length, blk.addr)
 		}
-		raw, err := f.read(blk.addr, int(blk.length), "object header block")
-		if err != nil {
+		var raw []byte
+		if rel := blk.addr - ohdr; n == 0 && blk.addr >= ohdr && rel+blk.length <= uint64(len(pre)) {
+			raw = pre[rel : rel+blk.length]
+		} else if raw, err = f.read(blk.addr, int(blk.length), "object header block"); err != nil {
 			return nil, err
 		}
-		b := &buf{b: raw, what: fmt.Sprintf("object header %d block at %d", ohdr, blk.addr)}
+		b := &buf{b: raw, what: "object header block", at: blk.addr}
 		hdr := 8 // version 1 message header
 		if version >= 2 {
 			hdr = 4
@@ -113,7 +116,7 @@ func (f *File) messages(ohdr uint64, want ...uint16) ([]message, error) {
 			// The block ends with a 4-byte checksum (not covered by chunk 0's size field).
 			if n > 0 {
 				if len(raw) < 8 {
-					return nil, fmt.Errorf("h5meta: %s: too short", b.what)
+					return nil, fmt.Errorf("h5meta: %s: too short", b.name())
 				}
 				b.b = raw[:len(raw)-4]
 			}

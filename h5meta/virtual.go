@@ -41,8 +41,11 @@ func (f *File) VirtualMappings(ohdr uint64) ([]Mapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("h5meta: mappings of dataset at %d: %w", ohdr, err)
 	}
+	if err := verifyMappingList(obj, ohdr); err != nil {
+		return nil, err
+	}
 	var dims []uint64 // the VDS's dims, loaded when a virtual selection is "all"
-	b := &buf{b: obj, what: fmt.Sprintf("mapping list of dataset at %d", ohdr)}
+	b := &buf{b: obj, what: "mapping list of the dataset", at: ohdr}
 	if v := b.u8(); v != 0 && b.err == nil {
 		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: encoding version %d: %w", ohdr, v, ErrUnsupported)
 	}
@@ -208,28 +211,11 @@ func (f *File) selection(b *buf) (start, count []int64, all bool, err error) {
 
 // globalHeapObject returns object index idx of the global heap collection at addr.
 func (f *File) globalHeapObject(addr uint64, idx uint32) ([]byte, error) {
-	hdr, err := f.read(addr, 8+f.sl, "global heap collection")
+	raw, err := f.globalHeap(addr)
 	if err != nil {
 		return nil, err
 	}
-	b := &buf{b: hdr, what: fmt.Sprintf("global heap collection at %d", addr)}
-	b.signature("GCOL")
-	if v := b.u8(); v != 1 && b.err == nil {
-		return nil, fmt.Errorf("h5meta: global heap collection at %d: version %d: %w", addr, v, ErrUnsupported)
-	}
-	b.skip(3)
-	size := b.uint(f.sl)
-	if b.err != nil {
-		return nil, b.err
-	}
-	if size > maxRead || size < uint64(8+f.sl) {
-		return nil, fmt.Errorf("h5meta: global heap collection at %d: size %d", addr, size)
-	}
-	raw, err := f.read(addr, int(size), "global heap collection")
-	if err != nil {
-		return nil, err
-	}
-	b = &buf{b: raw, what: fmt.Sprintf("global heap collection at %d", addr)}
+	b := &buf{b: raw, what: "global heap collection", at: addr}
 	b.skip(8 + f.sl)
 	for b.rest() >= 8+f.sl {
 		i := b.u16()
@@ -254,6 +240,42 @@ func (f *File) globalHeapObject(addr uint64, idx uint32) ([]byte, error) {
 		b.skip(int(pad))
 	}
 	return nil, fmt.Errorf("h5meta: global heap collection at %d has no object %d", addr, idx)
+}
+
+// globalHeap returns the global heap collection at addr. The last one read is kept:
+// consecutive objects (the strings of one group after another) are usually in one.
+func (f *File) globalHeap(addr uint64) ([]byte, error) {
+	f.heapMu.Lock()
+	if f.heapAddr == addr && f.heap != nil {
+		defer f.heapMu.Unlock()
+		return f.heap, nil
+	}
+	f.heapMu.Unlock()
+	hdr, err := f.read(addr, 8+f.sl, "global heap collection")
+	if err != nil {
+		return nil, err
+	}
+	b := &buf{b: hdr, what: "global heap collection", at: addr}
+	b.signature("GCOL")
+	if v := b.u8(); v != 1 && b.err == nil {
+		return nil, fmt.Errorf("h5meta: global heap collection at %d: version %d: %w", addr, v, ErrUnsupported)
+	}
+	b.skip(3)
+	size := b.uint(f.sl)
+	if b.err != nil {
+		return nil, b.err
+	}
+	if size > maxRead || size < uint64(8+f.sl) {
+		return nil, fmt.Errorf("h5meta: global heap collection at %d: size %d", addr, size)
+	}
+	raw, err := f.read(addr, int(size), "global heap collection")
+	if err != nil {
+		return nil, err
+	}
+	f.heapMu.Lock()
+	f.heapAddr, f.heap = addr, raw
+	f.heapMu.Unlock()
+	return raw, nil
 }
 
 // Shape returns the current dimensions of the dataset whose object header is at ohdr.

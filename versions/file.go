@@ -15,6 +15,7 @@ package versions
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"sort"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5meta"
 )
 
 const (
@@ -200,12 +202,25 @@ func (v Version) Time() time.Time {
 // Path is the version group's HDF5 path.
 func (v Version) Path() string { return VersionsGroup + "/" + v.Name }
 
-// Versions lists the committed versions by name (HDF5's link order), skipping
-// __first_version__ and groups whose committed flag is false.
+// Versions lists the committed versions by name, skipping __first_version__ and groups
+// whose committed flag is false. The versions group and the attributes of each version are
+// read from the file's bytes (h5meta: one pass, no per-object libhdf5 calls); libhdf5 is the
+// fallback for anything h5meta does not decode.
 func (f *File) Versions() ([]Version, error) {
 	if !f.versioned {
 		return nil, nil
 	}
+	out, err := f.versionsFromBytes()
+	if err != nil {
+		if out, err = f.versionsFromHDF5(); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (f *File) versionsFromHDF5() ([]Version, error) {
 	members, err := f.h.Members(VersionsGroup)
 	if err != nil {
 		return nil, err
@@ -223,7 +238,60 @@ func (f *File) Versions() ([]Version, error) {
 			out = append(out, v)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// versionsFromBytes is Versions through h5meta; versions already known come from f.meta.
+func (f *File) versionsFromBytes() ([]Version, error) {
+	addr, err := f.h.ObjectAddr(VersionsGroup)
+	if err != nil {
+		return nil, err
+	}
+	f.writeMu.RLock()
+	defer f.writeMu.RUnlock()
+	m, err := f.bytesMeta()
+	if err != nil {
+		return nil, err
+	}
+	links, err := m.Links(addr)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	known := maps.Clone(f.meta)
+	f.mu.Unlock()
+	out := make([]Version, 0, len(links))
+	found := map[string]Version{}
+	for _, l := range links {
+		if l.Name == FirstVersion || strings.Contains(l.Name, "/") {
+			continue
+		}
+		if v, ok := known[l.Name]; ok {
+			out = append(out, v)
+			continue
+		}
+		o, err := m.Inspect(l.Addr)
+		if err != nil {
+			return nil, err
+		}
+		if !o.IsGroup {
+			continue
+		}
+		attrs := make([]h5.Attr, len(o.Attrs))
+		for i, a := range o.Attrs {
+			if a.Value == nil {
+				return nil, fmt.Errorf("%s/%s: attribute %s: %w", VersionsGroup, l.Name, a.Name, h5meta.ErrUnsupported)
+			}
+			attrs[i] = h5.Attr{Name: a.Name, Value: a.Value}
+		}
+		if v, ok := versionFromAttrs(l.Name, attrs); ok {
+			out = append(out, v)
+			found[l.Name] = v
+		}
+	}
+	f.mu.Lock()
+	maps.Copy(f.meta, found)
+	f.mu.Unlock()
 	return out, nil
 }
 
@@ -247,6 +315,17 @@ func (f *File) Version(name string) (v Version, ok bool, err error) {
 	if err != nil {
 		return Version{}, false, err
 	}
+	if v, ok = versionFromAttrs(name, attrs); !ok {
+		return Version{}, false, nil
+	}
+	f.mu.Lock()
+	f.meta[name] = v
+	f.mu.Unlock()
+	return v, true, nil
+}
+
+// versionFromAttrs reads a version group's attributes; ok is false if it is not committed.
+func versionFromAttrs(name string, attrs []h5.Attr) (v Version, ok bool) {
 	v = Version{Name: name}
 	committed := true // files from before the flag existed are committed by construction
 	for _, a := range attrs {
@@ -263,13 +342,7 @@ func (f *File) Version(name string) (v Version, ok bool, err error) {
 			v.Timestamp, _ = a.Value.(string)
 		}
 	}
-	if !committed {
-		return Version{}, false, nil
-	}
-	f.mu.Lock()
-	f.meta[name] = v
-	f.mu.Unlock()
-	return v, true, nil
+	return v, committed
 }
 
 // Entry is one child of a group: a group or a dataset.

@@ -4,7 +4,7 @@ h5meta's tests: object header address, layout, VDS mappings and chunk index.
 usage: /usr/bin/python3 expect.py FILE.h5 [--no-chunks] [--no-mappings] [--addrs]
 
 --addrs prints only "path" and "addr" of every dataset, without opening them (opening a VDS
-with 100k mappings takes libhdf5 seconds).
+with 100k mappings takes libhdf5 seconds), and the same of every group under "groups".
 
 Output: {"datasets": [{"path", "addr", "layout" ("virtual"|"chunked"|"contiguous"|"compact"),
 "shape", "mappings": [{"vstart", "vcount", "src_file", "src_dataset", "src_start",
@@ -43,11 +43,15 @@ def main():
         if "--addrs" in opts:
             names = []
             f.id.links.visit(names.append)
+            groups = [{"path": "/", "addr": h5py.h5o.get_info(f.id).addr}]
             for n in sorted(names):
                 info = h5py.h5o.get_info(f.id, n, lapl=None)
+                e = {"path": "/" + n.decode(), "addr": info.addr}
                 if info.type == h5py.h5o.TYPE_DATASET:
-                    out.append({"path": "/" + n.decode(), "addr": info.addr})
-            json.dump({"datasets": out}, sys.stdout)
+                    out.append(e)
+                elif info.type == h5py.h5o.TYPE_GROUP:
+                    groups.append(e)
+            json.dump({"datasets": out, "groups": groups}, sys.stdout)
             return
         names = []
         f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
