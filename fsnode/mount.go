@@ -55,8 +55,10 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 			// security.* lookups never reach vh5fs.
 			IgnoreSecurityLabels: true,
 			// mmap of FOPEN_DIRECT_IO files (numpy.memmap in read-write mounts);
-			// O_TRUNC arrives with OPEN (truncating the handle) instead of as a SETATTR without one.
-			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ATOMIC_O_TRUNC,
+			// O_TRUNC arrives with OPEN (truncating the handle) instead of as a SETATTR without one;
+			// READDIRPLUS only where the kernel sees stats follow (ls -l), so that a plain ls of
+			// 10,000 versions is not 10,000 lookups.
+			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_READDIRPLUS_AUTO,
 		},
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
