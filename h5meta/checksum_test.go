@@ -1,8 +1,10 @@
 package h5meta
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,4 +20,34 @@ func TestChecksum(t *testing.T) {
 	// lookup3's published test values (hashlittle("", 0) and of "Four score and seven years ago").
 	require.Equal(t, uint32(0xdeadbeef), checksum(nil))
 	require.Equal(t, uint32(0x17770551), checksum([]byte("Four score and seven years ago")))
+}
+
+// TestMappingListCorrupt: a mapping list whose bytes changed (here v2's second mapping
+// moved from slot 3 to slot 2, still a valid selection) is refused, as libhdf5 refuses it,
+// rather than mapped to the wrong slot.
+func TestMappingListCorrupt(t *testing.T) {
+	whole, err := os.ReadFile("../tests/testdata/fixtures/basic_1d.h5")
+	require.NoError(t, err)
+	const v2x = 19392 // object header of /_version_data/versions/v2/x (h5py's h5o.get_info)
+	f, err := Open(bytes.NewReader(whole), int64(len(whole)))
+	require.NoError(t, err)
+	maps, err := f.VirtualMappings(v2x)
+	require.NoError(t, err)
+	require.Equal(t, []int64{12}, maps[1].SrcStart)
+
+	// The source block of that mapping, [12, 15] in hyperslab version 1 (4-byte start, end),
+	// in the list: global heap object 13, 289 bytes at 4760.
+	const obj, size = 4760, 289
+	old := []byte{12, 0, 0, 0, 15, 0, 0, 0}
+	i := bytes.Index(whole[obj:obj+size], old)
+	require.Positive(t, i)
+	require.Equal(t, -1, bytes.Index(whole[obj+i+1:obj+size], old), "one occurrence")
+	i += obj
+	broken := bytes.Clone(whole)
+	copy(broken[i:], []byte{8, 0, 0, 0, 11, 0, 0, 0})
+	f, err = Open(bytes.NewReader(broken), int64(len(broken)))
+	require.NoError(t, err)
+	_, err = f.VirtualMappings(v2x)
+	require.ErrorContains(t, err, "checksum")
+	require.NotErrorIs(t, err, ErrUnsupported, "corrupt, not unsupported")
 }
