@@ -102,6 +102,8 @@ func TestCmdLog(t *testing.T) {
 		{"at between", []string{"log", fixturePath("basic_1d.h5"), "--at", "2024-01-01 02:30:00"}, []string{"v3", "v2", "v1"}},
 		{"at exact", []string{"log", "--at", "2024-01-01 01:00:00.000000+0000", fixturePath("basic_1d.h5")}, []string{"v2", "v1"}},
 		{"at with zone", []string{"log", fixturePath("basic_1d.h5"), "--at=2024-01-01T02:30:00+02:00"}, []string{"v1"}},
+		{"limit", []string{"log", "-n", "2", fixturePath("basic_1d.h5")}, []string{"v4", "v3"}},
+		{"limit beyond", []string{"log", fixturePath("basic_1d.h5"), "-n=9", "v2"}, []string{"v2", "v1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code := vh5fsRun(t, tc.args...)
@@ -114,7 +116,13 @@ func TestCmdLog(t *testing.T) {
 		})
 	}
 
-	out, _, code := vh5fsRun(t, "log", fixturePath("nested.h5"))
+	out, _, code := vh5fsRun(t, "log", "--oneline", "-n", "3", fixturePath("basic_1d.h5"))
+	require.Equal(t, 0, code)
+	require.Equal(t, "v4  2024-01-01 03:00:00.000000+0000  1 changed (current)\n"+
+		"v3  2024-01-01 02:00:00.000000+0000  1 changed\n"+
+		"v2  2024-01-01 01:00:00.000000+0000  1 changed\n", out)
+
+	out, _, code = vh5fsRun(t, "log", fixturePath("nested.h5"))
 	require.Equal(t, 0, code)
 	got := parseLog(t, out)
 	require.Equal(t, []string{"M phase", "D top"}, got[0].Changes, "dropped vs added")
@@ -345,6 +353,8 @@ func TestCmdErrors(t *testing.T) {
 		{"data_version 3", []string{"info", "testdata/extra/data_version_3.h5"}, 1, "data_version_3.h5: unsupported data_version 3"},
 		{"log usage", []string{"log"}, 2, "log: needs FILE"},
 		{"log both", []string{"log", good, "v1", "--at", "2024-01-01"}, 2, "give VERSION or --at"},
+		{"log negative limit", []string{"log", good, "-n", "-1"}, 2, "-n must not be negative"},
+		{"log bad limit", []string{"log", good, "-n", "x"}, 2, `invalid value "x" for flag -n`},
 		{"diff usage", []string{"diff", good, "v1"}, 2, "diff: needs FILE V1 V2"},
 		{"bad flag", []string{"ls", "--bogus", good}, 2, "ls: flag provided but not defined: -bogus"},
 		{"help unknown", []string{"help", "frob"}, 2, `unknown command "frob"`},

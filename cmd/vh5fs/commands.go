@@ -27,12 +27,14 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"log": {`usage: vh5fs log FILE [VERSION] [--at TIME]
+		"log": {`usage: vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline]
 
 The history of VERSION (default: the current version), newest first, following
 prev_version to the first version: each version's name, timestamp, parent and the
 datasets changed from its parent (A added, M modified: shape or chunk map differs,
 D removed). --at TIME starts from the version current at TIME (see 'vh5fs help time').
+-n N shows at most N versions; --oneline one line per version: name, timestamp and the
+number of datasets changed.
 `, runLog},
 		"ls": {`usage: vh5fs ls FILE [VERSION] [--at TIME]
 
@@ -194,8 +196,9 @@ func resolveVersion(f *versions.File, name, at string) (string, error) {
 
 // openAtVersion parses `CMD FILE [VERSION] [--at TIME]`, opens FILE and resolves the
 // version (the current one by default). code >= 0 means: exit with it (f is nil then).
-func openAtVersion(cmd, atHelp string, args []string, stderr io.Writer) (f *versions.File, file, version string, code int) {
-	fl := flag.NewFlagSet(cmd, flag.ContinueOnError)
+// fl may carry the command's own flags.
+func openAtVersion(fl *flag.FlagSet, atHelp string, args []string, stderr io.Writer) (f *versions.File, file, version string, code int) {
+	cmd := fl.Name()
 	at := fl.String("at", "", atHelp)
 	ops, code := parseArgs(cmd, fl, args, stderr)
 	if code >= 0 {
@@ -225,36 +228,29 @@ func openAtVersion(cmd, atHelp string, args []string, stderr io.Writer) (f *vers
 }
 
 func runLog(args []string, stdout, stderr io.Writer) int {
-	f, file, start, code := openAtVersion("log", "start from the version current at this time", args, stderr)
+	fl := flag.NewFlagSet("log", flag.ContinueOnError)
+	limit := fl.Int("n", 0, "show at most this many versions (0: all)")
+	oneline := fl.Bool("oneline", false, "one line per version")
+	f, file, start, code := openAtVersion(fl, "start from the version current at this time", args, stderr)
 	if code >= 0 {
 		return code
 	}
 	defer f.Close()
+	if *limit < 0 {
+		return badUsage("log", stderr, "-n must not be negative")
+	}
 	cur, _ := f.CurrentVersion()
 	hist, err := f.History(start)
 	if err != nil {
 		return fail(stderr, file, err)
 	}
+	all := hist
+	if *limit > 0 && *limit < len(hist) {
+		hist = hist[:*limit]
+	}
 	for i, v := range hist {
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		mark := ""
-		if v.Name == cur {
-			mark = " (current)"
-		}
-		fmt.Fprintf(stdout, "version %s%s\n", v.Name, mark)
-		fmt.Fprintf(stdout, "timestamp: %s\n", v.Timestamp)
 		parent := v.PrevVersion
-		dangling := parent != "" && (i+1 == len(hist) || hist[i+1].Name != parent)
-		switch {
-		case parent == "":
-			fmt.Fprintf(stdout, "parent:    %s\n", versions.FirstVersion)
-		case dangling:
-			fmt.Fprintf(stdout, "parent:    %s (missing)\n", parent)
-		default:
-			fmt.Fprintf(stdout, "parent:    %s\n", parent)
-		}
+		dangling := parent != "" && (i+1 == len(all) || all[i+1].Name != parent)
 		from := parent
 		if dangling {
 			from = ""
@@ -262,6 +258,27 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 		changes, err := f.ChangedDatasets(from, v.Name)
 		if err != nil {
 			return fail(stderr, file, err)
+		}
+		mark := ""
+		if v.Name == cur {
+			mark = " (current)"
+		}
+		if *oneline {
+			fmt.Fprintf(stdout, "%s  %s  %d changed%s\n", v.Name, v.Timestamp, len(changes), mark)
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "version %s%s\n", v.Name, mark)
+		fmt.Fprintf(stdout, "timestamp: %s\n", v.Timestamp)
+		switch {
+		case parent == "":
+			fmt.Fprintf(stdout, "parent:    %s\n", versions.FirstVersion)
+		case dangling:
+			fmt.Fprintf(stdout, "parent:    %s (missing)\n", parent)
+		default:
+			fmt.Fprintf(stdout, "parent:    %s\n", parent)
 		}
 		if len(changes) == 0 {
 			fmt.Fprintln(stdout, "    (no dataset changed)")
@@ -313,7 +330,7 @@ func shapeString(s []int64) string {
 }
 
 func runLs(args []string, stdout, stderr io.Writer) int {
-	f, file, version, code := openAtVersion("ls", "the version current at this time", args, stderr)
+	f, file, version, code := openAtVersion(flag.NewFlagSet("ls", flag.ContinueOnError), "the version current at this time", args, stderr)
 	if code >= 0 {
 		return code
 	}
