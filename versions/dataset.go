@@ -235,6 +235,9 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 		}
 		return false, err
 	}
+	if err := d.checkSources(maps); err != nil {
+		return false, err
+	}
 	return d.mapChunks(arr, maps), nil
 }
 
@@ -288,10 +291,28 @@ func (f *File) loadVersioned(path string) *Dataset {
 	for i, x := range maps {
 		hm[i] = h5.Mapping{VStart: x.VStart, VCount: x.VCount, SrcFile: x.SrcFile, SrcDataset: x.SrcDataset, SrcStart: x.SrcStart, SrcCount: x.SrcCount}
 	}
-	if !d.mapChunks(arr, hm) {
-		return nil
+	if d.checkSources(hm) != nil || !d.mapChunks(arr, hm) {
+		return nil // the general route reports it, or reads the odd mappings
 	}
 	return d
+}
+
+// checkSources refuses mappings that read rows of the dataset's raw_data beyond its extent.
+// libhdf5 would answer them with the fill value, but no writer maps a slot it has not
+// stored: the version is damaged, and reading it is an error rather than made-up data.
+func (d *Dataset) checkSources(maps []h5.Mapping) error {
+	extent := d.raw.Info().Shape
+	for _, m := range maps {
+		if m.SrcFile != "." || m.SrcDataset != d.RawData || len(m.SrcStart) != len(extent) {
+			continue
+		}
+		for i, s := range m.SrcStart {
+			if end := s + m.SrcCount[i]; end > extent[i] {
+				return fmt.Errorf("%s: the mapping at %v reads %s[%d:%d] on axis %d, beyond its extent %v", d.Path, m.VStart, d.RawData, s, end, i, extent)
+			}
+		}
+	}
+	return nil
 }
 
 // mapChunks points arr's chunks at the raw_data slots of the mappings and records them;

@@ -116,7 +116,7 @@ func (f *File) checkLayout() error {
 	if ok {
 		v, isInt := a.Value.(int64)
 		if !isInt {
-			return fmt.Errorf("%w: data_version attribute is %v, not an integer", ErrDataVersion, a.Value)
+			return fmt.Errorf("%w: data_version attribute is %s, not an integer", ErrDataVersion, describeValue(a.Value))
 		}
 		f.dataVersion = v
 	}
@@ -129,6 +129,14 @@ func (f *File) checkLayout() error {
 		return fmt.Errorf("%w %d", ErrDataVersion, f.dataVersion)
 	}
 	return nil
+}
+
+// describeValue names an attribute value of an unexpected type, e.g. `the string "4"`.
+func describeValue(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("the string %q", s)
+	}
+	return fmt.Sprintf("%v (%T)", v, v)
 }
 
 // Close releases the file and everything opened from it.

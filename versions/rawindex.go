@@ -96,7 +96,7 @@ func (f *File) readSlot(d *Dataset, off int64, size int) (data []byte, ok bool, 
 	}
 	stored := make([]byte, ci.Size)
 	if _, err := f.raw.ReadAt(stored, ci.Offset); err != nil {
-		return nil, false, fmt.Errorf("%s: slot at row %d: %w", d.RawData, off, err)
+		return nil, false, fmt.Errorf("%s: slot at row %d: reading its %d bytes at file offset %d: %w", d.RawData, off, ci.Size, ci.Offset, err)
 	}
 	out, err := filters.Decoder{Inflate: h5.Inflate}.Decode(stored, ix.pipeline, ci.FilterMask, d.Type.Size, size, nil)
 	if err != nil {
@@ -258,7 +258,7 @@ func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, err
 	}
 	for _, pc := range pieces {
 		if _, err := d.f.raw.ReadAt(p[pc.dst:pc.dst+pc.n], pc.file); err != nil {
-			return 0, false, fmt.Errorf("%s: %w", d.Path, err)
+			return 0, false, fmt.Errorf("%s: reading %d bytes of a chunk at file offset %d: %w", d.Path, pc.n, pc.file, err)
 		}
 	}
 	return int(plan.N), true, nil
