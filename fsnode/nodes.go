@@ -2,6 +2,7 @@ package fsnode
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"os"
 	"strings"
@@ -104,7 +105,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 			out.SetAttrTimeout(n.m.mutable())
 			return n.NewInode(ctx, &versionsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("versions", "")}), 0
 		case "current":
-			cur, err := n.m.file.CurrentVersion()
+			cur, err := currentVersion(n.m)
 			if err != nil {
 				return nil, errno(err)
 			}
@@ -129,9 +130,9 @@ func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	var list []fuse.DirEntry
 	if n.m.file.Versioned() {
 		list = append(list, fuse.DirEntry{Name: "versions", Mode: fuse.S_IFDIR, Ino: ino("versions", "")})
-		if cur, err := n.m.file.CurrentVersion(); err != nil {
-			return nil, errno(err)
-		} else if servable(cur) {
+		// A current_version that cannot be read is listed: looking it up answers the error,
+		// and the rest of the root stays readable.
+		if cur, err := n.m.file.CurrentVersion(); err != nil || servable(cur) {
 			list = append(list, fuse.DirEntry{Name: "current", Mode: fuse.S_IFLNK, Ino: ino("current", "")})
 		}
 	}
@@ -161,6 +162,21 @@ func (n *rootNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Attr
 
 func currentTarget(version string) string { return "versions/" + version }
 
+// currentVersion is the version "current" points at ("" when there is none yet). A
+// current_version naming no committed version is an error: the link would dangle.
+func currentVersion(m *mount) (string, error) {
+	cur, err := m.file.CurrentVersion()
+	if err != nil || cur == "" {
+		return cur, err
+	}
+	if _, ok, err := m.file.Version(cur); err != nil {
+		return "", fmt.Errorf("current_version %q: %w", cur, err)
+	} else if !ok {
+		return "", fmt.Errorf("%s: current_version %q is not a committed version", m.file.Path(), cur)
+	}
+	return cur, nil
+}
+
 // currentNode is the "current" symlink.
 type currentNode struct {
 	fs.Inode
@@ -171,7 +187,7 @@ var _ fs.NodeReadlinker = (*currentNode)(nil)
 
 func (n *currentNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	defer n.m.enter()()
-	cur, err := n.m.file.CurrentVersion()
+	cur, err := currentVersion(n.m)
 	if err != nil {
 		return nil, errno(err)
 	}
@@ -185,7 +201,7 @@ var _ fs.NodeGetattrer = (*currentNode)(nil)
 
 func (n *currentNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	defer n.m.enter()()
-	cur, err := n.m.file.CurrentVersion()
+	cur, err := currentVersion(n.m)
 	if err != nil {
 		return errno(err)
 	}
