@@ -188,6 +188,18 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 		}
 		return Result{Name: ch.Base, Skipped: true}, nil
 	}
+	if ch.SkipUnchanged {
+		keep, err := plan.sameData(ds, ch.Array)
+		if err != nil {
+			return Result{}, err
+		}
+		if keep != nil { // the base's data under another chunk map: keep the base's map
+			if err := keep.apply(ch.Array); err != nil {
+				return Result{}, err
+			}
+			return Result{Name: ch.Base, Skipped: true}, nil
+		}
+	}
 	if err := c.write(ch, base, ds, ix, plan, name, now, &res); err != nil {
 		return Result{}, err
 	}
@@ -266,6 +278,73 @@ func (p *plan) apply(arr *staged.Array) error {
 func (p *plan) sameAs(ds *versions.Dataset, shape []int64) bool {
 	grids, rows := p.chunkMap(ds.Chunks)
 	return ds.SameChunks(shape, grids, rows)
+}
+
+// sameData reports whether the plan holds the base dataset's data: the same shape and, in
+// every chunk the two map differently, the same trimmed contents. If so it returns the
+// plan that re-points the staged array at the base's own chunk map, else nil. Equal data
+// need not mean an equal chunk map: a chunk equal to the fill value is left unmapped when
+// it is full but stored when it is trimmed (versioned-hdf5's rule), so an edge chunk that a
+// resize left unmapped is stored once written, even with the fill value it held.
+func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) {
+	if !slices.Equal(arr.Shape(), ds.Shape) {
+		return nil, nil
+	}
+	base, err := ds.NewStaged()
+	if err != nil {
+		return nil, err
+	}
+	chunks, isz := arr.Chunks(), arr.ItemSize()
+	grids, rows := p.chunkMap(chunks)
+	mapped := make(map[string]int64, len(grids))
+	for i, g := range grids {
+		mapped[fmt.Sprint(g)] = rows[i]
+	}
+	fresh := make(map[int64][]byte, len(p.fresh))
+	for _, nc := range p.fresh {
+		fresh[nc.row] = nc.data
+	}
+	fill := fillChunk(ds.Fill, arr.ChunkBytes())
+	src := ds.ChunkSource()
+	content := func(isMapped bool, row int64) ([]byte, error) {
+		switch {
+		case !isMapped:
+			return fill, nil
+		case fresh[row] != nil:
+			return fresh[row], nil
+		}
+		return src.Chunk(row)
+	}
+	var keep plan
+	errDiffers := errors.New("data differs")
+	err = base.Each(func(g []int64, slab int32, off int64) error {
+		wasMapped := slab == staged.BaseSlab
+		keep.remap = append(keep.remap, remap{grid: slices.Clone(g), row: off, full: !wasMapped})
+		row, isMapped := mapped[fmt.Sprint(g)]
+		if isMapped == wasMapped && (!isMapped || row == off) {
+			return nil
+		}
+		a, err := content(wasMapped, off)
+		if err != nil {
+			return err
+		}
+		b, err := content(isMapped, row)
+		if err != nil {
+			return err
+		}
+		trimmed := arr.Trimmed(g)
+		if Hash(a, chunks, trimmed, isz) != Hash(b, chunks, trimmed, isz) {
+			return errDiffers
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errDiffers):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return &keep, nil
 }
 
 // chunkMap lists the mapped chunks' grid indices and slot rows, in grid order.
