@@ -123,11 +123,12 @@ const (
 	KindMissing Kind = iota
 	KindGroup
 	KindDataset
-	KindOther // named datatypes, soft or external links, ...
+	KindOther  // named datatypes, soft or external links, ...
+	KindBroken // a hard link to an object whose header cannot be read (Members only)
 )
 
 func (k Kind) String() string {
-	return [...]string{"missing", "group", "dataset", "other"}[k]
+	return [...]string{"missing", "group", "dataset", "other", "broken"}[k]
 }
 
 // Member is one link in a group.
@@ -194,19 +195,17 @@ func (f *File) Members(path string) ([]Member, error) {
 			return nil, fail("list group", path, nil)
 		}
 		m := Member{Name: name, Kind: KindOther}
-		if t, err := fg.ObjectTypeByIndex(i); err == nil {
-			child := joinPath(path, name)
-			cchild := C.CString(child)
-			hard := C.vh5_link_is_hard(C.hid_t(f.f.ID()), cchild)
-			C.free(unsafe.Pointer(cchild))
-			if hard == 1 {
-				switch t {
-				case hdf5.H5G_GROUP:
-					m.Kind = KindGroup
-				case hdf5.H5G_DATASET:
-					m.Kind = KindDataset
-				}
-			}
+		t, terr := fg.ObjectTypeByIndex(i)
+		cchild := C.CString(joinPath(path, name))
+		hard := C.vh5_link_is_hard(C.hid_t(f.f.ID()), cchild)
+		C.free(unsafe.Pointer(cchild))
+		switch {
+		case hard == 1 && terr != nil:
+			m.Kind = KindBroken // the link is there, the object behind it unreadable
+		case hard == 1 && t == hdf5.H5G_GROUP:
+			m.Kind = KindGroup
+		case hard == 1 && t == hdf5.H5G_DATASET:
+			m.Kind = KindDataset
 		}
 		stackMessage() // a dangling link leaves an error behind; it is not ours to report
 		out = append(out, m)

@@ -170,3 +170,24 @@ func TestErrorsNotPrinted(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(printed), "HDF5-DIAG")
 }
+
+// TestMembersBroken: a hard link whose object header cannot be read is reported as broken,
+// not left out (or taken for a soft link).
+func TestMembersBroken(t *testing.T) {
+	whole, err := os.ReadFile(filepath.Join(fixtures, "basic_1d.h5"))
+	require.NoError(t, err)
+	const v2x = 19392 // object header of /_version_data/versions/v2/x (h5py's h5o.get_info)
+	require.Equal(t, byte(1), whole[v2x], "a version 1 object header")
+	whole[v2x] = 0x7f
+	path := filepath.Join(t.TempDir(), "broken.h5")
+	require.NoError(t, os.WriteFile(path, whole, 0o644))
+	f, err := Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	m, err := f.Members("/_version_data/versions/v2")
+	require.NoError(t, err)
+	require.Equal(t, []Member{{"x", KindBroken}}, m)
+	m, err = f.Members("/_version_data/versions/v1")
+	require.NoError(t, err)
+	require.Equal(t, []Member{{"x", KindDataset}}, m)
+}

@@ -235,12 +235,15 @@ func (f *File) versionsFromHDF5() ([]Version, error) {
 	}
 	out := make([]Version, 0, len(members))
 	for _, m := range members {
-		if m.Kind != h5.KindGroup || m.Name == FirstVersion {
+		if (m.Kind != h5.KindGroup && m.Kind != h5.KindBroken) || m.Name == FirstVersion {
 			continue
 		}
 		v, ok, err := f.Version(m.Name)
 		if err != nil {
-			return nil, err
+			// A version whose group or metadata cannot be read is listed all the same:
+			// looking it up answers the error, and the other versions stay readable.
+			out = append(out, Version{Name: m.Name})
+			continue
 		}
 		if ok {
 			out = append(out, v)
@@ -360,7 +363,8 @@ type Entry struct {
 }
 
 // List lists the groups and datasets in the HDF5 group at path. Links of other kinds are
-// left out; so is _version_data at the root.
+// left out; so is _version_data at the root. A hard link to an object that cannot be read
+// is listed as a dataset (Dataset then returns the error).
 func (f *File) List(path string) ([]Entry, error) {
 	members, err := f.h.Members(path)
 	if err != nil {
@@ -374,7 +378,8 @@ func (f *File) List(path string) ([]Entry, error) {
 		switch m.Kind {
 		case h5.KindGroup:
 			out = append(out, Entry{Name: m.Name, IsGroup: true})
-		case h5.KindDataset:
+		case h5.KindDataset, h5.KindBroken:
+			// A broken object is listed as a dataset: opening it answers the error.
 			out = append(out, Entry{Name: m.Name})
 		}
 	}
