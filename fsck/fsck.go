@@ -139,6 +139,15 @@ func (c *checker) versions() error {
 }
 
 func (c *checker) tree(dir, rel string) error {
+	members, err := c.h.Members(dir)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.Kind == h5.KindOther { // List leaves these out: the mount does not serve them
+			c.add(dir+"/"+m.Name, "not a hard link to a group or dataset (a soft or external link, or a named datatype)")
+		}
+	}
 	entries, err := c.f.List(dir)
 	if err != nil {
 		return err

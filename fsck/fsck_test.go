@@ -40,6 +40,7 @@ func TestFindsDamage(t *testing.T) {
 		{"timestamp", `f["_version_data/versions/v2"].attrs["timestamp"] = "yesterday"`, "is not canonical"},
 		{"fixed-length string", `f["_version_data/versions/v2"].attrs["prev_version"] = np.bytes_(b"v1")`, "not a scalar variable-length string"},
 		{"largest_index", `f["_version_data/x/hash_table"].attrs["largest_index"] = np.int64(99)`, "largest_index 99"},
+		{"soft link in a version", `del f["_version_data/versions/v2/x"]; f["_version_data/versions/v2/x"] = h5py.SoftLink("/nowhere")`, "v2/x: not a hard link to a group or dataset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := damaged(t, "basic_1d.h5", tc.script)
