@@ -35,6 +35,14 @@ type checker struct {
 	extents map[string]map[int64][][]int64
 	chunks  map[string][]int64
 	types   map[string]*versions.Dataset
+	// progress, if set, hears of each step: phase, steps done, steps in the phase.
+	progress func(phase string, done, total int64)
+}
+
+func (c *checker) tick(phase string, done, total int64) {
+	if c.progress != nil {
+		c.progress(phase, done, total)
+	}
 }
 
 func (c *checker) add(obj, format string, args ...any) {
@@ -42,7 +50,11 @@ func (c *checker) add(obj, format string, args ...any) {
 }
 
 // Check verifies the file at path. The error is for a file that cannot be checked at all.
-func Check(file string) ([]Finding, error) {
+func Check(file string) ([]Finding, error) { return CheckProgress(file, nil) }
+
+// CheckProgress is Check, calling progress (if not nil) before each version and each
+// hash-table row it checks: phase is "versions" or the hash table's path.
+func CheckProgress(file string, progress func(phase string, done, total int64)) ([]Finding, error) {
 	f, err := versions.Open(file)
 	if err != nil {
 		return nil, err
@@ -51,7 +63,7 @@ func Check(file string) ([]Finding, error) {
 	if !f.Versioned() {
 		return nil, fmt.Errorf("%s: not a versioned-hdf5 file", file)
 	}
-	c := &checker{f: f, h: f.HDF5(), extents: map[string]map[int64][][]int64{}, chunks: map[string][]int64{}, types: map[string]*versions.Dataset{}}
+	c := &checker{f: f, h: f.HDF5(), extents: map[string]map[int64][][]int64{}, chunks: map[string][]int64{}, types: map[string]*versions.Dataset{}, progress: progress}
 	if err := c.versions(); err != nil {
 		return nil, err
 	}
@@ -106,7 +118,8 @@ func (c *checker) versions() error {
 	if !names[cur] {
 		c.add(vg, "current_version %q is not a version", cur)
 	}
-	for _, m := range members {
+	for i, m := range members {
+		c.tick("versions", int64(i), int64(len(members)))
 		if m.Name == versions.FirstVersion {
 			continue
 		}
@@ -293,6 +306,7 @@ func (c *checker) hashTable(group string, d *versions.Dataset) error {
 	slot := make([]byte, d.Type.Size*int(prodOf(chunks)))
 	zero := make([]int64, len(chunks))
 	for i := int64(0); i < largest; i++ {
+		c.tick(tp, i, largest)
 		r := rows[48*i : 48*(i+1)]
 		start := int64(binary.LittleEndian.Uint64(r[32:]))
 		stop := int64(binary.LittleEndian.Uint64(r[40:]))

@@ -377,3 +377,17 @@ func TestCmdErrors(t *testing.T) {
 	out, _, _ := vh5fsRun(t, "help", "diff")
 	require.True(t, strings.HasPrefix(out, "usage: vh5fs diff FILE V1 V2 [DATASET]"), out)
 }
+
+// TestCmdFsckProgress: on a terminal (script(1) gives fsck one) fsck draws a progress bar
+// on stderr and erases it before its verdict; without a terminal there is none (above).
+func TestCmdFsckProgress(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) not installed")
+	}
+	out, err := exec.Command("script", "-qec", vh5fsBin+" fsck "+fixturePath("many_versions.h5"), "/dev/null").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	s := string(out)
+	require.Regexp(t, `\r\x1b\[Kfsck \[[#.]{30}\] \d+/\d+ versions`, s)
+	require.Regexp(t, `\r\x1b\[Kfsck \[[#.]{30}\] \d+/\d+ /_version_data/\S+/hash_table`, s)
+	require.Regexp(t, `\r\x1b\[Kok: \d+ versions checked\r\n$`, s, "the bar is erased before the verdict")
+}

@@ -60,7 +60,7 @@ is read only when neither tells. Exit status 0 whether or not they differ.
 
 Checks the file's invariants (version metadata, hash tables against slot contents,
 mappings). Prints each problem and exits 1 if there is any, else prints
-"ok: N versions checked".
+"ok: N versions checked". Shows a progress bar on stderr when it is a terminal.
 `, runFsck},
 	}
 }
@@ -625,7 +625,13 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 		return badUsage("fsck", stderr, "needs one FILE")
 	}
 	file := ops[0]
-	findings, err := fsck.Check(file)
+	var progress func(string, int64, int64)
+	bar := &progressBar{w: stderr}
+	if isTerminal(stderr) {
+		progress = bar.update
+	}
+	findings, err := fsck.CheckProgress(file, progress)
+	bar.clear()
 	if err != nil {
 		return fail(stderr, file, err)
 	}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// progressBar draws one self-overwriting line on a terminal, at most every 100 ms and at
+// every change of phase.
+type progressBar struct {
+	w     io.Writer
+	phase string
+	last  time.Time
+	drawn bool
+}
+
+func (p *progressBar) update(phase string, done, total int64) {
+	now := time.Now()
+	if phase == p.phase && now.Sub(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.phase, p.last, p.drawn = phase, now, true
+	const width = 30
+	filled := 0
+	if total > 0 {
+		filled = int(done * width / total)
+	}
+	bar := make([]byte, width)
+	for i := range bar {
+		bar[i] = '.'
+		if i < filled {
+			bar[i] = '#'
+		}
+	}
+	fmt.Fprintf(p.w, "\r\033[Kfsck [%s] %d/%d %s", bar, done, total, phase)
+}
+
+// clear erases the line, so that what follows starts on a clean one.
+func (p *progressBar) clear() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
