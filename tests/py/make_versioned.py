@@ -2,15 +2,23 @@
 benchmarks that need sizes the reference fixtures do not have.
 
 usage: make_versioned.py OUT.h5 --shape R[,C] --chunks R[,C] [--gzip|--lzf] [--versions N]
+           [--dtype DTYPE [--modulo M] [--fillvalue JSON]]
 
 Dataset "data" (float64) holds element (i, j) = i * C + j (its C-order index) in the first
 version "v0"; version vK (K >= 1) rewrites chunk K-1 (mod the number of chunks) with -K.
 Every chunk is stored once in raw_data with a correct hash-table row, and each version is a
 virtual dataset with one mapping per chunk, as versioned-hdf5 writes it.
+
+--dtype makes "data" of another numpy dtype; an element's value is then derived from its
+C-order index n (and -K for vK's chunk): numeric types hold n % M (n when M is 0, the
+default) converted to the dtype; fixed-length strings "|SW" hold n % 10**W as W decimal
+digits; compound types hold (n * (2k + 1)) % M in field k. --fillvalue is the dataset's fill
+value as JSON: a number, a string (its latin-1 bytes) or a list (a compound's fields).
 """
 import argparse
 import hashlib
 import itertools
+import json
 import math
 from datetime import datetime, timedelta, timezone
 
@@ -36,7 +44,29 @@ def main():
     ap.add_argument("--versions", type=int, default=1)
     ap.add_argument("--history", type=int, default=0,
                     help="versions h0.. before v0 that hold only a one-element dataset 'log'")
+    ap.add_argument("--dtype", default="<f8", help="numpy dtype of 'data'")
+    ap.add_argument("--modulo", type=int, default=0, help="values are taken modulo M (see above)")
+    ap.add_argument("--fillvalue", default="0", help="fill value of 'data', JSON")
     a = ap.parse_args()
+    dt = np.dtype(a.dtype)
+    fv = json.loads(a.fillvalue)
+    if isinstance(fv, str):
+        fv = fv.encode("latin-1")
+    elif isinstance(fv, list):
+        fv = tuple(fv)
+    fill = np.array(fv, dtype=dt)[()]
+
+    def values(n):
+        """The elements for C-order indices n (an int64 array), as described above."""
+        if dt.names:
+            out = np.zeros(n.shape, dtype=dt)
+            for k, name in enumerate(dt.names):
+                out[name] = (n * (2 * k + 1)) % a.modulo
+            return out
+        if dt.kind == "S":
+            w = dt.itemsize
+            return np.array([b"%0*d" % (w, x % 10 ** w) for x in n.flat], dtype=dt).reshape(n.shape)
+        return (n % a.modulo if a.modulo else n).astype(dt)
     shape = tuple(int(x) for x in a.shape.split(","))
     chunks = tuple(int(x) for x in a.chunks.split(","))
     grid = [math.ceil(s / c) for s, c in zip(shape, chunks)]
@@ -55,7 +85,7 @@ def main():
         if a.lzf:
             kw = dict(compression="lzf")
         raw = grp.create_dataset("raw_data", shape=(0,) + chunks[1:], maxshape=(None,) + chunks[1:],
-                                 chunks=chunks, dtype="<f8", fillvalue=0.0, **kw)
+                                 chunks=chunks, dtype=dt, fillvalue=fill, **kw)
         raw.attrs["chunks"] = np.array(chunks, dtype=np.int64)
         hdt = np.dtype([("hash", "u1", (32,)), ("shape", "<i8", (2,))])
         ht = grp.create_dataset("hash_table", shape=(1,), maxshape=(None,), chunks=(4096,), dtype=hdt,
@@ -80,10 +110,10 @@ def main():
             for ax, b in enumerate(box):
                 r = np.arange(b.start, b.stop) * strides[ax]
                 idx += r.reshape([-1 if i == ax else 1 for i in range(len(box))])
-            return idx.astype("<f8")
+            return values(idx)
 
         # The first version's chunks go to slots 0..n-1 in grid order, written in one go.
-        big = np.zeros((len(cells) * chunks[0],) + chunks[1:], dtype="<f8")
+        big = np.full((len(cells) * chunks[0],) + chunks[1:], fill, dtype=dt)
         slots = {}
         for k, cell in enumerate(cells):
             block = initial(cell)
@@ -120,7 +150,7 @@ def main():
         for v in range(a.versions):
             if v > 0:
                 cell = cells[(v - 1) % len(cells)]
-                block = np.full(initial(cell).shape, -float(v))
+                block = values(np.full(initial(cell).shape, -v, dtype=np.int64))
                 slots = dict(slots)
                 slots[cell] = store(block)
             name = "v%d" % v
@@ -128,14 +158,23 @@ def main():
             g.attrs["prev_version"] = prev
             g.attrs["committed"] = np.bool_(True)
             g.attrs["timestamp"] = stamp(t0 + timedelta(seconds=v + 1))
-            layout = h5py.VirtualLayout(shape=shape, dtype="<f8", maxshape=shape)
+            layout = h5py.VirtualLayout(shape=shape, dtype=dt, maxshape=shape)
             src = h5py.VirtualSource(".", "/_version_data/data/raw_data", shape=raw.shape)
             for cell in cells:
                 box = chunk_box(cell)
                 off = slots[cell]
                 layout[box] = src[(slice(off, off + box[0].stop - box[0].start),) +
                                   tuple(slice(0, b.stop - b.start) for b in box[1:])]
-            ds = g.create_virtual_dataset("data", layout, fillvalue=0.0)
+            if dt.kind == "S":
+                # h5py's low-level set_fill_value stores garbage for fixed-length strings;
+                # its create_dataset passes them as a variable-length string, so do that.
+                dcpl = layout._get_dcpl(f.filename)
+                dcpl.set_fill_value(np.array(fill, dtype=h5py.string_dtype("ascii")))
+                space = h5py.h5s.create_simple(shape, shape)
+                tid = h5py.h5t.py_create(dt, logical=1)
+                ds = h5py.Dataset(h5py.h5d.create(g.id, b"data", tid, space, dcpl=dcpl))
+            else:
+                ds = g.create_virtual_dataset("data", layout, fillvalue=fill)
             ds.attrs["raw_data"] = "/_version_data/data/raw_data"
             ds.attrs["chunks"] = np.array(chunks, dtype=np.int64)
             prev = name
