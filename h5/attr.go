@@ -71,20 +71,6 @@ func (f *File) Attr(path, name string) (a Attr, ok bool, err error) {
 	return a, err == nil, err
 }
 
-func (f *File) openObject(path string) (C.hid_t, error) {
-	id, err := f.id()
-	if err != nil {
-		return -1, err
-	}
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	obj := C.H5Oopen(id, cpath, C.H5P_DEFAULT)
-	if obj < 0 {
-		return -1, fail("open object", path, nil)
-	}
-	return obj, nil
-}
-
 func readAttr(loc C.hid_t, cpath *C.char, path, name string) (Attr, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))

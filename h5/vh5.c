@@ -598,12 +598,14 @@ int vh5_chunk_info(hid_t dset, int rank, size_t n, const hsize_t *coords, haddr_
 
 // ---- writing -----------------------------------------------------------------------------
 
-static int attr_replace(hid_t obj, const char *name, hid_t type, hid_t space, const void *buf) {
-	htri_t e = H5Aexists(obj, name);
-	if (e < 0 || (e > 0 && H5Adelete(obj, name) < 0)) {
+// attr_replace (re)creates attribute name of the object at path (relative to loc) by path:
+// the object itself is never opened (opening a virtual dataset decodes all its mappings).
+static int attr_replace(hid_t loc, const char *path, const char *name, hid_t type, hid_t space, const void *buf) {
+	htri_t e = H5Aexists_by_name(loc, path, name, H5P_DEFAULT);
+	if (e < 0 || (e > 0 && H5Adelete_by_name(loc, path, name, H5P_DEFAULT) < 0)) {
 		return -1;
 	}
-	hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t a = H5Acreate_by_name(loc, path, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	if (a < 0) {
 		return -1;
 	}
@@ -614,13 +616,13 @@ static int attr_replace(hid_t obj, const char *name, hid_t type, hid_t space, co
 
 // vh5_attr_write_vstr writes a scalar variable-length UTF-8 string attribute (h5py's
 // encoding of str attributes).
-int vh5_attr_write_vstr(hid_t obj, const char *name, const char *value) {
+int vh5_attr_write_vstr(hid_t loc, const char *path, const char *name, const char *value) {
 	hid_t t = H5Tcopy(H5T_C_S1);
 	hid_t s = H5Screate(H5S_SCALAR);
 	int rc = -1;
 	if (t >= 0 && s >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0 &&
 	    H5Tset_strpad(t, H5T_STR_NULLTERM) >= 0) {
-		rc = attr_replace(obj, name, t, s, &value);
+		rc = attr_replace(loc, path, name, t, s, &value);
 	}
 	if (s >= 0) H5Sclose(s);
 	if (t >= 0) H5Tclose(t);
@@ -628,7 +630,7 @@ int vh5_attr_write_vstr(hid_t obj, const char *name, const char *value) {
 }
 
 // vh5_attr_write_i64 writes a little-endian int64 attribute: scalar when n < 0, else 1-D of n.
-int vh5_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n) {
+int vh5_attr_write_i64(hid_t loc, const char *path, const char *name, const int64_t *v, int n) {
 	hsize_t dims = n < 0 ? 1 : (hsize_t)n;
 	hid_t s = n < 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dims, NULL);
 	if (s < 0) return -1;
@@ -636,11 +638,11 @@ int vh5_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n) {
 	int rc = t < 0 ? -1 : 0;
 	if (rc == 0) {
 		// Write through a native memory type so the value converts on big-endian hosts.
-		htri_t e = H5Aexists(obj, name);
-		if (e < 0 || (e > 0 && H5Adelete(obj, name) < 0)) {
+		htri_t e = H5Aexists_by_name(loc, path, name, H5P_DEFAULT);
+		if (e < 0 || (e > 0 && H5Adelete_by_name(loc, path, name, H5P_DEFAULT) < 0)) {
 			rc = -1;
 		} else {
-			hid_t a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
+			hid_t a = H5Acreate_by_name(loc, path, name, t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 			rc = (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, v) < 0) ? -1 : 0;
 			if (a >= 0) H5Aclose(a);
 		}
@@ -651,64 +653,56 @@ int vh5_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n) {
 }
 
 // vh5_attr_write_bool writes h5py's bool: an enum of int8 with FALSE=0, TRUE=1.
-int vh5_attr_write_bool(hid_t obj, const char *name, int value) {
+int vh5_attr_write_bool(hid_t loc, const char *path, const char *name, int value) {
 	hid_t t = H5Tenum_create(H5T_STD_I8LE);
 	hid_t s = H5Screate(H5S_SCALAR);
 	int rc = -1;
 	signed char f = 0, tr = 1, v = value ? 1 : 0;
 	if (t >= 0 && s >= 0 && H5Tenum_insert(t, "FALSE", &f) >= 0 && H5Tenum_insert(t, "TRUE", &tr) >= 0) {
-		rc = attr_replace(obj, name, t, s, &v);
+		rc = attr_replace(loc, path, name, t, s, &v);
 	}
 	if (s >= 0) H5Sclose(s);
 	if (t >= 0) H5Tclose(t);
 	return rc;
 }
 
-typedef struct {
-	hid_t dst;
-	int rc;
-} vh5_copy_ctx;
-
-static herr_t copy_attr_cb(hid_t src, const char *name, const H5A_info_t *info, void *data) {
-	vh5_copy_ctx *c = data;
-	(void)info;
-	hid_t a = H5Aopen(src, name, H5P_DEFAULT);
-	hid_t t = a >= 0 ? H5Aget_type(a) : -1;
-	hid_t s = a >= 0 ? H5Aget_space(a) : -1;
-	void *buf = NULL;
-	int rc = -1;
-	if (a >= 0 && t >= 0 && s >= 0) {
-		hssize_t n = H5Sget_simple_extent_npoints(s);
-		size_t sz = H5Tget_size(t);
-		buf = calloc(n > 0 ? (size_t)n : 1, sz ? sz : 1);
-		if (buf && (n == 0 || H5Aread(a, t, buf) >= 0)) {
-			rc = attr_replace(c->dst, name, t, s, buf);
-			if (n > 0 && H5Tdetect_class(t, H5T_VLEN) > 0) {
-				H5Dvlen_reclaim(t, s, H5P_DEFAULT, buf);
-			} else if (n > 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
-				H5Dvlen_reclaim(t, s, H5P_DEFAULT, buf);
+// vh5_attrs_copy copies every attribute of the object at src onto the object at dst (paths
+// relative to loc), replacing same-named ones, without opening either object.
+int vh5_attrs_copy(hid_t loc, const char *src, const char *dst) {
+	H5O_info_t info;
+	if (H5Oget_info_by_name2(loc, src, &info, H5O_INFO_NUM_ATTRS, H5P_DEFAULT) < 0) {
+		return -1;
+	}
+	for (hsize_t i = 0; i < info.num_attrs; i++) {
+		hid_t a = H5Aopen_by_idx(loc, src, H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT);
+		hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+		hid_t s = a >= 0 ? H5Aget_space(a) : -1;
+		ssize_t nlen = a >= 0 ? H5Aget_name(a, 0, NULL) : -1;
+		char *name = nlen >= 0 ? malloc((size_t)nlen + 1) : NULL;
+		void *buf = NULL;
+		int rc = -1;
+		if (t >= 0 && s >= 0 && name && H5Aget_name(a, (size_t)nlen + 1, name) >= 0) {
+			hssize_t n = H5Sget_simple_extent_npoints(s);
+			size_t sz = H5Tget_size(t);
+			buf = calloc(n > 0 ? (size_t)n : 1, sz ? sz : 1);
+			if (buf && (n == 0 || H5Aread(a, t, buf) >= 0)) {
+				rc = attr_replace(loc, dst, name, t, s, buf);
+				if (n > 0 && (H5Tdetect_class(t, H5T_VLEN) > 0 ||
+				              (H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0))) {
+					H5Dvlen_reclaim(t, s, H5P_DEFAULT, buf);
+				}
 			}
 		}
-	}
-	free(buf);
-	if (s >= 0) H5Sclose(s);
-	if (t >= 0) H5Tclose(t);
-	if (a >= 0) H5Aclose(a);
-	if (rc < 0) {
-		c->rc = -1;
-		return -1;
+		free(buf);
+		free(name);
+		if (s >= 0) H5Sclose(s);
+		if (t >= 0) H5Tclose(t);
+		if (a >= 0) H5Aclose(a);
+		if (rc < 0) {
+			return -1;
+		}
 	}
 	return 0;
-}
-
-// vh5_attrs_copy copies every attribute of src onto dst, replacing same-named ones.
-int vh5_attrs_copy(hid_t src, hid_t dst) {
-	vh5_copy_ctx c = {dst, 0};
-	hsize_t idx = 0;
-	if (H5Aiterate2(src, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_attr_cb, &c) < 0) {
-		return -1;
-	}
-	return c.rc;
 }
 
 int vh5_set_extent(hid_t dset, int rank, const hsize_t *dims) {

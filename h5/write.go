@@ -8,28 +8,13 @@ import (
 	"unsafe"
 )
 
-// withObject runs fn on the object at path, opened for the call, with the lock held.
-func (f *File) withObject(op, path string, fn func(obj C.hid_t) C.int) error {
-	lock()
-	defer unlock()
-	obj, err := f.openObject(path)
-	if err != nil {
-		return err
-	}
-	defer C.H5Oclose(obj)
-	if fn(obj) < 0 {
-		return fail(op, path, nil)
-	}
-	return nil
-}
-
 // SetAttrString writes a scalar variable-length UTF-8 string attribute.
 func (f *File) SetAttrString(path, name, value string) error {
 	cname, cval := C.CString(name), C.CString(value)
 	defer C.free(unsafe.Pointer(cname))
 	defer C.free(unsafe.Pointer(cval))
-	return f.withObject("write attribute "+name+" of", path, func(obj C.hid_t) C.int {
-		return C.vh5_attr_write_vstr(obj, cname, cval)
+	return f.pathOp("write attribute "+name+" of", path, func(id C.hid_t, cpath *C.char) C.int {
+		return C.vh5_attr_write_vstr(id, cpath, cname, cval)
 	})
 }
 
@@ -50,8 +35,8 @@ func (f *File) setInt64s(path, name string, v []int64, n int) error {
 	for i, x := range v {
 		cv[i] = C.int64_t(x)
 	}
-	return f.withObject("write attribute "+name+" of", path, func(obj C.hid_t) C.int {
-		return C.vh5_attr_write_i64(obj, cname, &cv[0], C.int(n))
+	return f.pathOp("write attribute "+name+" of", path, func(id C.hid_t, cpath *C.char) C.int {
+		return C.vh5_attr_write_i64(id, cpath, cname, &cv[0], C.int(n))
 	})
 }
 
@@ -63,26 +48,23 @@ func (f *File) SetAttrBool(path, name string, v bool) error {
 	if v {
 		b = 1
 	}
-	return f.withObject("write attribute "+name+" of", path, func(obj C.hid_t) C.int {
-		return C.vh5_attr_write_bool(obj, cname, b)
+	return f.pathOp("write attribute "+name+" of", path, func(id C.hid_t, cpath *C.char) C.int {
+		return C.vh5_attr_write_bool(id, cpath, cname, b)
 	})
 }
 
 // CopyAttrs copies every attribute of the object at src onto the object at dst.
 func (f *File) CopyAttrs(src, dst string) error {
+	csrc, cdst := C.CString(src), C.CString(dst)
+	defer C.free(unsafe.Pointer(csrc))
+	defer C.free(unsafe.Pointer(cdst))
 	lock()
 	defer unlock()
-	s, err := f.openObject(src)
+	id, err := f.id()
 	if err != nil {
 		return err
 	}
-	defer C.H5Oclose(s)
-	d, err := f.openObject(dst)
-	if err != nil {
-		return err
-	}
-	defer C.H5Oclose(d)
-	if C.vh5_attrs_copy(s, d) < 0 {
+	if C.vh5_attrs_copy(id, csrc, cdst) < 0 {
 		return fail("copy attributes of "+src+" to", dst, nil)
 	}
 	return nil
