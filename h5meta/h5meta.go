@@ -231,6 +231,14 @@ func (b *buf) bytes(n int) []byte {
 
 func (b *buf) uint(n int) uint64 {
 	p := b.bytes(n)
+	switch len(p) {
+	case 8:
+		return binary.LittleEndian.Uint64(p)
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(p))
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(p))
+	}
 	var v uint64
 	for i := len(p) - 1; i >= 0; i-- {
 		v = v<<8 | uint64(p[i])
@@ -264,6 +272,18 @@ func (b *buf) cstring() string {
 	s := string(b.b[b.off : b.off+i])
 	b.off += i + 1
 	return s
+}
+
+// cstringLike is cstring, returning like itself (no allocation) when the bytes are equal:
+// every mapping of a list names the same source file and dataset.
+func (b *buf) cstringLike(like string) string {
+	if b.err == nil {
+		if i := bytes.IndexByte(b.b[b.off:], 0); i == len(like) && string(b.b[b.off:b.off+i]) == like {
+			b.off += i + 1
+			return like
+		}
+	}
+	return b.cstring()
 }
 
 func (b *buf) rest() int { return len(b.b) - b.off }

@@ -55,19 +55,24 @@ func (f *File) VirtualMappings(ohdr uint64) ([]Mapping, error) {
 		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: %d entries do not fit in %d bytes", ohdr, n, b.rest())
 	}
 	ms := make([]Mapping, 0, n)
+	var a arena
 	for i := uint64(0); i < n && b.err == nil; i++ {
 		var m Mapping
-		m.SrcFile = b.cstring()
-		m.SrcDataset = b.cstring()
+		prev := Mapping{}
+		if len(ms) > 0 {
+			prev = ms[len(ms)-1]
+		}
+		m.SrcFile = b.cstringLike(prev.SrcFile)
+		m.SrcDataset = b.cstringLike(prev.SrcDataset)
 		var all bool
-		m.SrcStart, m.SrcCount, all, err = f.selection(b)
+		m.SrcStart, m.SrcCount, all, err = f.selection(b, &a)
 		if err != nil {
 			return nil, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection: %w", i, ohdr, err)
 		}
 		if all {
 			return nil, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection \"all\" (extent not stored): %w", i, ohdr, ErrUnsupported)
 		}
-		m.VStart, m.VCount, all, err = f.selection(b)
+		m.VStart, m.VCount, all, err = f.selection(b, &a)
 		if err != nil {
 			return nil, fmt.Errorf("h5meta: mapping %d of dataset at %d: virtual selection: %w", i, ohdr, err)
 		}
@@ -94,9 +99,22 @@ func (f *File) VirtualMappings(ohdr uint64) ([]Mapping, error) {
 	return ms, nil
 }
 
+// arena hands out small []int64 carved from large blocks: a list of 100k mappings needs
+// 400k of them, and one allocation each dominated decoding.
+type arena struct{ free []int64 }
+
+func (a *arena) take(n int) []int64 {
+	if len(a.free) < n {
+		a.free = make([]int64, max(n, 1<<14))
+	}
+	s := a.free[:n:n]
+	a.free = a.free[n:]
+	return s
+}
+
 // selection decodes one serialized dataspace selection (H5S_SELECT_SERIALIZE) that is a
 // single regular block. all reports an "all" selection (start and count are then nil).
-func (f *File) selection(b *buf) (start, count []int64, all bool, err error) {
+func (f *File) selection(b *buf, a *arena) (start, count []int64, all bool, err error) {
 	typ := b.u32()
 	ver := b.u32()
 	if b.err != nil {
@@ -144,7 +162,7 @@ func (f *File) selection(b *buf) (start, count []int64, all bool, err error) {
 	if enc == 8 {
 		unlim = ^uint64(0)
 	}
-	start, count = make([]int64, rank), make([]int64, rank)
+	start, count = a.take(rank), a.take(rank)
 	if regular {
 		if ver == 1 {
 			return nil, nil, false, fmt.Errorf("regular flag in hyperslab version 1")
