@@ -138,7 +138,8 @@ func TestUnshuffle(t *testing.T) {
 	}
 }
 
-// TestDecoderInflate: a Decoder with another inflater (zlib through cgo) decodes the same.
+// TestDecoderInflate: a Decoder with another inflater (libdeflate through cgo) decodes the
+// same, and refuses a damaged stream (bad checksum) and one longer than the chunk.
 func TestDecoderInflate(t *testing.T) {
 	var buf bytes.Buffer
 	w := zlib.NewWriter(&buf)
@@ -149,5 +150,11 @@ func TestDecoderInflate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	_, err = Decoder{Inflate: h5.Inflate}.Decode([]byte("nope"), []Filter{{ID: Deflate}}, 0, 1, len(want), nil)
+	require.Error(t, err)
+	bad := bytes.Clone(buf.Bytes())
+	bad[len(bad)-1] ^= 1 // the Adler-32 trailer
+	_, err = Decoder{Inflate: h5.Inflate}.Decode(bad, []Filter{{ID: Deflate}}, 0, 1, len(want), nil)
+	require.Error(t, err)
+	_, err = Decoder{Inflate: h5.Inflate}.Decode(buf.Bytes(), []Filter{{ID: Deflate}}, 0, 1, len(want)-1, nil)
 	require.Error(t, err)
 }
