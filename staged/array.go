@@ -92,6 +92,10 @@ type Array struct {
 	nextSeq    uint64
 	nStaged    int64   // chunks whose slab index is >= 2
 	cleanShape []int64 // shape at New or the last MarkClean
+	// dropped: a resize since New or the last MarkClean dropped a chunk that held data
+	// (base or staged). Growing back to cleanShape then reads the fill value where that
+	// data was, from chunks on the full slab, which neither nStaged nor the shape shows.
+	dropped bool
 
 	size         int64   // total bytes of the C-order stream
 	chunkBytes   int     // bytes of one full chunk

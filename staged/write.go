@@ -344,6 +344,7 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 		stage bool // data is a new buffer to stage (was on the base slab)
 	}
 	var grows []grow
+	var kept int64 // chunks off the full slab that the new grid keeps
 	if nChunks > 0 {
 		g := make([]int64, nd)
 		for k := range nChunks {
@@ -360,6 +361,7 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 				s, o := a.slabIndices[ko], a.slabOffsets[ko]
 				idx[k], offs[k] = s, o
 				if s != FullSlab {
+					kept++
 					oldL := a.trimmed(a.shape, a.grid, g)
 					newL := a.trimmed(shape, grid, g)
 					for i := range nd {
@@ -394,6 +396,14 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 	}
 
 	// Nothing can fail from here on.
+	for _, s := range a.slabIndices {
+		if s != FullSlab {
+			kept--
+		}
+	}
+	if kept < 0 {
+		a.dropped = true
+	}
 	a.shape, a.grid, a.size = shape, grid, size
 	a.dstStrides = strides(shape, a.itemSize)
 	a.slabIndices, a.slabOffsets = idx, offs
@@ -500,10 +510,11 @@ func (a *Array) MapFull(grid []int64) error {
 	return nil
 }
 
-// Dirty reports whether any chunk lies on a staged slab or the shape
-// changed since New or the last MarkClean.
+// Dirty reports whether any chunk lies on a staged slab, the shape changed, or
+// a resize dropped a chunk that held data (so that growing back reads the fill
+// value there) since New or the last MarkClean.
 func (a *Array) Dirty() bool {
-	return a.nStaged > 0 || !slices.Equal(a.shape, a.cleanShape)
+	return a.nStaged > 0 || a.dropped || !slices.Equal(a.shape, a.cleanShape)
 }
 
 // MarkClean records a commit: the current shape becomes the clean shape and
@@ -513,6 +524,7 @@ func (a *Array) Dirty() bool {
 func (a *Array) MarkClean() {
 	a.collectSlabs()
 	a.cleanShape = slices.Clone(a.shape)
+	a.dropped = false
 }
 
 // Each calls fn for every chunk in C order of the chunk grid with its grid
