@@ -295,11 +295,7 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 		return nil, err
 	}
 	chunks, isz := arr.Chunks(), arr.ItemSize()
-	grids, rows := p.chunkMap(chunks)
-	mapped := make(map[string]int64, len(grids))
-	for i, g := range grids {
-		mapped[fmt.Sprint(g)] = rows[i]
-	}
+	grids, rows := p.chunkMap(chunks) // in grid order, as Each visits the chunks
 	fresh := make(map[int64][]byte, len(p.fresh))
 	for _, nc := range p.fresh {
 		fresh[nc.row] = nc.data
@@ -315,12 +311,16 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 		}
 		return src.Chunk(row)
 	}
-	var keep plan
 	errDiffers := errors.New("data differs")
+	next := 0
 	err = base.Each(func(g []int64, slab int32, off int64) error {
+		isMapped := next < len(grids) && slices.Equal(grids[next], g)
+		var row int64
+		if isMapped {
+			row = rows[next]
+			next++
+		}
 		wasMapped := slab == staged.BaseSlab
-		keep.remap = append(keep.remap, remap{grid: slices.Clone(g), row: off, full: !wasMapped})
-		row, isMapped := mapped[fmt.Sprint(g)]
 		if isMapped == wasMapped && (!isMapped || row == off) {
 			return nil
 		}
@@ -344,7 +344,12 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 	case err != nil:
 		return nil, err
 	}
-	return &keep, nil
+	var keep plan
+	err = base.Each(func(g []int64, slab int32, off int64) error {
+		keep.remap = append(keep.remap, remap{grid: slices.Clone(g), row: off, full: slab != staged.BaseSlab})
+		return nil
+	})
+	return &keep, err
 }
 
 // chunkMap lists the mapped chunks' grid indices and slot rows, in grid order.
