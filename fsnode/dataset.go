@@ -57,9 +57,9 @@ func (n *datasetNode) fill(a *fuse.Attr, h *writeHandle) syscall.Errno {
 	if errn != 0 {
 		return errn
 	}
-	a.Mode = fuse.S_IFREG | 0o444
+	a.Mode = fuse.S_IFREG | n.m.perm(0o444)
 	if n.writable(d) {
-		a.Mode = fuse.S_IFREG | 0o644
+		a.Mode = fuse.S_IFREG | n.m.perm(0o644)
 	}
 	a.Nlink = 1
 	a.Size = uint64(d.Size())

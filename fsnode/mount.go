@@ -8,6 +8,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/mountopts"
@@ -17,7 +18,7 @@ import (
 // Mount serves f at mountpoint with the options in cfg and returns the running server;
 // the caller waits on it (Wait) and ends it (Unmount).
 func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Server, error) {
-	m := &mount{file: f, mtime: fileMtime(f.Path()), live: f.Live()}
+	m := &mount{file: f, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask}
 	mountOpts := []string{"ro"}
 	if cfg.ReadWrite {
 		c, err := commit.New(f)
@@ -38,20 +39,32 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		fsname = f.Path()
 	}
 	entry, attr, negative := m.mutable(), m.mutable(), m.mutable()
-	// Without allow_other the kernel lets only the mounting user (and root with allow_root)
-	// in. allow_other brings default_permissions (cfg.KernelOptions): the kernel checks
-	// every access against the modes the nodes report (nodes.go: 0444/0555, writable
-	// dataset files 0644 in read-write mounts), owned by the mounting user (UID, GID).
+	// Without allow_other the kernel lets only the mounting user in. allow_other brings
+	// default_permissions (cfg.KernelOptions): the kernel checks every access against the
+	// modes the nodes report (nodes.go: 0444/0555, writable dataset files 0644 in
+	// read-write mounts, less -o umask), owned by the mounting user or -o uid=/gid=.
+	// The nodes report uid and gid 0, which the bridge replaces with UID and GID when
+	// those are not 0 (so uid=0 from another user reports 0 as asked).
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if cfg.HasUID {
+		uid = cfg.UID
+	}
+	if cfg.HasGID {
+		gid = cfg.GID
+	}
 	opts := &fs.Options{
 		MountOptions: fuse.MountOptions{
-			FsName:       fsname,
-			Name:         cfg.Subtype,
-			AllowOther:   cfg.AllowOther,
-			Debug:        cfg.Debug,
-			DirectMount:  true,
-			MaxReadAhead: 1 << 20,
-			Options:      append(mountOpts, cfg.KernelOptions()...),
-			MaxWrite:     1 << 20,
+			FsName:      fsname,
+			Name:        cfg.Subtype,
+			AllowOther:  cfg.AllowOther,
+			Debug:       cfg.Debug,
+			DirectMount: true,
+			// mount(2) flags: the kernel takes access-time options only as flags, never in
+			// the option string (which would fail the mount with EINVAL).
+			DirectMountFlags: mountFlags(cfg),
+			MaxReadAhead:     1 << 20,
+			Options:          append(mountOpts, cfg.KernelOptions()...),
+			MaxWrite:         1 << 20,
 			// security.* lookups never reach vh5fs.
 			IgnoreSecurityLabels: true,
 			// mmap of FOPEN_DIRECT_IO files (numpy.memmap in read-write mounts);
@@ -63,8 +76,11 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
 		NegativeTimeout: &negative,
-		UID:             uint32(os.Getuid()),
-		GID:             uint32(os.Getgid()),
+		UID:             uid,
+		GID:             gid,
+		// Every node sets its mode; -o umask=0777 leaves 0, which must stay 0 (the bridge
+		// would otherwise make it 0644/0755).
+		NullPermissions: true,
 	}
 	if cfg.Debug {
 		opts.Logger = log.New(os.Stderr, "fuse: ", log.Lmicroseconds)
@@ -77,4 +93,36 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		slog.Debug("read-ahead left as it is", "err", err)
 	}
 	return srv, nil
+}
+
+// mountFlags are the mount(2) flags of the direct mount: MS_NOSUID|MS_NODEV as fusermount3
+// sets them (go-fuse then applies nosuid/suid/nodev/dev/noexec/exec from the options on
+// top), MS_RDONLY for read-only mounts (so the mount table says ro, as with fusermount3),
+// and the access-time flags, later option winning per flag as in mount(8). The kernel
+// keeps no access times for FUSE inodes (S_NOATIME) and vh5fs reports a fixed atime, so
+// those flags only show in the mount table. When go-fuse falls back to fusermount3 (not
+// root), these flags are not used: fusermount3 gets "ro"/"rw" and the options.
+func mountFlags(cfg mountopts.Config) uintptr {
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if !cfg.ReadWrite {
+		flags |= unix.MS_RDONLY
+	}
+	for _, f := range []struct {
+		flag mountopts.Flag
+		bit  uintptr
+	}{
+		{cfg.Atime.NoAtime, unix.MS_NOATIME},
+		{cfg.Atime.NoDiratime, unix.MS_NODIRATIME},
+		{cfg.Atime.Relatime, unix.MS_RELATIME},
+		{cfg.Atime.Strictatime, unix.MS_STRICTATIME},
+		{cfg.Atime.Lazytime, unix.MS_LAZYTIME},
+	} {
+		switch f.flag {
+		case mountopts.FlagSet:
+			flags |= f.bit
+		case mountopts.FlagClear:
+			flags &^= f.bit
+		}
+	}
+	return flags
 }

@@ -27,6 +27,7 @@ type mount struct {
 	commit *commit.Committer // nil for read-only mounts
 	live   bool              // -o live: follow a SWMR writer and other processes' commits (live.go)
 	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
+	umask  uint32            // -o umask=: permission bits cleared from every mode but symlinks'
 }
 
 // ino derives a stable inode number from a node kind and HDF5 path. 1 is the root.
@@ -68,14 +69,18 @@ func badName(name string) syscall.Errno {
 
 // Permissions. Only the mounting user gets in unless the mount has allow_other, which
 // brings default_permissions (mountopts.Config.KernelOptions): the kernel then checks the
-// modes below against the owner, the mounting user (fs.Options.UID/GID in mount.go).
-// Directories are 0555 and files 0444; in read-write mounts the root is 0755 (it takes
-// user.vh5fs.next_version, and setting a user.* xattr needs write permission) and the
-// writable dataset files are 0644 (datasetNode.fill). Symlinks are 0777, as always.
+// modes below against the owner, the mounting user or -o uid=/gid= (fs.Options.UID/GID
+// in mount.go). Directories are 0555 and files 0444; in read-write mounts the root is
+// 0755 (it takes user.vh5fs.next_version, and setting a user.* xattr needs write
+// permission) and the writable dataset files are 0644 (datasetNode.fill); -o umask=
+// clears bits from all of these (perm). Symlinks are 0777, as always.
+
+// perm clears the mount's umask from permission bits.
+func (m *mount) perm(bits uint32) uint32 { return bits &^ m.umask }
 
 // dirAttr fills the attributes every directory of the tree has.
-func dirAttr(a *fuse.Attr, mtime time.Time) {
-	a.Mode = fuse.S_IFDIR | 0o555
+func (m *mount) dirAttr(a *fuse.Attr, mtime time.Time) {
+	a.Mode = fuse.S_IFDIR | m.perm(0o555)
 	a.Nlink = 2
 	setTime(a, mtime)
 }
@@ -100,7 +105,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if n.m.file.Versioned() {
 		switch name {
 		case "versions":
-			dirAttr(&out.Attr, n.m.mtime)
+			n.m.dirAttr(&out.Attr, n.m.mtime)
 			out.SetEntryTimeout(n.m.mutable())
 			out.SetAttrTimeout(n.m.mutable())
 			return n.NewInode(ctx, &versionsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("versions", "")}), 0
@@ -152,9 +157,9 @@ func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 var _ fs.NodeGetattrer = (*rootNode)(nil)
 
 func (n *rootNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	dirAttr(&out.Attr, n.m.mtime)
+	n.m.dirAttr(&out.Attr, n.m.mtime)
 	if n.m.commit != nil {
-		out.Mode |= 0o200 // the owner sets user.vh5fs.next_version here
+		out.Mode |= n.m.perm(0o200) // the owner sets user.vh5fs.next_version here
 	}
 	out.SetTimeout(n.m.mutable())
 	return 0
@@ -232,7 +237,7 @@ func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	dirAttr(&out.Attr, v.Time())
+	n.m.dirAttr(&out.Attr, v.Time())
 	out.SetEntryTimeout(immutableTimeout)
 	out.SetAttrTimeout(immutableTimeout)
 	child := &groupNode{m: n.m, path: v.Path(), version: v.Name, immutable: true, mtime: v.Time()}
@@ -259,7 +264,7 @@ func (n *versionsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno
 var _ fs.NodeGetattrer = (*versionsNode)(nil)
 
 func (n *versionsNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	dirAttr(&out.Attr, n.m.mtime)
+	n.m.dirAttr(&out.Attr, n.m.mtime)
 	out.SetTimeout(n.m.mutable())
 	return 0
 }
@@ -299,7 +304,7 @@ func (n *groupNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 var _ fs.NodeGetattrer = (*groupNode)(nil)
 
 func (n *groupNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	dirAttr(&out.Attr, n.mtime)
+	n.m.dirAttr(&out.Attr, n.mtime)
 	out.SetTimeout(n.m.timeoutFor(n.immutable))
 	return 0
 }
@@ -353,7 +358,7 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 		out.SetEntryTimeout(m.timeoutFor(immutable))
 		out.SetAttrTimeout(m.timeoutFor(immutable))
 		if e.IsGroup {
-			dirAttr(&out.Attr, mtime)
+			m.dirAttr(&out.Attr, mtime)
 			child := &groupNode{m: m, path: path, immutable: immutable, mtime: mtime}
 			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", path)}), 0
 		}

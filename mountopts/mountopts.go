@@ -24,20 +24,40 @@
 //	                single HDF5 link name: non-empty, at most 255 bytes, no
 //	                "/" or NUL, and not ".", ".." or "__first_version__"
 //
+// Ownership and modes, applied by vh5fs to every node it reports (libfuse's
+// high-level library implements these; the kernel does not know them):
+//
+//	uid=N           owner of every file and directory (default: the mounting user)
+//	gid=N           group of every file and directory (default: the mounting user's)
+//	umask=NNN       permission bits cleared from every mode (octal, at most 0777;
+//	                symlinks keep 0777)
+//
+// Access-time mount flags, given to mount(2) as flags (later wins for each flag):
+//
+//	atime, noatime, diratime, nodiratime, relatime, norelatime,
+//	strictatime, nostrictatime, lazytime, nolazytime
+//
 // Kernel/FUSE options that vh5fs passes on unchanged (collected in
 // Config.Passthrough):
 //
-//	default_permissions, allow_root, auto_unmount,
-//	noatime, atime, nodiratime, relatime, nosuid, suid, nodev, dev,
+//	default_permissions, nosuid, suid, nodev, dev,
 //	exec, noexec, sync, async, dirsync   (flags)
-//	max_read=N, blksize=N, uid=N, gid=N  (N a non-negative decimal integer)
-//	umask=N                              (N an octal number, at most 0777)
+//	max_read=N                           (N a non-negative decimal integer)
 //
 // Passthrough options keep the order in which they were given and are
 // deduplicated: a repeated flag, or a repeated valued option (whatever its
 // value), keeps only its last occurrence, at the position of that last
-// occurrence, so later-wins semantics are preserved ("noatime,atime,noatime"
-// becomes "atime,noatime"; "uid=1,uid=2" becomes "uid=2").
+// occurrence, so later-wins semantics are preserved ("nosuid,suid,nosuid"
+// becomes "suid,nosuid"; "max_read=1,max_read=2" becomes "max_read=2").
+//
+// "blksize=N" (N a non-negative decimal integer) is accepted and ignored: the
+// kernel takes it only for block-device-backed FUSE mounts (fuseblk).
+//
+// "allow_root" and "auto_unmount" are refused with an error saying what to use
+// instead: the kernel knows neither (libfuse implements allow_root in its
+// library and auto_unmount in fusermount3), and vh5fs mounts with mount(2)
+// itself; through go-fuse's fusermount3 fallback auto_unmount even leaves the
+// mount unserved.
 //
 // Options that mount(8) and fstab put in the option string and that FUSE
 // ignores are accepted and ignored: "defaults", "auto", "noauto", "user",
@@ -68,19 +88,64 @@ type Config struct {
 	FSName      string   // "fsname=..." (default: empty -> caller uses the file path)
 	Subtype     string   // "subtype=..." default "vh5fs"
 	CommitName  string   // "commit_name=..." name for the next committed version (optional)
+	UID         uint32   // "uid=N": owner reported for every node, when HasUID
+	HasUID      bool     // a "uid=" option was given (else: the mounting user)
+	GID         uint32   // "gid=N": group reported for every node, when HasGID
+	HasGID      bool     // a "gid=" option was given (else: the mounting user's group)
+	Umask       uint32   // "umask=NNN": permission bits cleared from every mode but symlinks'
+	Atime       Atime    // access-time mount flags
 	Passthrough []string // kernel/FUSE options passed on unchanged, in order, deduplicated
+}
+
+// Flag is a mount flag that the options set, clear, or leave at the kernel's default.
+type Flag int8
+
+const (
+	FlagDefault Flag = iota // not given
+	FlagSet                 // e.g. "noatime"
+	FlagClear               // e.g. "atime"
+)
+
+// Atime holds the access-time mount flags, each named after the mount(2) flag it
+// sets (MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME, MS_LAZYTIME).
+type Atime struct {
+	NoAtime, NoDiratime, Relatime, Strictatime, Lazytime Flag
+}
+
+// atimeOptions maps each access-time flag to its set and clear option, in the order
+// String renders them.
+var atimeOptions = []struct {
+	set, clear string
+	flag       func(*Atime) *Flag
+}{
+	{"noatime", "atime", func(a *Atime) *Flag { return &a.NoAtime }},
+	{"nodiratime", "diratime", func(a *Atime) *Flag { return &a.NoDiratime }},
+	{"relatime", "norelatime", func(a *Atime) *Flag { return &a.Relatime }},
+	{"strictatime", "nostrictatime", func(a *Atime) *Flag { return &a.Strictatime }},
+	{"lazytime", "nolazytime", func(a *Atime) *Flag { return &a.Lazytime }},
+}
+
+// refused are options that mount.fuse3 users know but vh5fs cannot honour, with
+// what to use instead.
+var refused = map[string]string{
+	"allow_root":   "use allow_other,umask=077 (only the owner and root get in)",
+	"auto_unmount": "vh5fs unmounts on Ctrl-C and SIGTERM; after a crash, umount the mount point",
 }
 
 type optKind int
 
 const (
-	kindFlag         optKind = iota // vh5fs flag, no value
-	kindValue                       // vh5fs option with a required value
-	kindPassFlag                    // passthrough flag
-	kindPassDecimal                 // passthrough with decimal value
-	kindPassOctal                   // passthrough with octal value
-	kindIgnoredFlag                 // mount(8)/fstab flag ignored
-	kindIgnoredValue                // mount(8)/fstab option ignored, value optional
+	kindFlag           optKind = iota // vh5fs flag, no value
+	kindValue                         // vh5fs option with a required value
+	kindOwner                         // uid=, gid=: vh5fs option with a decimal value
+	kindUmask                         // umask=: vh5fs option with an octal value
+	kindAtime                         // access-time mount flag
+	kindPassFlag                      // passthrough flag
+	kindPassDecimal                   // passthrough with decimal value
+	kindIgnoredFlag                   // mount(8)/fstab flag ignored
+	kindIgnoredValue                  // mount(8)/fstab option ignored, value optional
+	kindIgnoredDecimal                // ignored option with a decimal value (checked)
+	kindRefused                       // known but not supported (refused)
 )
 
 var known = map[string]optKind{
@@ -92,14 +157,11 @@ var known = map[string]optKind{
 	"fsname":      kindValue,
 	"subtype":     kindValue,
 	"commit_name": kindValue,
+	"uid":         kindOwner,
+	"gid":         kindOwner,
+	"umask":       kindUmask,
 
 	"default_permissions": kindPassFlag,
-	"allow_root":          kindPassFlag,
-	"auto_unmount":        kindPassFlag,
-	"noatime":             kindPassFlag,
-	"atime":               kindPassFlag,
-	"nodiratime":          kindPassFlag,
-	"relatime":            kindPassFlag,
 	"nosuid":              kindPassFlag,
 	"suid":                kindPassFlag,
 	"nodev":               kindPassFlag,
@@ -110,10 +172,10 @@ var known = map[string]optKind{
 	"async":               kindPassFlag,
 	"dirsync":             kindPassFlag,
 	"max_read":            kindPassDecimal,
-	"blksize":             kindPassDecimal,
-	"uid":                 kindPassDecimal,
-	"gid":                 kindPassDecimal,
-	"umask":               kindPassOctal,
+
+	"blksize":      kindIgnoredDecimal,
+	"allow_root":   kindRefused,
+	"auto_unmount": kindRefused,
 
 	"defaults": kindIgnoredFlag,
 	"auto":     kindIgnoredFlag,
@@ -125,6 +187,13 @@ var known = map[string]optKind{
 	"_netdev":  kindIgnoredFlag,
 	"loop":     kindIgnoredFlag,
 	"comment":  kindIgnoredValue,
+}
+
+func init() {
+	for _, a := range atimeOptions {
+		known[a.set] = kindAtime
+		known[a.clear] = kindAtime
+	}
 }
 
 func lookup(key string) (optKind, bool) {
@@ -229,12 +298,15 @@ func (c *Config) apply(seg segment) error {
 	if !ok {
 		return fmt.Errorf("mountopts: unknown option %q", seg.key)
 	}
+	if kind == kindRefused {
+		return fmt.Errorf("mountopts: option %q is not supported: %s", seg.key, refused[seg.key])
+	}
 	switch kind {
-	case kindFlag, kindPassFlag, kindIgnoredFlag:
+	case kindFlag, kindAtime, kindPassFlag, kindIgnoredFlag:
 		if seg.hasValue {
 			return fmt.Errorf("mountopts: option %q takes no value (got %q)", seg.key, seg.value)
 		}
-	case kindValue, kindPassDecimal, kindPassOctal:
+	case kindValue, kindOwner, kindUmask, kindPassDecimal, kindIgnoredDecimal:
 		if !seg.hasValue || seg.value == "" {
 			return fmt.Errorf("mountopts: option %q needs a value", seg.key)
 		}
@@ -246,17 +318,36 @@ func (c *Config) apply(seg segment) error {
 	case kindPassFlag:
 		c.addPassthrough(seg.key, seg.key)
 		return nil
-	case kindPassDecimal:
-		if _, err := strconv.ParseUint(seg.value, 10, 32); err != nil {
+	case kindPassDecimal, kindIgnoredDecimal, kindOwner:
+		n, err := strconv.ParseUint(seg.value, 10, 32)
+		if err != nil {
 			return fmt.Errorf("mountopts: option %q: invalid value %q (want a non-negative decimal integer)", seg.key, seg.value)
 		}
-		c.addPassthrough(seg.key, seg.key+"="+seg.value)
+		switch {
+		case kind == kindPassDecimal:
+			c.addPassthrough(seg.key, seg.key+"="+seg.value)
+		case seg.key == "uid":
+			c.UID, c.HasUID = uint32(n), true
+		case seg.key == "gid":
+			c.GID, c.HasGID = uint32(n), true
+		}
 		return nil
-	case kindPassOctal:
-		if n, err := strconv.ParseUint(seg.value, 8, 32); err != nil || n > 0o777 {
+	case kindUmask:
+		n, err := strconv.ParseUint(seg.value, 8, 32)
+		if err != nil || n > 0o777 {
 			return fmt.Errorf("mountopts: option %q: invalid value %q (want an octal number up to 0777)", seg.key, seg.value)
 		}
-		c.addPassthrough(seg.key, seg.key+"="+seg.value)
+		c.Umask = uint32(n)
+		return nil
+	case kindAtime:
+		for _, a := range atimeOptions {
+			switch seg.key {
+			case a.set:
+				*a.flag(&c.Atime) = FlagSet
+			case a.clear:
+				*a.flag(&c.Atime) = FlagClear
+			}
+		}
 		return nil
 	}
 
@@ -330,9 +421,11 @@ func escape(s string) string {
 
 // String renders the config as a canonical option string: "ro" or "rw",
 // then live, allow_other, debug, fsname, subtype (only when not the
-// default), commit_name and the passthrough options in order. Values are
-// escaped so that Parse(c.String()) returns c for any Config returned by
-// Parse.
+// default), commit_name, uid, gid, umask (only when not 0), the access-time
+// flags given (noatime/atime, nodiratime/diratime, relatime/norelatime,
+// strictatime/nostrictatime, lazytime/nolazytime) and the passthrough options
+// in order. Values are escaped so that Parse(c.String()) returns c for any
+// Config returned by Parse.
 func (c Config) String() string {
 	var opts []string
 	if c.ReadWrite {
@@ -357,6 +450,23 @@ func (c Config) String() string {
 	}
 	if c.CommitName != "" {
 		opts = append(opts, "commit_name="+escape(c.CommitName))
+	}
+	if c.HasUID {
+		opts = append(opts, fmt.Sprintf("uid=%d", c.UID))
+	}
+	if c.HasGID {
+		opts = append(opts, fmt.Sprintf("gid=%d", c.GID))
+	}
+	if c.Umask != 0 {
+		opts = append(opts, fmt.Sprintf("umask=%03o", c.Umask))
+	}
+	for _, a := range atimeOptions {
+		switch *a.flag(&c.Atime) {
+		case FlagSet:
+			opts = append(opts, a.set)
+		case FlagClear:
+			opts = append(opts, a.clear)
+		}
 	}
 	opts = append(opts, c.Passthrough...)
 	return strings.Join(opts, ",")

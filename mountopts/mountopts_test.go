@@ -72,30 +72,65 @@ func TestParse(t *testing.T) {
 		{"ignored among real options", []string{"defaults,rw,nofail,x-a=b,live"},
 			def(func(c *Config) { c.ReadWrite = true; c.Live = true })},
 
+		// ownership and modes: vh5fs options
+		{"uid", []string{"uid=1000"}, def(func(c *Config) { c.UID, c.HasUID = 1000, true })},
+		{"uid 0", []string{"uid=0"}, def(func(c *Config) { c.HasUID = true })},
+		{"uid max", []string{"uid=4294967295"}, def(func(c *Config) { c.UID, c.HasUID = 4294967295, true })},
+		{"gid", []string{"gid=100"}, def(func(c *Config) { c.GID, c.HasGID = 100, true })},
+		{"gid 0", []string{"gid=0"}, def(func(c *Config) { c.HasGID = true })},
+		{"umask", []string{"umask=027"}, def(func(c *Config) { c.Umask = 0o027 })},
+		{"umask without leading 0", []string{"umask=22"}, def(func(c *Config) { c.Umask = 0o022 })},
+		{"umask 0777", []string{"umask=0777"}, def(func(c *Config) { c.Umask = 0o777 })},
+		{"umask 0", []string{"umask=0"}, def(nil)},
+		{"uid later wins", []string{"uid=1,gid=2", "uid=3"}, def(func(c *Config) { c.UID, c.HasUID, c.GID, c.HasGID = 3, true, 2, true })},
+		{"umask later wins", []string{"umask=077,umask=002"}, def(func(c *Config) { c.Umask = 0o002 })},
+		{"ownership not passed through", []string{"ro,uid=5,gid=6,umask=027,nodev"},
+			def(func(c *Config) {
+				c.UID, c.HasUID, c.GID, c.HasGID, c.Umask = 5, true, 6, true, 0o027
+				c.Passthrough = []string{"nodev"}
+			})},
+
+		// access-time flags: mount(2) flags, later wins per flag
+		{"atime set flags", []string{"noatime,nodiratime,relatime,strictatime,lazytime"},
+			def(func(c *Config) { c.Atime = Atime{FlagSet, FlagSet, FlagSet, FlagSet, FlagSet} })},
+		{"atime clear flags", []string{"atime,diratime,norelatime,nostrictatime,nolazytime"},
+			def(func(c *Config) { c.Atime = Atime{FlagClear, FlagClear, FlagClear, FlagClear, FlagClear} })},
+		{"atime later wins", []string{"noatime,atime", "noatime,relatime,norelatime"},
+			def(func(c *Config) { c.Atime = Atime{NoAtime: FlagSet, Relatime: FlagClear} })},
+		{"atime across strings", []string{"nodiratime", "diratime", "lazytime"},
+			def(func(c *Config) { c.Atime = Atime{NoDiratime: FlagClear, Lazytime: FlagSet} })},
+
+		// blksize: only for fuseblk, accepted and ignored
+		{"blksize ignored", []string{"blksize=4096"}, def(nil)},
+		{"blksize 0 ignored", []string{"ro,blksize=0,nodev"}, def(func(c *Config) { c.Passthrough = []string{"nodev"} })},
+
 		// passthrough
 		{"passthrough flags",
-			[]string{"default_permissions,allow_root,noatime,atime,nodiratime,relatime,nosuid,suid,nodev,dev,exec,noexec,sync,async,dirsync,auto_unmount"},
+			[]string{"default_permissions,nosuid,suid,nodev,dev,exec,noexec,sync,async,dirsync"},
 			def(func(c *Config) {
-				c.Passthrough = []string{"default_permissions", "allow_root", "noatime", "atime", "nodiratime", "relatime",
-					"nosuid", "suid", "nodev", "dev", "exec", "noexec", "sync", "async", "dirsync", "auto_unmount"}
+				c.Passthrough = []string{"default_permissions",
+					"nosuid", "suid", "nodev", "dev", "exec", "noexec", "sync", "async", "dirsync"}
 			})},
-		{"passthrough values",
-			[]string{"max_read=131072,blksize=4096,uid=1000,gid=0,umask=022"},
-			def(func(c *Config) {
-				c.Passthrough = []string{"max_read=131072", "blksize=4096", "uid=1000", "gid=0", "umask=022"}
-			})},
-		{"passthrough umask 0777", []string{"umask=0777"}, def(func(c *Config) { c.Passthrough = []string{"umask=0777"} })},
-		{"passthrough umask 0", []string{"umask=0"}, def(func(c *Config) { c.Passthrough = []string{"umask=0"} })},
-		{"passthrough mixed with options", []string{"nosuid,ro,nodev", "live,uid=5"},
-			def(func(c *Config) { c.Live = true; c.Passthrough = []string{"nosuid", "nodev", "uid=5"} })},
+		{"passthrough values", []string{"max_read=131072"},
+			def(func(c *Config) { c.Passthrough = []string{"max_read=131072"} })},
+		{"passthrough mixed with options", []string{"nosuid,ro,nodev", "live,max_read=5"},
+			def(func(c *Config) { c.Live = true; c.Passthrough = []string{"nosuid", "nodev", "max_read=5"} })},
 		{"passthrough dedup flag", []string{"nosuid,nodev,nosuid"},
 			def(func(c *Config) { c.Passthrough = []string{"nodev", "nosuid"} })},
-		{"passthrough dedup keeps later-wins order", []string{"noatime,atime", "noatime"},
-			def(func(c *Config) { c.Passthrough = []string{"atime", "noatime"} })},
-		{"passthrough dedup same value", []string{"uid=1,gid=2,uid=1"},
-			def(func(c *Config) { c.Passthrough = []string{"gid=2", "uid=1"} })},
-		{"passthrough valued later wins", []string{"uid=1,nodev", "uid=2"},
-			def(func(c *Config) { c.Passthrough = []string{"nodev", "uid=2"} })},
+		{"passthrough dedup keeps later-wins order", []string{"nosuid,suid", "nosuid"},
+			def(func(c *Config) { c.Passthrough = []string{"suid", "nosuid"} })},
+		{"passthrough dedup same value", []string{"max_read=1,sync,max_read=1"},
+			def(func(c *Config) { c.Passthrough = []string{"sync", "max_read=1"} })},
+		{"passthrough valued later wins", []string{"max_read=1,nodev", "max_read=2"},
+			def(func(c *Config) { c.Passthrough = []string{"nodev", "max_read=2"} })},
+
+		// the combination mount.fuse3 users write
+		{"combination", []string{"ro,uid=1234,gid=2345,umask=027,noatime,nodiratime,relatime,blksize=4096,sync"},
+			def(func(c *Config) {
+				c.UID, c.HasUID, c.GID, c.HasGID, c.Umask = 1234, true, 2345, true, 0o027
+				c.Atime = Atime{NoAtime: FlagSet, NoDiratime: FlagSet, Relatime: FlagSet}
+				c.Passthrough = []string{"sync"}
+			})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,8 +161,14 @@ func TestParseErrors(t *testing.T) {
 		{"live with value", []string{"live=yes"}, "live"},
 		{"allow_other with value", []string{"allow_other=1"}, "allow_other"},
 		{"debug with empty value", []string{"debug="}, "debug"},
-		{"passthrough flag with value", []string{"noatime=1"}, "noatime"},
+		{"passthrough flag with value", []string{"nosuid=1"}, "nosuid"},
+		{"atime flag with value", []string{"noatime=1"}, "noatime"},
+		{"lazytime with empty value", []string{"lazytime="}, "lazytime"},
 		{"auto_unmount with value", []string{"auto_unmount=0"}, "auto_unmount"},
+
+		// refused: the kernel does not know them
+		{"allow_root", []string{"allow_other,allow_root"}, "allow_root"},
+		{"auto_unmount", []string{"ro", "auto_unmount"}, "auto_unmount"},
 		{"ignored flag with value", []string{"defaults=1"}, "defaults"},
 		{"nofail with value", []string{"nofail=yes"}, "nofail"},
 
@@ -149,6 +190,10 @@ func TestParseErrors(t *testing.T) {
 		{"uid signed", []string{"uid=+1"}, "uid"},
 		{"gid hex", []string{"gid=0x10"}, "gid"},
 		{"uid too large", []string{"uid=4294967296"}, "uid"},
+		{"uid negative", []string{"uid=-1"}, "uid"},
+		{"gid not a number", []string{"gid=staff"}, "gid"},
+		{"blksize not a number", []string{"blksize=4k"}, "blksize"},
+		{"umask negative", []string{"umask=-1"}, "umask"},
 		{"umask not octal", []string{"umask=088"}, "umask"},
 		{"umask too large", []string{"umask=1000"}, "umask"},
 
@@ -175,6 +220,22 @@ func TestParseErrors(t *testing.T) {
 func TestUnknownOptionMessage(t *testing.T) {
 	_, err := Parse("ro", "foo")
 	require.EqualError(t, err, `mountopts: unknown option "foo"`)
+}
+
+// TestRefusedOptionMessages: allow_root and auto_unmount get one line saying what to use.
+func TestRefusedOptionMessages(t *testing.T) {
+	tests := []struct{ opts, want string }{
+		{"allow_root", `mountopts: option "allow_root" is not supported: use allow_other,umask=077 (only the owner and root get in)`},
+		{"ro,allow_root,allow_other", `mountopts: option "allow_root" is not supported: use allow_other,umask=077 (only the owner and root get in)`},
+		{"auto_unmount", `mountopts: option "auto_unmount" is not supported: vh5fs unmounts on Ctrl-C and SIGTERM; after a crash, umount the mount point`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.opts, func(t *testing.T) {
+			_, err := Parse(tt.opts)
+			require.EqualError(t, err, tt.want)
+			require.NotContains(t, err.Error(), "\n")
+		})
+	}
 }
 
 func TestErrorReturnsZeroConfig(t *testing.T) {
@@ -204,8 +265,14 @@ func TestString(t *testing.T) {
 		{"zero value", Config{}, "ro"},
 		{"rw", def(func(c *Config) { c.ReadWrite = true }), "rw"},
 		{"all", Config{ReadWrite: true, Live: true, AllowOther: true, Debug: true, FSName: "f", Subtype: "s",
-			CommitName: "c", Passthrough: []string{"nodev", "uid=1"}},
-			"rw,live,allow_other,debug,fsname=f,subtype=s,commit_name=c,nodev,uid=1"},
+			CommitName: "c", UID: 1, HasUID: true, GID: 2, HasGID: true, Umask: 0o27,
+			Atime: Atime{NoAtime: FlagSet, Relatime: FlagClear, Lazytime: FlagSet}, Passthrough: []string{"nodev", "max_read=4096"}},
+			"rw,live,allow_other,debug,fsname=f,subtype=s,commit_name=c,uid=1,gid=2,umask=027,noatime,norelatime,lazytime,nodev,max_read=4096"},
+		{"uid and gid 0", def(func(c *Config) { c.HasUID, c.HasGID = true, true }), "ro,uid=0,gid=0"},
+		{"umask 0777", def(func(c *Config) { c.Umask = 0o777 }), "ro,umask=777"},
+		{"atime flags cleared", def(func(c *Config) {
+			c.Atime = Atime{FlagClear, FlagClear, FlagClear, FlagClear, FlagClear}
+		}), "ro,atime,diratime,norelatime,nostrictatime,nolazytime"},
 		{"escapes", def(func(c *Config) { c.FSName = `a,b\c=d`; c.CommitName = "v,2" }),
 			`ro,fsname=a\,b\\c=d,commit_name=v\,2`},
 	}
@@ -229,8 +296,11 @@ func TestStringRoundTrip(t *testing.T) {
 		{`fsname=trailing\`},
 		{"commit_name=v2", "rw"},
 		{"defaults,nofail,x-systemd.automount,_netdev,comment=foo,ro"},
-		{"default_permissions,allow_root,noatime,atime,nodiratime,relatime,nosuid,suid,nodev,dev,exec,noexec,sync,async,dirsync,auto_unmount"},
+		{"default_permissions,noatime,atime,nodiratime,relatime,nosuid,suid,nodev,dev,exec,noexec,sync,async,dirsync"},
 		{"max_read=131072,blksize=512,uid=0,gid=100,umask=027,noatime,uid=7"},
+		{"uid=0,gid=0,umask=0"},
+		{"umask=7,strictatime,nostrictatime,lazytime,diratime,norelatime"},
+		{"ro,uid=1234,gid=2345,umask=027,noatime,nodiratime,relatime,blksize=4096,sync"},
 		{"live,nosuid", "nodev,nosuid,debug"},
 	}
 	for _, in := range inputs {
@@ -255,8 +325,9 @@ func TestKernelOptions(t *testing.T) {
 		{"rw,nodev", []string{"nodev"}},
 		{"allow_other", []string{"default_permissions"}},
 		{"rw,allow_other,nosuid", []string{"nosuid", "default_permissions"}},
-		{"default_permissions,allow_other,noatime", []string{"default_permissions", "noatime"}},
-		{"allow_root", []string{"allow_root"}},
+		{"default_permissions,allow_other,nodev", []string{"default_permissions", "nodev"}},
+		{"uid=5,gid=6,umask=077,noatime,nodiratime,relatime,blksize=4096,sync", []string{"sync"}},
+		{"allow_other,umask=077,dirsync", []string{"dirsync", "default_permissions"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {
