@@ -3,6 +3,11 @@
 // fill values, filters, raw hyperslab reads in the file's own byte order, attribute decoding,
 // the HDF5 error stack, and the LZF filter (id 32000) on top of liblzf.
 //
+// Read-write files are opened through an undo-journal file driver (vh5_undo.c): writes over
+// bytes the file held at its last sync wait in memory until FlushSync, which journals the
+// old bytes beside the file, applies the writes and removes the journal, so that a power
+// loss never leaves the file torn (Recover, and OpenRW, roll an interrupted sync back).
+//
 // Locking: libhdf5 is one global lock even in thread-safe builds, so every call into it goes
 // through lock()/unlock() here, the only global of the project. The calling goroutine is
 // pinned to its OS thread while it holds the lock because HDF5 keeps its error stack per

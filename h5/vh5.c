@@ -777,13 +777,12 @@ done:
 	return rc;
 }
 
-// vh5_flush_sync flushes HDF5's buffers for the file and fsyncs the file descriptor, so
-// what was written is durable when it returns.
+// vh5_flush_sync flushes HDF5's buffers for the file and makes them durable (vh5u_sync:
+// through the undo journal for files opened with vh5u_open, else fsync): 0, -1 if the flush
+// failed, -2 if making it durable failed (errno set).
 int vh5_flush_sync(hid_t file) {
 	if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return -1;
-	int *fd = NULL;
-	if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) < 0 || fd == NULL) return -1;
-	return fsync(*fd) < 0 ? -2 : 0;
+	return vh5u_sync(file) < 0 ? -2 : 0;
 }
 
 // vh5_object_addr returns the file address of an object's header.

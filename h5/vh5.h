@@ -94,4 +94,10 @@ int vh5_flush_sync(hid_t file);
 int vh5_object_addr(hid_t obj, haddr_t *addr);
 
 int vh5_object_addr_by_name(hid_t loc, const char *path, haddr_t *addr);
+
+// vh5_undo.c: the undo-journal file driver for read-write opens.
+int vh5u_recover(const char *path);
+int vh5u_pending(const char *path);
+hid_t vh5u_open(const char *path);
+int vh5u_sync(hid_t file);
 #endif

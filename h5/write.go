@@ -110,11 +110,11 @@ func (f *File) FlushSync() error {
 	if err != nil {
 		return err
 	}
-	switch C.vh5_flush_sync(id) {
+	switch rc, errno := C.vh5_flush_sync(id); rc {
 	case 0:
 		return nil
 	case -2:
-		return &Error{Op: "fsync", Path: f.path, Err: fmt.Errorf("fsync failed")}
+		return &Error{Op: "make durable (undo journal " + f.path + ".vh5fs-undo, fsync)", Path: f.path, Err: errno}
 	}
 	return fail("flush", f.path, nil)
 }

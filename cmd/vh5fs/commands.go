@@ -56,11 +56,13 @@ range it covers (in V2; in V1 for removed chunks). Decided from the chunk maps: 
 raw_data slot holds the same data, different slots with equal hash-table digests too; data
 is read only when neither tells. Exit status 0 whether or not they differ.
 `, runDiff},
-		"fsck": {`usage: vh5fs fsck FILE
+		"fsck": {`usage: vh5fs fsck [--repair] FILE
 
 Checks the file's invariants (version metadata, hash tables against slot contents,
 mappings). Prints each problem and exits 1 if there is any, else prints
 "ok: N versions checked". Shows a progress bar on stderr when it is a terminal.
+--repair first rolls back a commit that a power loss interrupted while it wrote (its undo
+journal FILE.vh5fs-undo is beside the file; a read-write mount does the same).
 `, runFsck},
 	}
 }
@@ -617,6 +619,7 @@ func printDiff(w io.Writer, dd versions.DatasetDiff) {
 
 func runFsck(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("fsck", flag.ContinueOnError)
+	repair := fl.Bool("repair", false, "first roll back a commit a power loss interrupted")
 	ops, code := parseArgs("fsck", fl, args, stderr)
 	if code >= 0 {
 		return code
@@ -625,6 +628,15 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 		return badUsage("fsck", stderr, "needs one FILE")
 	}
 	file := ops[0]
+	if *repair {
+		rolled, err := h5.Recover(file)
+		if err != nil {
+			return fail(stderr, file, err)
+		}
+		if rolled {
+			fmt.Fprintf(stdout, "%s: rolled back a commit that was interrupted while writing\n", file)
+		}
+	}
 	var progress func(string, int64, int64)
 	bar := &progressBar{w: stderr}
 	if isTerminal(stderr) {

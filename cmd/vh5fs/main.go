@@ -37,7 +37,7 @@ const usage = `usage:
   vh5fs ls FILE [VERSION] [--at TIME]        a version's datasets
   vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
   vh5fs diff FILE V1 V2 [DATASET]            chunks that differ between two versions
-  vh5fs fsck FILE                            check the file's invariants
+  vh5fs fsck [--repair] FILE                 check the file's invariants
   vh5fs help [COMMAND]
   vh5fs --version
 

@@ -1,0 +1,429 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/internal/fixture"
+)
+
+// TestPowerLoss simulates the machine losing power at random moments of a read-write
+// mount's commits. The mount runs under strace, which records every write, truncation,
+// fsync, journal creation and removal it makes; a crash state at a point k of that log is
+// built as a disk would keep it: for each file, what its last fsync before k made durable,
+// and past that, every 512-byte sector either as it was or as the writes before k left it,
+// at either length; the journal's directory entry exists as its last directory fsync left
+// it, or not. Then `vh5fs fsck --repair` runs on the crash state, and h5py must find exactly
+// the versions of the original file plus the first j commits, for some j at least the
+// number of commits whose fsync had returned, every one of them byte-identical to what the
+// mount committed; fsck must find nothing wrong.
+func TestPowerLoss(t *testing.T) {
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("strace not installed")
+	}
+	trials := 40
+	if os.Getenv("VH5FS_SOAK") != "" {
+		trials = 1000
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "run.h5")
+	require.NoError(t, os.Rename(fixture.Copy(t, "testdata/fixtures/grid_2d_gzip.h5"), file))
+	initial, err := os.ReadFile(file)
+	require.NoError(t, err)
+	before := versionDigests(t, file)
+
+	// The commits, under strace.
+	mnt := filepath.Join(dir, "mnt")
+	require.NoError(t, os.Mkdir(mnt, 0o755))
+	trace := filepath.Join(dir, "trace")
+	cmd := exec.Command("strace", "-f", "-qq", "-y", "-s", "0", "-e", "write=all", "-o", trace,
+		"-e", "trace=pwrite64,write,fsync,fdatasync,ftruncate,openat,unlink,unlinkat,rename",
+		vh5fsBin, "mount", "-o", "rw", file, mnt)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitMounted(t, mnt, done, &stderr)
+	rng := rand.New(rand.NewSource(1))
+	const commits = 6
+	for i := 0; i < commits; i++ {
+		f, err := os.OpenFile(filepath.Join(mnt, "current/temp"), os.O_RDWR, 0)
+		require.NoError(t, err)
+		st, err := f.Stat()
+		require.NoError(t, err)
+		b := make([]byte, 8*(1+rng.Intn(400)))
+		rng.Read(b)
+		off := int64(8 * rng.Intn(int(st.Size()/8)+40)) // sometimes past the end: the dataset grows
+		_, err = f.WriteAt(b, off)
+		require.NoError(t, err)
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+	}
+	require.NoError(t, exec.Command("fusermount3", "-u", mnt).Run())
+	require.NoError(t, <-done, "%s", stderr.String())
+	after := versionDigests(t, file)
+	order := commitOrder(before, after)
+	require.Len(t, order, commits, "every fsync committed a version")
+
+	ops := parseTrace(t, trace, file)
+	cycles := 0
+	for _, op := range ops {
+		if op.kind == "unlink" {
+			cycles++
+		}
+	}
+	require.GreaterOrEqual(t, cycles, commits, "each commit's sync went through the undo journal")
+
+	survived := 0
+	for trial := 0; trial < trials; trial++ {
+		k := rng.Intn(len(ops) + 1)
+		img, journal, acked := crashState(ops[:k], initial, rng)
+		crash := filepath.Join(t.TempDir(), "crash.h5")
+		require.NoError(t, os.WriteFile(crash, img, 0o644))
+		if journal != nil {
+			require.NoError(t, os.WriteFile(crash+".vh5fs-undo", journal, 0o600))
+		}
+		if journal != nil { // until it is rolled back, read-only opens refuse the file
+			out, err := exec.Command(vh5fsBin, "ls", crash).CombinedOutput()
+			require.Error(t, err)
+			require.Contains(t, string(out), "a commit was interrupted while writing", "trial %d", trial)
+		}
+		out, err := exec.Command(vh5fsBin, "fsck", "--repair", crash).CombinedOutput()
+		require.NoError(t, err, "trial %d (crash after %d of %d operations): fsck --repair: %s", trial, k, len(ops), out)
+		got := versionDigests(t, crash)
+		j := matchPrefix(t, before, after, order, got)
+		require.GreaterOrEqual(t, j, min(acked, commits), "trial %d: a commit whose fsync had returned is lost", trial)
+		survived++
+	}
+	t.Logf("%d of %d simulated power losses (over %d logged operations, %d journal cycles) kept every version and every acknowledged commit", survived, trials, len(ops), cycles)
+}
+
+// waitMounted waits for mnt to be a mount point or the process to die.
+func waitMounted(t *testing.T, mnt string, done chan error, stderr *bytes.Buffer) {
+	for i := 0; !isMountpoint(t, mnt); i++ {
+		select {
+		case err := <-done:
+			t.Fatalf("mount exited: %v: %s", err, stderr)
+		default:
+		}
+		require.Less(t, i, 500, "mount did not appear")
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// versionDigests is tests/py/version_digests.py's output: version -> its lines, and the
+// current version under "current".
+func versionDigests(t *testing.T, file string) map[string][]string {
+	out, err := exec.Command(python(t), "py/version_digests.py", file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	m := map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		m[f[0]] = append(m[f[0]], l)
+	}
+	return m
+}
+
+// commitOrder lists the versions after has and before has not, parents first.
+func commitOrder(before, after map[string][]string) []string {
+	var order []string
+	for v, lines := range after {
+		if _, ok := before[v]; !ok && v != "current" {
+			order = append(order, v+" "+strings.Fields(lines[0])[1])
+		}
+	}
+	// Each new version's parent is the one before it: sort by following the chain.
+	var chain []string
+	cur := strings.Fields(before["current"][0])[1]
+	for len(chain) < len(order) {
+		found := false
+		for _, o := range order {
+			f := strings.Fields(o)
+			if f[1] == cur {
+				chain = append(chain, f[0])
+				cur = f[0]
+				found = true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return chain
+}
+
+// matchPrefix checks that got is before plus the first j commits of order, each as after
+// has it, and returns j.
+func matchPrefix(t *testing.T, before, after map[string][]string, order []string, got map[string][]string) int {
+	j := 0
+	for j < len(order) && got[order[j]] != nil {
+		j++
+	}
+	want := map[string][]string{}
+	for v, l := range before {
+		want[v] = l
+	}
+	for _, v := range order[:j] {
+		want[v] = after[v]
+	}
+	if j > 0 {
+		want["current"] = []string{"current " + order[j-1]}
+	}
+	require.Equal(t, sortedLines(want), sortedLines(got), "the versions after recovery are the original ones plus the first %d commits", j)
+	return j
+}
+
+func sortedLines(m map[string][]string) []string {
+	var out []string
+	for _, l := range m {
+		out = append(out, l...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ioOp is one logged operation of the mount on the HDF5 file ("data"), its undo journal
+// ("journal") or their directory ("dir").
+type ioOp struct {
+	kind   string // write, truncate, fsync, create, unlink
+	target string // data, journal, dir
+	off    int64  // write: offset; truncate: length
+	data   []byte
+}
+
+var (
+	traceCall   = regexp.MustCompile(`^\d+ (\w+)\((.*?)(?:\) += (-?\d+)| <unfinished \.\.\.>)`)
+	traceResume = regexp.MustCompile(`^(\d+) <\.\.\. (\w+) resumed>.*\) += (-?\d+)`)
+	traceFd     = regexp.MustCompile(`^\d+<([^>]*)>`)
+)
+
+// parseTrace reads strace's log of the mount into the operations on file, its journal and
+// their directory, in order. Data follows each write as a hex dump.
+func parseTrace(t *testing.T, trace, file string) []ioOp {
+	f, err := os.Open(trace)
+	require.NoError(t, err)
+	defer f.Close()
+	journal, dir := file+".vh5fs-undo", filepath.Dir(file)
+	targetOf := func(path string) string {
+		switch path {
+		case file:
+			return "data"
+		case journal:
+			return "journal"
+		case dir:
+			return "dir"
+		}
+		return ""
+	}
+	var ops []ioOp
+	pending := map[string]string{} // pid -> the arguments of an unfinished call
+	var last *ioOp                 // the write the next hex dump lines belong to
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, " | ") {
+			if last != nil && len(line) >= 59 {
+				b, err := hex.DecodeString(strings.ReplaceAll(line[10:59], " ", ""))
+				require.NoError(t, err, line)
+				last.data = append(last.data, b...)
+			}
+			continue
+		}
+		last = nil
+		pid, _, _ := strings.Cut(line, " ")
+		var name, args, ret string
+		if m := traceResume.FindStringSubmatch(line); m != nil {
+			name, args, ret = m[2], pending[m[1]], m[3]
+			delete(pending, m[1])
+		} else if m := traceCall.FindStringSubmatch(line); m != nil {
+			name, args, ret = m[1], m[2], m[3]
+			if ret == "" {
+				pending[pid] = args
+				continue
+			}
+		} else {
+			continue
+		}
+		if strings.HasPrefix(ret, "-") {
+			continue // failed calls change nothing
+		}
+		fields := strings.Split(args, ", ")
+		var target string
+		if m := traceFd.FindStringSubmatch(fields[0]); m != nil {
+			target = targetOf(m[1])
+		}
+		switch name {
+		case "pwrite64":
+			if target == "data" || target == "journal" {
+				off, err := strconv.ParseInt(fields[len(fields)-1], 10, 64)
+				require.NoError(t, err, line)
+				ops = append(ops, ioOp{kind: "write", target: target, off: off})
+				last = &ops[len(ops)-1]
+			}
+		case "ftruncate":
+			if target == "data" || target == "journal" {
+				n, err := strconv.ParseInt(fields[1], 10, 64)
+				require.NoError(t, err, line)
+				ops = append(ops, ioOp{kind: "truncate", target: target, off: n})
+			}
+		case "fsync", "fdatasync":
+			if target != "" {
+				ops = append(ops, ioOp{kind: "fsync", target: target})
+			}
+		case "openat":
+			if strings.Contains(args, ".vh5fs-undo") && strings.Contains(args, "O_CREAT") {
+				ops = append(ops, ioOp{kind: "create", target: "journal"})
+			}
+		case "unlink", "unlinkat":
+			if strings.Contains(args, ".vh5fs-undo") {
+				ops = append(ops, ioOp{kind: "unlink", target: "journal"})
+			}
+		}
+	}
+	require.NoError(t, sc.Err())
+	for i, op := range ops {
+		if op.kind == "write" {
+			require.NotEmpty(t, op.data, "operation %d: write without its data", i)
+		}
+	}
+	return ops
+}
+
+// image is a file's bytes as a sequence of operations leaves them.
+type image struct{ b []byte }
+
+func (im *image) apply(op ioOp) {
+	switch op.kind {
+	case "write":
+		if end := op.off + int64(len(op.data)); end > int64(len(im.b)) {
+			im.b = append(im.b, make([]byte, end-int64(len(im.b)))...)
+		}
+		copy(im.b[op.off:], op.data)
+	case "truncate":
+		if op.off < int64(len(im.b)) {
+			im.b = im.b[:op.off]
+		} else {
+			im.b = append(im.b, make([]byte, op.off-int64(len(im.b)))...)
+		}
+	case "create":
+		im.b = im.b[:0]
+	}
+}
+
+// crashState builds what a disk may hold after ops: see TestPowerLoss. acked is the number
+// of journal cycles that had completed (removal made durable by a directory fsync).
+func crashState(ops []ioOp, initial []byte, rng *rand.Rand) (data, journal []byte, acked int) {
+	data = dataState(ops, initial, rng)
+
+	// The journal's name: exists if created and not removed, as far as directory fsyncs
+	// made either durable; in between, either way.
+	exists, sure := false, true
+	for _, op := range ops {
+		switch {
+		case op.target == "journal" && op.kind == "create":
+			exists, sure = true, false
+		case op.target == "journal" && op.kind == "unlink":
+			exists, sure = false, false
+		case op.target == "dir" && op.kind == "fsync":
+			sure = true
+			if !exists {
+				acked++
+			}
+		}
+	}
+	if !sure && rng.Intn(2) == 0 {
+		exists = !exists
+	}
+	if exists {
+		// Its contents since its last creation.
+		last := 0
+		for i, op := range ops {
+			if op.target == "journal" && op.kind == "create" {
+				last = i
+			}
+		}
+		journal = stateFrom(ops[last:], rng)
+	}
+	return data, journal, acked
+}
+
+// dataState is the HDF5 file after ops: what its last fsync made durable and, past that,
+// each 512-byte sector as it was or as the later writes left it, at either length.
+func dataState(ops []ioOp, initial []byte, rng *rand.Rand) []byte {
+	durable, latest := &image{b: bytes.Clone(initial)}, &image{b: bytes.Clone(initial)}
+	var since []ioOp
+	for _, op := range ops {
+		if op.target != "data" {
+			continue
+		}
+		if op.kind == "fsync" {
+			for _, p := range since {
+				durable.apply(p)
+			}
+			since = since[:0]
+			continue
+		}
+		latest.apply(op)
+		since = append(since, op)
+	}
+	if len(since) == 0 {
+		return durable.b
+	}
+	n := len(durable.b)
+	if rng.Intn(2) == 0 {
+		n = len(latest.b)
+	}
+	out := make([]byte, n)
+	for s := 0; s < n; s += 512 {
+		src := durable.b
+		if rng.Intn(2) == 0 {
+			src = latest.b
+		}
+		if s < len(src) {
+			copy(out[s:min(s+512, n)], src[s:min(s+512, len(src))])
+		}
+	}
+	return out
+}
+
+// stateFrom is the journal after ops (from its creation on): what its fsync made durable,
+// or, before that, any prefix of what was written.
+func stateFrom(ops []ioOp, rng *rand.Rand) []byte {
+	durable, latest := &image{}, &image{}
+	var since []ioOp
+	for _, op := range ops {
+		if op.target != "journal" {
+			continue
+		}
+		if op.kind == "fsync" {
+			for _, p := range since {
+				durable.apply(p)
+			}
+			since = since[:0]
+			continue
+		}
+		latest.apply(op)
+		since = append(since, op)
+	}
+	out := bytes.Clone(durable.b)
+	if len(since) > 0 && rng.Intn(2) == 0 {
+		out = bytes.Clone(latest.b[:rng.Intn(len(latest.b)+1)]) // a prefix of what was written
+	}
+	return out
+}
