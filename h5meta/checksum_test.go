@@ -51,3 +51,26 @@ func TestMappingListCorrupt(t *testing.T) {
 	require.ErrorContains(t, err, "checksum")
 	require.NotErrorIs(t, err, ErrUnsupported, "corrupt, not unsupported")
 }
+
+// TestCollectionFreeSpaceZero: a global heap collection whose free-space object has size 0
+// (what a torn write left in a power-loss simulation) makes libhdf5 1.10 loop forever when
+// it loads the collection; h5meta refuses it as corrupt, so callers never hand it over.
+func TestCollectionFreeSpaceZero(t *testing.T) {
+	whole, err := os.ReadFile("../tests/testdata/fixtures/basic_1d.h5")
+	require.NoError(t, err)
+	const v2x, gcol = 19392, 4000 // v2/x's object header; the collection of its mapping list
+	require.Equal(t, "GCOL", string(whole[gcol:gcol+4]))
+	size := int(binary.LittleEndian.Uint64(whole[gcol+8:]))
+	p := gcol + 16
+	for binary.LittleEndian.Uint16(whole[p:]) != 0 { // walk to the free-space object
+		p += 16 + int((binary.LittleEndian.Uint64(whole[p+8:])+7)&^7)
+		require.Less(t, p, gcol+size)
+	}
+	broken := bytes.Clone(whole)
+	binary.LittleEndian.PutUint64(broken[p+8:], 0)
+	f, err := Open(bytes.NewReader(broken), int64(len(broken)))
+	require.NoError(t, err)
+	_, err = f.VirtualMappings(v2x)
+	require.ErrorContains(t, err, "object 0")
+	require.NotErrorIs(t, err, ErrUnsupported, "corrupt, not unsupported")
+}

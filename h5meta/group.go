@@ -316,7 +316,11 @@ func (f *File) attribute(b *buf) (Attribute, error) {
 	if !scalarSpace(ds) {
 		return a, nil
 	}
-	a.Value = f.scalarValue(dt, b.bytes(b.rest()))
+	val, err := f.scalarValue(dt, b.bytes(b.rest()))
+	if err != nil {
+		return Attribute{}, fmt.Errorf("h5meta: %s: attribute %s: %w", b.name(), a.Name, err)
+	}
+	a.Value = val
 	return a, nil
 }
 
@@ -344,16 +348,16 @@ const (
 )
 
 // scalarValue decodes one element of datatype message dt from data; nil if it is of a type
-// Attribute does not decode, or malformed.
-func (f *File) scalarValue(dt, data []byte) any {
+// Attribute does not decode, or malformed; an error if its string's global heap is corrupt.
+func (f *File) scalarValue(dt, data []byte) (any, error) {
 	if len(dt) < 8 {
-		return nil
+		return nil, nil
 	}
 	class := dt[0] & 0x0f
 	bits := uint32(dt[1]) | uint32(dt[2])<<8 | uint32(dt[3])<<16
 	size := int(uint32(dt[4]) | uint32(dt[5])<<8 | uint32(dt[6])<<16 | uint32(dt[7])<<24)
 	if size <= 0 || size > len(data) {
-		return nil
+		return nil, nil
 	}
 	data = data[:size]
 	le := func() uint64 {
@@ -366,23 +370,23 @@ func (f *File) scalarValue(dt, data []byte) any {
 	switch class {
 	case dtInteger:
 		if bits&1 != 0 || size > 8 { // big-endian
-			return nil
+			return nil, nil
 		}
 		u := le()
 		if bits&0x08 == 0 {
-			return u
+			return u, nil
 		}
 		shift := 64 - 8*uint(size)
-		return int64(u<<shift) >> shift
+		return int64(u<<shift) >> shift, nil
 	case dtFloat:
 		if bits&0x41 != 0 { // big-endian or VAX order
-			return nil
+			return nil, nil
 		}
 		switch size {
 		case 4:
-			return float64(math.Float32frombits(uint32(le())))
+			return float64(math.Float32frombits(uint32(le()))), nil
 		case 8:
-			return math.Float64frombits(le())
+			return math.Float64frombits(le()), nil
 		}
 	case dtString:
 		s := string(data)
@@ -394,29 +398,32 @@ func (f *File) scalarValue(dt, data []byte) any {
 		case 2:
 			s = strings.TrimRight(s, " ")
 		}
-		return s
+		return s, nil
 	case dtEnum:
-		return f.boolEnum(dt, bits, data)
+		return f.boolEnum(dt, bits, data), nil
 	case dtVlen:
 		if bits&0x0f != 1 || size != 4+f.so+4 { // not a string, or an unexpected ID size
-			return nil
+			return nil, nil
 		}
 		b := &buf{b: data}
 		n, coll, idx := b.u32(), b.offset(f.so), uint32(b.u32())
 		if n == 0 {
-			return ""
+			return "", nil
 		}
 		obj, err := f.globalHeapObject(coll, idx)
-		if err != nil || uint64(len(obj)) < n {
-			return nil
+		if err != nil {
+			return nil, err
+		}
+		if uint64(len(obj)) < n {
+			return nil, fmt.Errorf("string of %d bytes in a heap object of %d", n, len(obj))
 		}
 		s := string(obj[:n])
 		if i := strings.IndexByte(s, 0); i >= 0 && bits>>4&0x0f != 2 {
 			s = s[:i]
 		}
-		return s
+		return s, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // boolEnum decodes h5py's boolean: an enum of a one-byte integer with exactly the members

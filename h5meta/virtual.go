@@ -290,10 +290,41 @@ func (f *File) globalHeap(addr uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := walkCollection(raw, f.sl); err != nil {
+		return nil, fmt.Errorf("h5meta: global heap collection at %d: %w", addr, err)
+	}
 	f.heapMu.Lock()
 	f.heapAddr, f.heap = addr, raw
 	f.heapMu.Unlock()
 	return raw, nil
+}
+
+// walkCollection walks a global heap collection's objects as libhdf5 does when it loads one
+// (H5HG__cache_heap_deserialize) and refuses what would stop that walk from ending at the
+// collection's end: libhdf5 1.10 loops forever on a free-space object of size 0 (its step
+// is the size), which a torn write can leave.
+func walkCollection(raw []byte, sl int) error {
+	hdr := 8 + sl // index, references, reserved, size; then the object's data
+	for p := 8 + sl; p < len(raw); {
+		if p+hdr > len(raw) {
+			return nil // too small for an object header: free space
+		}
+		b := &buf{b: raw[p:]}
+		idx := b.u16()
+		b.skip(6)
+		size := b.uint(sl)
+		var need uint64
+		if idx > 0 {
+			need = uint64(hdr) + (size+7)&^7
+		} else {
+			need = size
+		}
+		if need == 0 || need > uint64(len(raw)-p) {
+			return fmt.Errorf("object %d at offset %d: size %d does not fit the collection (%d bytes)", idx, p, size, len(raw))
+		}
+		p += int(need)
+	}
+	return nil
 }
 
 // Shape returns the current dimensions of the dataset whose object header is at ohdr.

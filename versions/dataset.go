@@ -97,8 +97,8 @@ func (d *Dataset) Attrs() ([]h5.Attr, error) {
 
 func (f *File) loadDataset(path string) (*Dataset, error) {
 	if f.versioned && strings.HasPrefix(path, VersionsGroup+"/") {
-		if d := f.loadVersioned(path); d != nil {
-			return d, nil
+		if d, err := f.loadVersioned(path); err != nil || d != nil {
+			return d, err
 		}
 	}
 	h, err := f.h.OpenDataset(path)
@@ -245,11 +245,12 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 // libhdf5: shape and mappings come from the file's bytes (h5meta), type, fill value,
 // filters and chunks from raw_data, attributes later if asked for. nil means "use the
 // general route" (variable-length strings, anything h5meta does not read, odd mappings).
-// Called with f.mu held.
-func (f *File) loadVersioned(path string) *Dataset {
+// Metadata h5meta finds corrupt is an error, not handed to libhdf5 (which can loop forever
+// on some, see h5meta's walkCollection). Called with f.mu held.
+func (f *File) loadVersioned(path string) (*Dataset, error) {
 	addr, err := f.h.ObjectAddr(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	f.writeMu.RLock()
 	m, err := f.bytesMeta()
@@ -262,17 +263,20 @@ func (f *File) loadVersioned(path string) *Dataset {
 		shape, err = m.Shape(addr)
 	}
 	f.writeMu.RUnlock()
+	if err != nil && !errors.Is(err, h5meta.ErrUnsupported) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	if err != nil || len(maps) == 0 {
-		return nil
+		return nil, nil
 	}
 	rawPath := maps[0].SrcDataset
 	raw, err := f.rawData(rawPath)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	info := raw.Info()
 	if !info.Type.Raw || len(info.Chunks) != len(shape) {
-		return nil
+		return nil, nil
 	}
 	d := &Dataset{
 		Path: path, Type: info.Type, Shape: shape, Chunks: info.Chunks, Fill: info.Fill,
@@ -285,16 +289,16 @@ func (f *File) loadVersioned(path string) *Dataset {
 	}
 	arr, err := staged.New(shape, info.Chunks, info.Type.Size, info.Fill)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	hm := make([]h5.Mapping, len(maps))
 	for i, x := range maps {
 		hm[i] = h5.Mapping{VStart: x.VStart, VCount: x.VCount, SrcFile: x.SrcFile, SrcDataset: x.SrcDataset, SrcStart: x.SrcStart, SrcCount: x.SrcCount}
 	}
 	if d.checkSources(hm) != nil || !d.mapChunks(arr, hm) {
-		return nil // the general route reports it, or reads the odd mappings
+		return nil, nil // the general route reports it, or reads the odd mappings
 	}
-	return d
+	return d, nil
 }
 
 // checkSources refuses mappings that read rows of the dataset's raw_data beyond its extent.

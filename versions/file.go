@@ -219,10 +219,11 @@ func (f *File) Versions() ([]Version, error) {
 		return nil, nil
 	}
 	out, err := f.versionsFromBytes()
+	if errors.Is(err, h5meta.ErrUnsupported) {
+		out, err = f.versionsFromHDF5()
+	}
 	if err != nil {
-		if out, err = f.versionsFromHDF5(); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -282,18 +283,21 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 			continue
 		}
 		o, err := m.Inspect(l.Addr)
-		if err != nil {
+		if errors.Is(err, h5meta.ErrUnsupported) {
 			return nil, err
+		}
+		if err != nil {
+			// A version whose metadata cannot be read is listed all the same: looking it up
+			// answers the error, and the other versions stay readable.
+			out = append(out, Version{Name: l.Name})
+			continue
 		}
 		if !o.IsGroup {
 			continue
 		}
-		attrs := make([]h5.Attr, len(o.Attrs))
-		for i, a := range o.Attrs {
-			if a.Value == nil {
-				return nil, fmt.Errorf("%s/%s: attribute %s: %w", VersionsGroup, l.Name, a.Name, h5meta.ErrUnsupported)
-			}
-			attrs[i] = h5.Attr{Name: a.Name, Value: a.Value}
+		attrs, err := objectAttrs(o)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", VersionsGroup, l.Name, err)
 		}
 		if v, ok := versionFromAttrs(l.Name, attrs); ok {
 			out = append(out, v)
@@ -322,7 +326,7 @@ func (f *File) Version(name string) (v Version, ok bool, err error) {
 	if k, err := f.h.Kind(path); err != nil || k != h5.KindGroup {
 		return Version{}, false, err
 	}
-	attrs, err := f.h.Attrs(path)
+	attrs, err := f.attrs(path)
 	if err != nil {
 		return Version{}, false, err
 	}
@@ -333,6 +337,45 @@ func (f *File) Version(name string) (v Version, ok bool, err error) {
 	f.meta[name] = v
 	f.mu.Unlock()
 	return v, true, nil
+}
+
+// attrs reads the attributes of the object at path from the file's bytes (h5meta), asking
+// libhdf5 only for what h5meta does not decode: corrupt metadata is an error here, never
+// handed to libhdf5, which can loop forever on some (a torn global heap, seen in H5Aread).
+func (f *File) attrs(path string) ([]h5.Attr, error) {
+	addr, err := f.h.ObjectAddr(path)
+	if err != nil {
+		return nil, err
+	}
+	f.writeMu.RLock()
+	m, err := f.bytesMeta()
+	var o *h5meta.Object
+	if err == nil {
+		o, err = m.Inspect(addr)
+	}
+	f.writeMu.RUnlock()
+	if err == nil {
+		var attrs []h5.Attr
+		if attrs, err = objectAttrs(o); err == nil {
+			return attrs, nil
+		}
+	}
+	if errors.Is(err, h5meta.ErrUnsupported) {
+		return f.h.Attrs(path)
+	}
+	return nil, fmt.Errorf("%s: %w", path, err)
+}
+
+// objectAttrs converts h5meta's attributes; ErrUnsupported if one was not decoded.
+func objectAttrs(o *h5meta.Object) ([]h5.Attr, error) {
+	attrs := make([]h5.Attr, len(o.Attrs))
+	for i, a := range o.Attrs {
+		if a.Value == nil {
+			return nil, fmt.Errorf("attribute %s: %w", a.Name, h5meta.ErrUnsupported)
+		}
+		attrs[i] = h5.Attr{Name: a.Name, Value: a.Value}
+	}
+	return attrs, nil
 }
 
 // versionFromAttrs reads a version group's attributes; ok is false if it is not committed.
