@@ -63,12 +63,23 @@ type mounted struct {
 func mount(t *testing.T, file string, opts ...string) *mounted {
 	t.Helper()
 	mnt := t.TempDir()
-	args := []string{"mount"}
+	return startMount(t, mnt, vh5fsArgs(file, mnt, opts...))
+}
+
+// vh5fsArgs is the command line `vh5fs mount [-o opts] file mnt`.
+func vh5fsArgs(file, mnt string, opts ...string) []string {
+	args := []string{vh5fsBin, "mount"}
 	for _, o := range opts {
 		args = append(args, "-o", o)
 	}
-	args = append(args, file, mnt)
-	m := &mounted{Dir: mnt, cmd: exec.Command(vh5fsBin, args...), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	return append(args, file, mnt)
+}
+
+// startMount runs argv, a command that mounts at mnt and serves in the foreground, waits
+// until mnt is a mount point, and tears it down when the test ends.
+func startMount(t *testing.T, mnt string, argv []string) *mounted {
+	t.Helper()
+	m := &mounted{Dir: mnt, cmd: exec.Command(argv[0], argv[1:]...), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	m.cmd.Stderr = m.stderr
 	require.NoError(t, m.cmd.Start())
 	go func() { m.done <- m.cmd.Wait() }()

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -31,27 +30,7 @@ func sharedMount(t *testing.T, file string, opts ...string) *mounted {
 	mnt := filepath.Join(base, "mnt")
 	require.NoError(t, os.Mkdir(mnt, 0o755))
 	t.Cleanup(func() { os.RemoveAll(base) }) // runs after the unmount registered below
-	args := []string{"mount"}
-	for _, o := range opts {
-		args = append(args, "-o", o)
-	}
-	args = append(args, file, mnt)
-	m := &mounted{Dir: mnt, cmd: exec.Command(vh5fsBin, args...), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	m.cmd.Stderr = m.stderr
-	require.NoError(t, m.cmd.Start())
-	go func() { m.done <- m.cmd.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !isMountpoint(t, mnt) {
-		select {
-		case err := <-m.done:
-			t.Fatalf("vh5fs exited before mounting: %v\n%s", err, m.stderr)
-		default:
-		}
-		require.True(t, time.Now().Before(deadline), "mount did not appear")
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Cleanup(func() { m.unmount(t) })
-	return m
+	return startMount(t, mnt, vh5fsArgs(file, mnt, opts...))
 }
 
 // probeResult is one line of tests/py/probe_access.py's answer.

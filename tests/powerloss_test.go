@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -49,15 +48,9 @@ func TestPowerLoss(t *testing.T) {
 	mnt := filepath.Join(dir, "mnt")
 	require.NoError(t, os.Mkdir(mnt, 0o755))
 	trace := filepath.Join(dir, "trace")
-	cmd := exec.Command("strace", "-f", "-qq", "-y", "-s", "0", "-e", "write=all", "-o", trace,
-		"-e", "trace=pwrite64,write,fsync,fdatasync,ftruncate,openat,unlink,unlinkat,rename",
-		vh5fsBin, "mount", "-o", "rw", file, mnt)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	waitMounted(t, mnt, done, &stderr)
+	m := startMount(t, mnt, append([]string{"strace", "-f", "-qq", "-y", "-s", "0", "-e", "write=all", "-o", trace,
+		"-e", "trace=pwrite64,write,fsync,fdatasync,ftruncate,openat,unlink,unlinkat,rename"},
+		vh5fsArgs(file, mnt, "rw")...))
 	rng := rand.New(rand.NewSource(1))
 	const commits = 6
 	for i := 0; i < commits; i++ {
@@ -73,8 +66,7 @@ func TestPowerLoss(t *testing.T) {
 		require.NoError(t, f.Sync())
 		require.NoError(t, f.Close())
 	}
-	require.NoError(t, exec.Command("fusermount3", "-u", mnt).Run())
-	require.NoError(t, <-done, "%s", stderr.String())
+	m.unmount(t)
 	after := versionDigests(t, file)
 	order := commitOrder(before, after)
 	require.Len(t, order, commits, "every fsync committed a version")
@@ -110,19 +102,6 @@ func TestPowerLoss(t *testing.T) {
 		survived++
 	}
 	t.Logf("%d of %d simulated power losses (over %d logged operations, %d journal cycles) kept every version and every acknowledged commit", survived, trials, len(ops), cycles)
-}
-
-// waitMounted waits for mnt to be a mount point or the process to die.
-func waitMounted(t *testing.T, mnt string, done chan error, stderr *bytes.Buffer) {
-	for i := 0; !isMountpoint(t, mnt); i++ {
-		select {
-		case err := <-done:
-			t.Fatalf("mount exited: %v: %s", err, stderr)
-		default:
-		}
-		require.Less(t, i, 500, "mount did not appear")
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // versionDigests is tests/py/version_digests.py's output: version -> its lines, and the
@@ -207,8 +186,8 @@ type ioOp struct {
 }
 
 var (
-	traceCall   = regexp.MustCompile(`^\d+ (\w+)\((.*?)(?:\) += (-?\d+)| <unfinished \.\.\.>)`)
-	traceResume = regexp.MustCompile(`^(\d+) <\.\.\. (\w+) resumed>.*\) += (-?\d+)`)
+	traceCall   = regexp.MustCompile(`^\d+ +(\w+)\((.*?)(?:\) += (-?\d+)| <unfinished \.\.\.>)`)
+	traceResume = regexp.MustCompile(`^(\d+) +<\.\.\. (\w+) resumed>.*\) += (-?\d+)`)
 	traceFd     = regexp.MustCompile(`^\d+<([^>]*)>`)
 )
 
@@ -366,34 +345,19 @@ func crashState(ops []ioOp, initial []byte, rng *rand.Rand) (data, journal []byt
 // dataState is the HDF5 file after ops: what its last fsync made durable and, past that,
 // each 512-byte sector as it was or as the later writes left it, at either length.
 func dataState(ops []ioOp, initial []byte, rng *rand.Rand) []byte {
-	durable, latest := &image{b: bytes.Clone(initial)}, &image{b: bytes.Clone(initial)}
-	var since []ioOp
-	for _, op := range ops {
-		if op.target != "data" {
-			continue
-		}
-		if op.kind == "fsync" {
-			for _, p := range since {
-				durable.apply(p)
-			}
-			since = since[:0]
-			continue
-		}
-		latest.apply(op)
-		since = append(since, op)
+	durable, latest, pending := durableAndLatest(ops, "data", initial)
+	if !pending {
+		return durable
 	}
-	if len(since) == 0 {
-		return durable.b
-	}
-	n := len(durable.b)
+	n := len(durable)
 	if rng.Intn(2) == 0 {
-		n = len(latest.b)
+		n = len(latest)
 	}
 	out := make([]byte, n)
 	for s := 0; s < n; s += 512 {
-		src := durable.b
+		src := durable
 		if rng.Intn(2) == 0 {
-			src = latest.b
+			src = latest
 		}
 		if s < len(src) {
 			copy(out[s:min(s+512, n)], src[s:min(s+512, len(src))])
@@ -405,25 +369,31 @@ func dataState(ops []ioOp, initial []byte, rng *rand.Rand) []byte {
 // stateFrom is the journal after ops (from its creation on): what its fsync made durable,
 // or, before that, any prefix of what was written.
 func stateFrom(ops []ioOp, rng *rand.Rand) []byte {
-	durable, latest := &image{}, &image{}
+	durable, latest, pending := durableAndLatest(ops, "journal", nil)
+	if pending && rng.Intn(2) == 0 {
+		return latest[:rng.Intn(len(latest)+1)]
+	}
+	return durable
+}
+
+// durableAndLatest applies target's operations to start: durable holds those before its
+// last fsync, latest all of them; pending tells whether any came after that fsync.
+func durableAndLatest(ops []ioOp, target string, start []byte) (durable, latest []byte, pending bool) {
+	d, l := &image{b: bytes.Clone(start)}, &image{b: bytes.Clone(start)}
 	var since []ioOp
 	for _, op := range ops {
-		if op.target != "journal" {
+		if op.target != target {
 			continue
 		}
 		if op.kind == "fsync" {
 			for _, p := range since {
-				durable.apply(p)
+				d.apply(p)
 			}
 			since = since[:0]
 			continue
 		}
-		latest.apply(op)
+		l.apply(op)
 		since = append(since, op)
 	}
-	out := bytes.Clone(durable.b)
-	if len(since) > 0 && rng.Intn(2) == 0 {
-		out = bytes.Clone(latest.b[:rng.Intn(len(latest.b)+1)]) // a prefix of what was written
-	}
-	return out
+	return d.b, l.b, len(since) > 0
 }
