@@ -39,7 +39,7 @@ fuzz:
 # Benchmarks: one table of medians and ratios against the references (see bench/main.go).
 # Generated files are cached in $${TMPDIR:-/tmp}/vh5fs-bench.
 BENCH_ARGS ?= -suite all
-bench: deps
+bench: build
 	$(GO) run ./bench $(BENCH_ARGS)
 
 clean:
