@@ -54,9 +54,15 @@ Options (-o, comma-separated, may repeat):
   live          follow an HDF5 SWMR writer (sizes and reads track its flushes) and
                 commits of other processes (new versions appear); read-only, no
                 file locking (see README, "Live mounts")
-  allow_other   let other users see the mount
+  allow_other   let other users see the mount (the kernel then checks the modes:
+                default_permissions)
+  uid=N, gid=N  owner and group of every file (default: the mounting user's)
+  umask=NNN     bits cleared from every mode (files 0444, 0644 in rw; dirs 0555)
   debug         trace every FUSE operation on stderr
   fsname=NAME   the source shown by mount(8) and df (default: FILE)
+  nosuid, nodev, noexec, noatime, relatime, sync, ... go to the kernel as mount flags;
+  fstab-only options (defaults, nofail, x-*, ...) and blksize= are ignored;
+  allow_root and auto_unmount are refused.
 `
 
 func main() {
