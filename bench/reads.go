@@ -52,7 +52,7 @@ func readConfigs(size int64) []readConfig {
 		)
 		if !gz {
 			// 4 KiB chunks, a quarter of the size: one mapping per 4 KiB makes h5py's open slow.
-			out = append(out, readConfig{"1-D 4KiB (1/4 size)", []int64{n / 4}, []int64{512}, false})
+			out = append(out, readConfig{"1-D 4KiB, quarter size", []int64{n / 4}, []int64{512}, false})
 		}
 	}
 	return out
@@ -159,7 +159,7 @@ func writeRaw(path string, size int64) error {
 }
 
 func generateRead(cache string, c readConfig) (versioned, plain string, err error) {
-	tag := strings.NewReplacer(" ", "_", "+", "_").Replace(c.name) + "-" + c.arg(c.shape)
+	tag := strings.NewReplacer(" ", "_", "+", "_", ",", "", "/", "_").Replace(c.name) + "-" + c.arg(c.shape)
 	versioned = filepath.Join(cache, "read-"+tag+".h5")
 	plain = filepath.Join(cache, "plain-"+tag+".h5")
 	if _, err := os.Stat(versioned); err != nil {
