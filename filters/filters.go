@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // HDF5 filter identifiers.
@@ -47,6 +48,21 @@ func Supported(pipeline []Filter) bool {
 // returns their number.
 type Decoder struct {
 	Inflate func(dst, src []byte) (int, error)
+	// Scratch, if set, holds *[]byte buffers for the outputs of stages that a later stage
+	// consumes (deflate before shuffle), so that they are not allocated per chunk.
+	Scratch *sync.Pool
+}
+
+// scratch returns a buffer of n bytes from the pool, or a new one.
+func (dec Decoder) scratch(n int) *[]byte {
+	if dec.Scratch != nil {
+		if p, ok := dec.Scratch.Get().(*[]byte); ok && cap(*p) >= n {
+			*p = (*p)[:n]
+			return p
+		}
+	}
+	b := make([]byte, n)
+	return &b
 }
 
 // Decode undoes the pipeline on a stored chunk with Go's decoders; see Decoder.Decode.
@@ -60,6 +76,13 @@ func Decode(stored []byte, pipeline []Filter, mask uint32, itemSize, size int, d
 // may share memory with stored (an unfiltered chunk is returned as it is).
 func (dec Decoder) Decode(stored []byte, pipeline []Filter, mask uint32, itemSize, size int, dst []byte) ([]byte, error) {
 	data := stored
+	// next returns the stage that runs after stage i (filters are undone from the end of
+	// the pipeline), -1 if none.
+	next := func(i int) int {
+		for i--; i >= 0 && mask&(1<<uint(i)) != 0; i-- {
+		}
+		return i
+	}
 	for i := len(pipeline) - 1; i >= 0; i-- {
 		if mask&(1<<uint(i)) != 0 {
 			continue
@@ -68,7 +91,15 @@ func (dec Decoder) Decode(stored []byte, pipeline []Filter, mask uint32, itemSiz
 		switch pipeline[i].ID {
 		case Deflate:
 			if dec.Inflate != nil {
-				out := make([]byte, size)
+				var out []byte
+				// Only an unshuffle, which writes a new buffer, may consume a scratch buffer.
+				if j := next(i); j >= 0 && pipeline[j].ID == Shuffle && itemSize > 1 && size >= itemSize && dec.Scratch != nil {
+					p := dec.scratch(size)
+					defer dec.Scratch.Put(p)
+					out = *p
+				} else {
+					out = make([]byte, size)
+				}
 				var n int
 				n, err = dec.Inflate(out, data)
 				data = out[:n]
@@ -132,17 +163,8 @@ func unshuffle(in []byte, itemSize int) []byte {
 	n := len(in) / itemSize
 	out := make([]byte, len(in))
 	i := 0
-	if itemSize == 8 { // the common case (float64, int64): 8x8 byte transposes
-		for ; i+8 <= n; i += 8 {
-			var a [8]uint64
-			for j := range a {
-				a[j] = binary.LittleEndian.Uint64(in[j*n+i:])
-			}
-			transpose8(&a)
-			for k := range a {
-				binary.LittleEndian.PutUint64(out[(i+k)*8:], a[k])
-			}
-		}
+	if itemSize == 8 { // the common case (float64, int64)
+		i = unshuffle8(out, in, n)
 	}
 	for ; i < n; i++ {
 		o := out[i*itemSize : (i+1)*itemSize]
@@ -154,24 +176,42 @@ func unshuffle(in []byte, itemSize int) []byte {
 	return out
 }
 
-// transpose8 transposes an 8x8 byte matrix held as eight little-endian rows: afterwards
-// byte j of a[i] is what byte i of a[j] was.
-func transpose8(a *[8]uint64) {
-	for k := 0; k < 4; k++ {
-		x, y := a[k], a[k+4]
-		a[k] = x&0x00000000FFFFFFFF | y<<32
-		a[k+4] = x>>32 | y&0xFFFFFFFF00000000
+// unshuffle8 undoes the shuffle of 8-byte items eight at a time: eight bytes from each of
+// the eight byte planes make an 8x8 byte matrix, transposed in registers (three rounds of
+// masked swaps of 32-, 16- and 8-bit halves) and stored as eight items. It returns how many
+// items it did (a multiple of 8).
+func unshuffle8(out, in []byte, n int) int {
+	p0, p1, p2, p3 := in[:n], in[n:2*n], in[2*n:3*n], in[3*n:4*n]
+	p4, p5, p6, p7 := in[4*n:5*n], in[5*n:6*n], in[6*n:7*n], in[7*n:8*n]
+	le := binary.LittleEndian
+	const m32, m16, m8 = 0x00000000FFFFFFFF, 0x0000FFFF0000FFFF, 0x00FF00FF00FF00FF
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		a0, a1, a2, a3 := le.Uint64(p0[i:]), le.Uint64(p1[i:]), le.Uint64(p2[i:]), le.Uint64(p3[i:])
+		a4, a5, a6, a7 := le.Uint64(p4[i:]), le.Uint64(p5[i:]), le.Uint64(p6[i:]), le.Uint64(p7[i:])
+		a0, a4 = a0&m32|a4<<32, a0>>32|a4&^m32
+		a1, a5 = a1&m32|a5<<32, a1>>32|a5&^m32
+		a2, a6 = a2&m32|a6<<32, a2>>32|a6&^m32
+		a3, a7 = a3&m32|a7<<32, a3>>32|a7&^m32
+		a0, a2 = a0&m16|(a2&m16)<<16, (a0>>16)&m16|a2&^m16
+		a1, a3 = a1&m16|(a3&m16)<<16, (a1>>16)&m16|a3&^m16
+		a4, a6 = a4&m16|(a6&m16)<<16, (a4>>16)&m16|a6&^m16
+		a5, a7 = a5&m16|(a7&m16)<<16, (a5>>16)&m16|a7&^m16
+		a0, a1 = a0&m8|(a1&m8)<<8, (a0>>8)&m8|a1&^m8
+		a2, a3 = a2&m8|(a3&m8)<<8, (a2>>8)&m8|a3&^m8
+		a4, a5 = a4&m8|(a5&m8)<<8, (a4>>8)&m8|a5&^m8
+		a6, a7 = a6&m8|(a7&m8)<<8, (a6>>8)&m8|a7&^m8
+		o := out[i*8 : i*8+64]
+		le.PutUint64(o[0:], a0)
+		le.PutUint64(o[8:], a1)
+		le.PutUint64(o[16:], a2)
+		le.PutUint64(o[24:], a3)
+		le.PutUint64(o[32:], a4)
+		le.PutUint64(o[40:], a5)
+		le.PutUint64(o[48:], a6)
+		le.PutUint64(o[56:], a7)
 	}
-	for _, k := range [4]int{0, 1, 4, 5} {
-		x, y := a[k], a[k+2]
-		a[k] = x&0x0000FFFF0000FFFF | (y&0x0000FFFF0000FFFF)<<16
-		a[k+2] = (x>>16)&0x0000FFFF0000FFFF | y&0xFFFF0000FFFF0000
-	}
-	for _, k := range [4]int{0, 2, 4, 6} {
-		x, y := a[k], a[k+1]
-		a[k] = x&0x00FF00FF00FF00FF | (y&0x00FF00FF00FF00FF)<<8
-		a[k+1] = (x>>8)&0x00FF00FF00FF00FF | y&0xFF00FF00FF00FF00
-	}
+	return i
 }
 
 // checkFletcher32 verifies and strips HDF5's trailing Fletcher-32 checksum.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -157,4 +158,57 @@ func TestDecoderInflate(t *testing.T) {
 	require.Error(t, err)
 	_, err = Decoder{Inflate: h5.Inflate}.Decode(buf.Bytes(), []Filter{{ID: Deflate}}, 0, 1, len(want)-1, nil)
 	require.Error(t, err)
+}
+
+// BenchmarkUnshuffle8: undoing the shuffle of a 64 KiB chunk of float64.
+func BenchmarkUnshuffle8(b *testing.B) {
+	in := make([]byte, 64<<10)
+	for i := range in {
+		in[i] = byte(i * 7)
+	}
+	b.SetBytes(int64(len(in)))
+	for i := 0; i < b.N; i++ {
+		unshuffle(in, 8)
+	}
+}
+
+// TestDecoderScratch: with a scratch pool, shuffle+deflate chunks decode as without one,
+// and a result stays intact after the pool's buffers are reused for the next chunk.
+func TestDecoderScratch(t *testing.T) {
+	chunk := func(seed byte) (stored, want []byte) {
+		want = make([]byte, 8*1000)
+		for i := range want {
+			want[i] = byte(i/8) + seed*byte(i%8)
+		}
+		shuffled := make([]byte, len(want))
+		for i := 0; i < 1000; i++ {
+			for j := 0; j < 8; j++ {
+				shuffled[j*1000+i] = want[i*8+j]
+			}
+		}
+		var buf bytes.Buffer
+		w := zlib.NewWriter(&buf)
+		w.Write(shuffled)
+		w.Close()
+		return buf.Bytes(), want
+	}
+	dec := Decoder{Inflate: h5.Inflate, Scratch: &sync.Pool{}}
+	pipe := []Filter{{ID: Shuffle}, {ID: Deflate}}
+	a, wantA := chunk(1)
+	gotA, err := dec.Decode(a, pipe, 0, 8, len(wantA), nil)
+	require.NoError(t, err)
+	require.Equal(t, wantA, gotA)
+	b, wantB := chunk(2)
+	gotB, err := dec.Decode(b, pipe, 0, 8, len(wantB), nil)
+	require.NoError(t, err)
+	require.Equal(t, wantB, gotB)
+	require.Equal(t, wantA, gotA, "the first result does not share the pool's buffer")
+	// Shuffle skipped (mask bit 0): the inflated bytes are the result, never a pool buffer.
+	gotC, err := dec.Decode(a, pipe, 1, 8, len(wantA), nil)
+	require.NoError(t, err)
+	_, err = dec.Decode(b, pipe, 1, 8, len(wantB), nil)
+	require.NoError(t, err)
+	shuffledA, err := Decode(a, []Filter{{ID: Deflate}}, 0, 8, len(wantA), nil)
+	require.NoError(t, err)
+	require.Equal(t, shuffledA, gotC)
 }

@@ -44,7 +44,7 @@ typedef struct {
 	ino_t ino;
 	haddr_t eoa, eof;
 	haddr_t base;   // the file's size at the last sync: bytes below are the durable state
-	haddr_t limit;  // writes below limit are held (base, or lower after a held truncation)
+	haddr_t limit;  // writes below limit are held: base, or every write after a held truncation
 	held_op *ops;
 	size_t nops, capops;
 } undo_file;
@@ -331,9 +331,11 @@ static herr_t undo_truncate(H5FD_t *file, hid_t dxpl, hbool_t closing) {
 	(void)dxpl, (void)closing;
 	undo_file *f = (undo_file *)file;
 	if (f->eoa == f->eof) return 0;
-	if (f->eoa < f->limit) {  // cuts into the durable state: held, and so is every later write past it
+	if (f->eoa < f->base || f->limit != f->base) {
+		// It cuts into the durable state (or follows a truncation that did): held, and so is
+		// every later write, which must land after it.
 		if (push_op(f, f->eoa, 0, NULL) < 0) return -1;
-		f->limit = f->eoa;
+		f->limit = HADDR_MAX;
 	} else if (ftruncate(f->fd, (off_t)f->eoa) < 0) {
 		return -1;
 	}

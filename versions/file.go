@@ -60,6 +60,7 @@ type File struct {
 	raw      *os.File               // the file's bytes, for the fast path (read-only)
 	writeMu  sync.RWMutex           // held by commits; readers of raw's metadata take it shared
 	ahead    chan struct{}          // slots for background read-ahead decodes
+	scratch  sync.Pool              // *[]byte: inflated chunks on their way to unshuffle
 	live     *liveState             // OpenLive only (live.go)
 }
 

@@ -98,7 +98,7 @@ func (f *File) readSlot(d *Dataset, off int64, size int) (data []byte, ok bool, 
 	if _, err := f.raw.ReadAt(stored, ci.Offset); err != nil {
 		return nil, false, fmt.Errorf("%s: slot at row %d: reading its %d bytes at file offset %d: %w", d.RawData, off, ci.Size, ci.Offset, err)
 	}
-	out, err := filters.Decoder{Inflate: h5.Inflate}.Decode(stored, ix.pipeline, ci.FilterMask, d.Type.Size, size, nil)
+	out, err := filters.Decoder{Inflate: h5.Inflate, Scratch: &f.scratch}.Decode(stored, ix.pipeline, ci.FilterMask, d.Type.Size, size, nil)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: slot at row %d: %w", d.RawData, off, err)
 	}
