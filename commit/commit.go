@@ -495,7 +495,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		pending[d] = row
 		p.fresh = append(p.fresh, newChunk{data: cd.data, trimmed: cd.trimmed, row: row, digest: d})
 		res.Written++
-		res.Bytes += int64(isz) * prod(cd.trimmed)
+		res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
 		p.map1(cd.grid, chunks, cd.trimmed, row)
 	}
 	// One mapping per chunk, in grid order, as versioned-hdf5 creates them.
@@ -510,7 +510,7 @@ func (p *plan) map1(grid, chunks, trimmed []int64, row int64) {
 		vstart[i] = grid[i] * chunks[i]
 	}
 	src[0] = row
-	if prod(trimmed) > 0 {
+	if staged.Elements(trimmed) > 0 {
 		p.blocks = append(p.blocks, h5.VirtualBlock{VStart: vstart, Count: trimmed, SrcStart: src})
 	}
 	p.remap = append(p.remap, remap{grid: grid, row: row})
@@ -661,12 +661,4 @@ func fillChunk(fill []byte, n int) []byte {
 		copy(out[i:], fill)
 	}
 	return out
-}
-
-func prod(v []int64) int64 {
-	p := int64(1)
-	for _, x := range v {
-		p *= x
-	}
-	return p
 }

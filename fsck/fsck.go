@@ -14,6 +14,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -303,7 +304,7 @@ func (c *checker) hashTable(group string, d *versions.Dataset) error {
 			return err
 		}
 	}
-	slot := make([]byte, d.Type.Size*int(prodOf(chunks)))
+	slot := make([]byte, d.Type.Size*int(staged.Elements(chunks)))
 	zero := make([]int64, len(chunks))
 	for i := int64(0); i < largest; i++ {
 		c.tick(tp, i, largest)
@@ -352,14 +353,6 @@ func asInts(v any) []int64 {
 		return []int64{x}
 	}
 	return nil
-}
-
-func prodOf(v []int64) int64 {
-	p := int64(1)
-	for _, x := range v {
-		p *= x
-	}
-	return p
 }
 
 // Summary renders findings one per line.

@@ -264,17 +264,9 @@ func joinPath(dir, name string) string {
 // ObjectAddr is the file address of the object header at path, read without opening the
 // object (opening a virtual dataset makes libhdf5 parse all its mappings).
 func (f *File) ObjectAddr(path string) (uint64, error) {
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	lock()
-	defer unlock()
-	id, err := f.id()
-	if err != nil {
-		return 0, err
-	}
 	var addr C.haddr_t
-	if C.vh5_object_addr_by_name(id, cpath, &addr) < 0 {
-		return 0, fail("object address", path, nil)
-	}
-	return uint64(addr), nil
+	err := f.pathOp("object address", path, func(id C.hid_t, cpath *C.char) C.int {
+		return C.vh5_object_addr_by_name(id, cpath, &addr)
+	})
+	return uint64(addr), err
 }

@@ -108,14 +108,14 @@ func (a *Array) setItemPlan(off, n int64) (*SetItemPlan, error) {
 		if _, ok := covered[k]; !ok {
 			p.Chunks = append(p.Chunks, ChunkWrite{Chunk: t.Chunk, Slab: t.Slab, SlabOffset: t.SlabOffset, flat: k})
 		}
-		covered[k] += (prod64(t.Count)-1)*is + int64(t.ByteHi-t.ByteLo)
+		covered[k] += (Elements(t.Count)-1)*is + int64(t.ByteHi-t.ByteLo)
 	}
 	for i := range p.Chunks {
 		c := &p.Chunks[i]
 		switch {
 		case c.Slab >= 2:
 			c.Action = UpdateInPlace
-		case covered[c.flat] == prod64(a.trimmed(a.shape, a.grid, c.Chunk))*is:
+		case covered[c.flat] == Elements(a.trimmed(a.shape, a.grid, c.Chunk))*is:
 			c.Action = NewChunk
 		default:
 			c.Action = CopyChunk
@@ -634,7 +634,9 @@ func (a *Array) flatUnchecked(g []int64) int64 {
 	return k
 }
 
-func prod64(xs []int64) int64 {
+// Elements is the number of elements of an extent (the product of its lengths; 1 for a
+// rank-0 extent).
+func Elements(xs []int64) int64 {
 	p := int64(1)
 	for _, x := range xs {
 		p *= x

@@ -104,25 +104,14 @@ func (e usageError) Error() string { return e.msg }
 // operands to go on, or a non-negative exit status when done (help printed, usage error).
 func parseArgs(name string, fl *flag.FlagSet, args []string, stderr io.Writer) ([]string, int) {
 	fl.SetOutput(io.Discard)
-	var operands []string
-	for rest := args; len(rest) > 0; {
-		if err := fl.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(os.Stdout, commands[name].usage)
-				return nil, 0
-			}
-			fmt.Fprintf(stderr, "vh5fs: %s: %v\n%s", name, err, commands[name].usage)
-			return nil, 2
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fl.Arg(0))
-		rest = fl.Args()[1:]
-		if len(rest) > 0 && rest[0] == "--" {
-			operands = append(operands, rest[1:]...)
-			break
-		}
+	operands, err := interspersed(fl, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(os.Stdout, commands[name].usage)
+		return nil, 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vh5fs: %s: %v\n%s", name, err, commands[name].usage)
+		return nil, 2
 	}
 	return operands, -1
 }

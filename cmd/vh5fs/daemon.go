@@ -74,22 +74,15 @@ func runHelper(args []string, stderr io.Writer) int {
 	fl.SetOutput(io.Discard)
 	var opts optionList
 	fl.Var(&opts, "o", "mount options")
-	var operands []string
-	for rest := args; len(rest) > 0; {
-		if err := fl.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				helperUsage(os.Stdout)
-				return 0
-			}
-			fmt.Fprintf(stderr, "vh5fs: %v\n", err)
-			helperUsage(stderr)
-			return 2
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fl.Arg(0))
-		rest = fl.Args()[1:]
+	operands, err := interspersed(fl, args)
+	if errors.Is(err, flag.ErrHelp) {
+		helperUsage(os.Stdout)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
+		helperUsage(stderr)
+		return 2
 	}
 	if len(operands) != 2 {
 		fmt.Fprintf(stderr, "vh5fs: expected FILE MOUNTPOINT, got %d operands\n", len(operands))

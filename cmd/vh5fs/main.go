@@ -99,6 +99,26 @@ func run(args []string, stderr io.Writer) int {
 	return 2
 }
 
+// interspersed parses fl's flags wherever they stand among args and returns the operands
+// in order; "--" after an operand makes everything after it an operand.
+func interspersed(fl *flag.FlagSet, args []string) ([]string, error) {
+	var operands []string
+	for rest := args; len(rest) > 0; {
+		if err := fl.Parse(rest); err != nil {
+			return nil, err
+		}
+		if fl.NArg() == 0 {
+			break
+		}
+		operands = append(operands, fl.Arg(0))
+		rest = fl.Args()[1:]
+		if len(rest) > 0 && rest[0] == "--" {
+			return append(operands, rest[1:]...), nil
+		}
+	}
+	return operands, nil
+}
+
 // optionList collects repeated -o flags.
 type optionList []string
 
@@ -112,16 +132,9 @@ func runMount(args []string, stderr io.Writer) int {
 	var opts optionList
 	fl.Var(&opts, "o", "mount options")
 	// Accept options after the operands too (vh5fs mount FILE MNT -o ro), as mount(8) does.
-	var operands []string
-	for rest := args; len(rest) > 0; {
-		if err := fl.Parse(rest); err != nil {
-			return 2
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fl.Arg(0))
-		rest = fl.Args()[1:]
+	operands, err := interspersed(fl, args)
+	if err != nil {
+		return 2
 	}
 	if len(operands) != 2 {
 		fmt.Fprintf(stderr, "vh5fs: mount needs FILE and MOUNTPOINT\n%s", usage)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -59,7 +60,7 @@ func Read(file, version, dataset string, from int64) (*Commit, error) {
 		c.Rows = append(c.Rows, row)
 		start := make([]int64, len(chunks))
 		start[0] = int64(binary.LittleEndian.Uint64(row[32:]))
-		slot := make([]byte, d.Type.Size*int(prod(chunks)))
+		slot := make([]byte, d.Type.Size*int(staged.Elements(chunks)))
 		if err := raw.ReadBox(start, chunks, chunks, make([]int64, len(chunks)), slot); err != nil {
 			return nil, err
 		}
@@ -119,12 +120,4 @@ func Diff(got, want *Commit) string {
 		}
 	}
 	return ""
-}
-
-func prod(v []int64) int64 {
-	p := int64(1)
-	for _, x := range v {
-		p *= x
-	}
-	return p
 }
