@@ -6,11 +6,13 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,9 +36,55 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building vh5fs:", err)
 		os.Exit(1)
 	}
+	flag.Parse()
+	if d := testTimeout(); d > 0 {
+		go dumpHungMounts(time.Now().Add(d - 45*time.Second))
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// testTimeout is go test's -timeout (0: none).
+func testTimeout() time.Duration {
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, ok := f.Value.(flag.Getter).Get().(time.Duration); ok {
+			return d
+		}
+	}
+	return 0
+}
+
+// live holds the running mounts, for dumpHungMounts.
+var live struct {
+	sync.Mutex
+	mounts map[*mounted]bool
+}
+
+// dumpHungMounts waits until shortly before go test's timeout and then, if the tests are
+// still running, stops every daemon still serving with SIGQUIT and prints its stderr, which
+// then ends in the Go runtime's dump of all its goroutines: a hang shows where the daemon
+// waits, not only where the test does. The timeout's own panic follows with the test's stacks.
+func dumpHungMounts(at time.Time) {
+	time.Sleep(time.Until(at))
+	live.Lock()
+	var hung []*mounted
+	for m := range live.mounts {
+		hung = append(hung, m)
+	}
+	live.Unlock()
+	for _, m := range hung {
+		fmt.Fprintf(os.Stderr, "\n=== tests still running near the timeout: goroutines of the daemon serving %s (%v)\n", m.Dir, m.cmd.Args)
+		m.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-m.done:
+		case <-time.After(10 * time.Second):
+			m.cmd.Process.Kill()
+			<-m.done
+		}
+		os.Stderr.Write(m.stderr.Bytes())
+		exec.Command("fusermount3", "-uz", m.Dir).Run()
+	}
 }
 
 // python is Debian's interpreter, which has python3-h5py and python3-numpy.
@@ -81,8 +129,21 @@ func startMount(t *testing.T, mnt string, argv []string) *mounted {
 	t.Helper()
 	m := &mounted{Dir: mnt, cmd: exec.Command(argv[0], argv[1:]...), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	m.cmd.Stderr = m.stderr
+	m.cmd.Env = append(os.Environ(), "GOTRACEBACK=all")
 	require.NoError(t, m.cmd.Start())
-	go func() { m.done <- m.cmd.Wait() }()
+	live.Lock()
+	if live.mounts == nil {
+		live.mounts = map[*mounted]bool{}
+	}
+	live.mounts[m] = true
+	live.Unlock()
+	go func() {
+		err := m.cmd.Wait()
+		live.Lock()
+		delete(live.mounts, m)
+		live.Unlock()
+		m.done <- err
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !isMountpoint(t, mnt) {
 		select {
