@@ -1,6 +1,11 @@
 package h5meta
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+)
 
 // Chunk is one allocated chunk of a chunked dataset.
 type Chunk struct {
@@ -73,6 +78,70 @@ func (f *File) Chunks(ohdr uint64) ([]Chunk, error) {
 	return nil, fmt.Errorf("h5meta: dataset at %d: chunk index type %d: %w", ohdr, l.idxType, ErrUnsupported)
 }
 
+// chunkNode is one decoded node of a version 1 B-tree of chunks: entry i is the chunk (at a
+// leaf) or the subtree (above) whose chunk offsets start at key i.
+type chunkNode struct {
+	level    int
+	keys     []int64 // n keys of rank offsets each
+	children []uint64
+	sizes    []uint32
+	masks    []uint32
+}
+
+func (nd *chunkNode) key(i, rank int) []int64 { return nd.keys[i*rank : (i+1)*rank] }
+
+// chunkNode reads the B-tree node at addr, whose level must be want (any level at the root:
+// want < 0).
+func (f *File) chunkNode(addr uint64, want, rank int) (*chunkNode, error) {
+	hdrLen := 8 + 2*f.so
+	hdr, err := f.read(addr, hdrLen, "B-tree node")
+	if err != nil {
+		return nil, err
+	}
+	b := &buf{b: hdr, what: "B-tree node", at: addr}
+	b.signature("TREE")
+	typ, level, n := b.u8(), int(b.u8()), int(b.u16())
+	if b.err != nil {
+		return nil, b.err
+	}
+	if typ != 1 {
+		return nil, fmt.Errorf("node at %d has type %d, want 1 (raw data chunks)", addr, typ)
+	}
+	if want >= 0 && level != want {
+		return nil, fmt.Errorf("node at %d has level %d, want %d", addr, level, want)
+	}
+	if level > maxBTreeLevel {
+		return nil, fmt.Errorf("node at %d has level %d", addr, level)
+	}
+	keyLen := 8 + 8*(rank+1)
+	raw, err := f.read(addr+uint64(hdrLen), n*(keyLen+f.so)+keyLen, "B-tree node")
+	if err != nil {
+		return nil, err
+	}
+	nd := &chunkNode{level: level, keys: make([]int64, n*rank), children: make([]uint64, n), sizes: make([]uint32, n), masks: make([]uint32, n)}
+	b = &buf{b: raw, what: "B-tree node", at: addr}
+	for i := 0; i < n; i++ {
+		nd.sizes[i] = uint32(b.u32())
+		nd.masks[i] = uint32(b.u32())
+		for d := range rank {
+			v := b.u64()
+			if v >= maxCoord {
+				return nil, fmt.Errorf("node at %d: chunk offset %d out of range", addr, v)
+			}
+			nd.keys[i*rank+d] = int64(v)
+		}
+		b.skip(8) // element offset within the chunk: always 0
+		nd.children[i] = b.offset(f.so)
+		if b.err != nil {
+			return nil, b.err
+		}
+		if level == 0 && nd.children[i] >= maxCoord {
+			return nil, fmt.Errorf("node at %d: chunk address %d out of range", addr, nd.children[i])
+		}
+	}
+	return nd, nil
+}
+
 type btreeWalk struct {
 	f    *File
 	rank int
@@ -83,64 +152,128 @@ type btreeWalk struct {
 // node appends the chunks under the B-tree node at addr, whose level must be want (any
 // level at the root: want < 0). Levels strictly decrease, which bounds the recursion.
 func (w *btreeWalk) node(addr uint64, want int) error {
-	f := w.f
 	if w.seen[addr] {
 		return fmt.Errorf("node at %d is reached twice", addr)
 	}
 	w.seen[addr] = true
-	hdrLen := 8 + 2*f.so
-	hdr, err := f.read(addr, hdrLen, "B-tree node")
+	nd, err := w.f.chunkNode(addr, want, w.rank)
 	if err != nil {
 		return err
 	}
-	b := &buf{b: hdr, what: "B-tree node", at: addr}
-	b.signature("TREE")
-	typ, level, n := b.u8(), int(b.u8()), int(b.u16())
-	if b.err != nil {
-		return b.err
-	}
-	if typ != 1 {
-		return fmt.Errorf("node at %d has type %d, want 1 (raw data chunks)", addr, typ)
-	}
-	if want >= 0 && level != want {
-		return fmt.Errorf("node at %d has level %d, want %d", addr, level, want)
-	}
-	if level > maxBTreeLevel {
-		return fmt.Errorf("node at %d has level %d", addr, level)
-	}
-	nd := w.rank + 1
-	keyLen := 8 + 8*nd
-	raw, err := f.read(addr+uint64(hdrLen), n*(keyLen+f.so)+keyLen, "B-tree node")
-	if err != nil {
-		return err
-	}
-	b = &buf{b: raw, what: "B-tree node", at: addr}
-	for i := 0; i < n; i++ {
-		size := b.u32()
-		mask := uint32(b.u32())
-		off := make([]int64, w.rank)
-		for d := range off {
-			v := b.u64()
-			if v >= maxCoord {
-				return fmt.Errorf("node at %d: chunk offset %d out of range", addr, v)
-			}
-			off[d] = int64(v)
-		}
-		b.skip(8) // element offset within the chunk: always 0
-		child := b.offset(f.so)
-		if b.err != nil {
-			return b.err
-		}
-		if level == 0 {
-			if child >= maxCoord {
-				return fmt.Errorf("node at %d: chunk address %d out of range", addr, child)
-			}
-			w.out = append(w.out, Chunk{Offset: off, Addr: int64(child), Size: int64(size), FilterMask: mask})
+	for i, child := range nd.children {
+		if nd.level == 0 {
+			off := slices.Clone(nd.key(i, w.rank))
+			w.out = append(w.out, Chunk{Offset: off, Addr: int64(child), Size: int64(nd.sizes[i]), FilterMask: nd.masks[i]})
 			continue
 		}
-		if err := w.node(child, level-1); err != nil {
+		if err := w.node(child, nd.level-1); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ChunkIndex finds single chunks of a chunked dataset by their offset. A version 1 B-tree
+// (what versioned-hdf5's raw_data datasets have) is descended from its root for each
+// lookup, keeping the nodes read: the first chunk of a dataset of 100k chunks costs a few
+// node reads, not a walk of the whole index. Other index types are listed whole on first
+// use. Safe for concurrent use; it reads the file as it was when the index was made, so a
+// writer that changes the index must make a new one.
+type ChunkIndex struct {
+	f    *File
+	ohdr uint64
+	rank int
+	root uint64 // the B-tree's root; 0 when not a B-tree
+
+	mu    sync.Mutex
+	nodes map[uint64]*chunkNode // GUARDED_BY(mu)
+	list  []Chunk               // other index types: every chunk, sorted; GUARDED_BY(mu)
+	err   error                 // other index types: listing them failed; GUARDED_BY(mu)
+}
+
+// ChunkIndex returns the chunk index of the chunked dataset whose object header is at ohdr,
+// with the same errors as Chunks for layouts it cannot read.
+func (f *File) ChunkIndex(ohdr uint64) (*ChunkIndex, error) {
+	l, err := f.layout(ohdr)
+	if err != nil {
+		return nil, err
+	}
+	if l.class != classChunked {
+		return nil, fmt.Errorf("h5meta: dataset at %d: layout class %d is not chunked: %w", ohdr, l.class, ErrUnsupported)
+	}
+	x := &ChunkIndex{f: f, ohdr: ohdr, rank: len(l.dims), nodes: map[uint64]*chunkNode{}}
+	if l.idxType == 0 && l.idxAddr != f.undef() && !slices.Contains(l.dims, 0) {
+		x.root = l.idxAddr
+	}
+	return x, nil
+}
+
+// Lookup returns the chunk whose first element is at offset off; ok is false when no chunk
+// is stored there.
+func (x *ChunkIndex) Lookup(off []int64) (c Chunk, ok bool, err error) {
+	if len(off) != x.rank {
+		return Chunk{}, false, fmt.Errorf("h5meta: chunk offset %v for a dataset of rank %d", off, x.rank)
+	}
+	if x.root == 0 {
+		return x.lookupList(off)
+	}
+	addr, want := x.root, -1
+	for {
+		nd, err := x.node(addr, want)
+		if err != nil {
+			return Chunk{}, false, fmt.Errorf("h5meta: chunk B-tree of dataset at %d: %w", x.ohdr, err)
+		}
+		// The last entry whose key is at most off holds it, if anything does.
+		n := len(nd.children)
+		i := sort.Search(n, func(i int) bool { return slices.Compare(nd.key(i, x.rank), off) > 0 }) - 1
+		if i < 0 {
+			return Chunk{}, false, nil
+		}
+		if nd.level == 0 {
+			if !slices.Equal(nd.key(i, x.rank), off) {
+				return Chunk{}, false, nil
+			}
+			return Chunk{Offset: slices.Clone(off), Addr: int64(nd.children[i]), Size: int64(nd.sizes[i]), FilterMask: nd.masks[i]}, true, nil
+		}
+		// Levels strictly decrease (chunkNode checks want), which bounds this loop.
+		addr, want = nd.children[i], nd.level-1
+	}
+}
+
+func (x *ChunkIndex) node(addr uint64, want int) (*chunkNode, error) {
+	x.mu.Lock()
+	nd := x.nodes[addr]
+	x.mu.Unlock()
+	if nd != nil {
+		if want >= 0 && nd.level != want {
+			return nil, fmt.Errorf("node at %d has level %d, want %d", addr, nd.level, want)
+		}
+		return nd, nil
+	}
+	nd, err := x.f.chunkNode(addr, want, x.rank)
+	if err != nil {
+		return nil, err
+	}
+	x.mu.Lock()
+	x.nodes[addr] = nd
+	x.mu.Unlock()
+	return nd, nil
+}
+
+func (x *ChunkIndex) lookupList(off []int64) (Chunk, bool, error) {
+	x.mu.Lock()
+	if x.list == nil && x.err == nil {
+		x.list, x.err = x.f.Chunks(x.ohdr)
+		slices.SortFunc(x.list, func(a, b Chunk) int { return slices.Compare(a.Offset, b.Offset) })
+	}
+	list, err := x.list, x.err
+	x.mu.Unlock()
+	if err != nil {
+		return Chunk{}, false, err
+	}
+	i, ok := slices.BinarySearchFunc(list, off, func(c Chunk, off []int64) int { return slices.Compare(c.Offset, off) })
+	if !ok {
+		return Chunk{}, false, nil
+	}
+	return list[i], true, nil
 }

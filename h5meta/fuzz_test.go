@@ -47,6 +47,11 @@ func exercise(data []byte, addrs []uint64) {
 	for _, a := range addrs {
 		_, _ = f.VirtualMappings(a)
 		_, _ = f.Chunks(a)
+		if x, err := f.ChunkIndex(a); err == nil {
+			for _, off := range [][]int64{{0}, {0, 0}, {4, 3}, {8, 6}, {1 << 40, 0}} {
+				_, _, _ = x.Lookup(off)
+			}
+		}
 		_, _ = f.Links(a)
 		_, _ = f.Inspect(a)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,6 +187,7 @@ func checkFile(t *testing.T, path string, unsupported map[string]bool) int {
 				d.Chunks = []expChunk{}
 			}
 			require.Equal(t, d.Chunks, toExpChunks(cs), msg)
+			checkLookups(t, f, d.Addr, cs, msg)
 		default:
 			require.ErrorIs(t, merr, ErrUnsupported, msg)
 			require.ErrorIs(t, cerr, ErrUnsupported, msg)
@@ -193,6 +195,37 @@ func checkFile(t *testing.T, path string, unsupported map[string]bool) int {
 		n++
 	}
 	return n
+}
+
+// checkLookups looks every chunk of want up through a ChunkIndex, and offsets next to them
+// that hold no chunk.
+func checkLookups(t *testing.T, f *File, addr uint64, want []Chunk, msg string) {
+	x, err := f.ChunkIndex(addr)
+	require.NoError(t, err, msg)
+	stored := map[string]bool{}
+	for _, c := range want {
+		stored[fmt.Sprint(c.Offset)] = true
+	}
+	for _, c := range want {
+		got, ok, err := x.Lookup(c.Offset)
+		require.NoError(t, err, msg)
+		require.True(t, ok, "%s: chunk at %v", msg, c.Offset)
+		require.Equal(t, c, got, msg)
+		for d := range c.Offset {
+			for _, delta := range []int64{-1, 1, 1 << 40} {
+				off := slices.Clone(c.Offset)
+				off[d] += delta
+				if off[d] < 0 || stored[fmt.Sprint(off)] {
+					continue
+				}
+				_, ok, err := x.Lookup(off)
+				require.NoError(t, err, msg)
+				require.False(t, ok, "%s: no chunk at %v", msg, off)
+			}
+		}
+	}
+	_, _, err = x.Lookup([]int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	require.Error(t, err, "%s: an offset of the wrong rank", msg)
 }
 
 func fixtureFiles(t *testing.T) []string {

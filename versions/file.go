@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vh5fs/vh5fs/h5"
@@ -56,7 +57,7 @@ type File struct {
 	raws     map[string]*h5.Dataset // open raw_data datasets by path; GUARDED_BY(mu)
 	meta     map[string]Version     // committed versions' metadata; GUARDED_BY(mu)
 	indexes  map[string]*rawIndex   // raw_data path -> slot storage; GUARDED_BY(mu)
-	gen      uint64                 // bumped by each commit: slot indexes built before are stale; GUARDED_BY(mu)
+	gen      atomic.Uint64          // bumped by each commit (BeginWrite) and reload: slot indexes made before are stale
 	raw      *os.File               // the file's bytes, for the fast path (read-only)
 	writeMu  sync.RWMutex           // held by commits; readers of raw's metadata take it shared
 	ahead    chan struct{}          // slots for background read-ahead decodes
@@ -260,6 +261,24 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Lock ordering: File.mu, then writeMu (never File.mu while holding writeMu).
+	f.mu.Lock()
+	known := maps.Clone(f.meta)
+	f.mu.Unlock()
+	found := map[string]Version{}
+	out, err := f.versionList(addr, known, found)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	maps.Copy(f.meta, found)
+	f.mu.Unlock()
+	return out, nil
+}
+
+// versionList lists the versions linked from the group at addr, taking those in known as
+// they are and adding the others it reads to found.
+func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Version, error) {
 	f.writeMu.RLock()
 	defer f.writeMu.RUnlock()
 	m, err := f.bytesMeta()
@@ -270,11 +289,7 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	known := maps.Clone(f.meta)
-	f.mu.Unlock()
 	out := make([]Version, 0, len(links))
-	found := map[string]Version{}
 	for _, l := range links {
 		if l.Name == FirstVersion || strings.Contains(l.Name, "/") {
 			continue
@@ -305,9 +320,6 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 			found[l.Name] = v
 		}
 	}
-	f.mu.Lock()
-	maps.Copy(f.meta, found)
-	f.mu.Unlock()
 	return out, nil
 }
 

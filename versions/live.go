@@ -176,7 +176,7 @@ func (f *File) reopen(st stamp) error {
 	ds, raws := f.datasets, f.raws
 	f.datasets, f.raws = map[string]*Dataset{}, map[string]*h5.Dataset{}
 	f.meta, f.indexes = map[string]Version{}, map[string]*rawIndex{}
-	f.gen++
+	f.gen.Add(1)
 	f.mu.Unlock()
 	for _, d := range ds {
 		d.close()

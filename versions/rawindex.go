@@ -18,10 +18,12 @@ import (
 // filters) on as many cores as a read touches chunks. Whatever h5meta or filters does not
 // support goes through libhdf5 instead, so the fast path never changes what is read.
 
-// rawIndex is where each slot of one raw_data lives in the file.
+// rawIndex is where the slots of one raw_data live in the file.
 type rawIndex struct {
-	slots    map[int64]h5.ChunkInfo // slot row -> absolute file offset, stored size, filter mask
-	gen      uint64                 // File.gen when built
+	chunks   *h5meta.ChunkIndex // nil: h5meta cannot read this index (libhdf5 then)
+	base     int64              // file offset of HDF5 address 0
+	rank     int
+	gen      uint64 // File.gen when made
 	pipeline []filters.Filter
 	decode   bool // every filter of the pipeline decodes in Go
 }
@@ -54,46 +56,79 @@ func (f *File) mappings(h *h5.Dataset) ([]h5.Mapping, error) {
 	return h.Mappings()
 }
 
-// index returns the slot index of the raw_data d reads from, building it on first use and
-// again after a commit appended slots (gen moved on).
+// index returns the slot index of the raw_data d reads from, making it on first use and
+// again after a commit (gen moved on: libhdf5 may have rewritten the index's nodes). Making
+// one reads only the layout; lookups read the nodes they need (h5meta.ChunkIndex).
 func (f *File) index(d *Dataset) *rawIndex {
 	f.mu.Lock()
 	ix := f.indexes[d.RawData]
-	gen := f.gen
 	f.mu.Unlock()
-	if ix != nil && ix.gen == gen {
+	if ix != nil && ix.gen == f.gen.Load() {
 		return ix
 	}
-	ix = &rawIndex{gen: gen, slots: map[int64]h5.ChunkInfo{}}
+	ix = &rawIndex{rank: len(d.Chunks)}
 	for _, fl := range d.Filters {
 		ix.pipeline = append(ix.pipeline, filters.Filter{ID: fl.ID, Params: fl.Params})
 	}
 	ix.decode = filters.Supported(ix.pipeline)
 	f.writeMu.RLock()
-	defer f.writeMu.RUnlock()
+	ix.gen = f.gen.Load() // a commit bumps it holding writeMu: the bytes below are this gen's
 	if m, err := f.bytesMeta(); err == nil {
 		if addr, err := d.raw.Addr(); err == nil {
-			if chunks, err := m.Chunks(addr); err == nil {
-				for _, c := range chunks {
-					ix.slots[c.Offset[0]] = h5.ChunkInfo{Offset: m.Base() + c.Addr, Size: c.Size, FilterMask: c.FilterMask}
-				}
+			if x, err := m.ChunkIndex(addr); err == nil {
+				ix.chunks, ix.base = x, m.Base()
 			}
 		}
 	}
+	f.writeMu.RUnlock()
 	f.mu.Lock()
 	f.indexes[d.RawData] = ix
 	f.mu.Unlock()
 	return ix
 }
 
+// slots returns where the raw_data slots at rows offs of d are stored and the index used;
+// ok is false when h5meta cannot tell for one of them (libhdf5 answers then).
+func (f *File) slots(d *Dataset, offs ...int64) (cis []h5.ChunkInfo, ix *rawIndex, ok bool) {
+	for {
+		ix = f.index(d)
+		if ix.chunks == nil {
+			return nil, ix, false
+		}
+		f.writeMu.RLock()
+		if ix.gen != f.gen.Load() { // a commit came between: its index
+			f.writeMu.RUnlock()
+			continue
+		}
+		cis, ok = ix.lookup(offs)
+		f.writeMu.RUnlock()
+		return cis, ix, ok
+	}
+}
+
+// lookup finds the slots at rows offs; call with File.writeMu held for reading.
+func (ix *rawIndex) lookup(offs []int64) ([]h5.ChunkInfo, bool) {
+	out := make([]h5.ChunkInfo, len(offs))
+	coord := make([]int64, ix.rank)
+	for i, off := range offs {
+		coord[0] = off
+		c, found, err := ix.chunks.Lookup(coord)
+		if err != nil || !found || c.Addr < 0 {
+			return nil, false
+		}
+		out[i] = h5.ChunkInfo{Offset: ix.base + c.Addr, Size: c.Size, FilterMask: c.FilterMask}
+	}
+	return out, true
+}
+
 // readSlot reads and decodes the chunk at slot row off straight from the file; ok is false
 // when the fast path cannot serve it (unknown slot, filter not decodable in Go).
 func (f *File) readSlot(d *Dataset, off int64, size int) (data []byte, ok bool, err error) {
-	ix := f.index(d)
-	ci, found := ix.slots[off]
-	if !found || !ix.decode || ci.Offset < 0 {
+	cis, ix, found := f.slots(d, off)
+	if !found || !ix.decode {
 		return nil, false, nil
 	}
+	ci := cis[0]
 	stored := make([]byte, ci.Size)
 	if _, err := f.raw.ReadAt(stored, ci.Offset); err != nil {
 		return nil, false, fmt.Errorf("%s: slot at row %d: reading its %d bytes at file offset %d: %w", d.RawData, off, ci.Size, ci.Offset, err)
@@ -138,40 +173,32 @@ func (s rawSource) Prefetch(offs []int64) {
 
 // slotInfo returns the storage of the raw_data slots the blocks use.
 func (f *File) slotInfo(d *Dataset) ([]h5.ChunkInfo, error) {
-	ix := f.index(d)
-	out := make([]h5.ChunkInfo, len(d.blocks))
-	var missing [][]int64
-	var where []int
+	offs := make([]int64, len(d.blocks))
 	for i, b := range d.blocks {
 		if b.off%d.Chunks[0] != 0 {
 			return nil, fmt.Errorf("slot at row %d is not chunk-aligned", b.off)
 		}
-		ci, ok := ix.slots[b.off]
-		if !ok {
-			c := make([]int64, len(d.Chunks))
-			c[0] = b.off
-			missing = append(missing, c)
-			where = append(where, i)
-			continue
-		}
-		out[i] = ci
+		offs[i] = b.off
 	}
-	if len(missing) > 0 { // h5meta could not read this index: ask libhdf5
-		infos, err := d.raw.ChunkInfo(missing)
-		if err != nil {
-			return nil, err
-		}
-		for k, i := range where {
-			out[i] = infos[k]
-		}
+	if cis, _, ok := f.slots(d, offs...); ok {
+		return cis, nil
 	}
-	return out, nil
+	// h5meta could not read this index: ask libhdf5.
+	coords := make([][]int64, len(offs))
+	for i, off := range offs {
+		coords[i] = make([]int64, len(d.Chunks))
+		coords[i][0] = off
+	}
+	return d.raw.ChunkInfo(coords)
 }
 
 // BeginWrite and EndWrite bracket a commit's writes: while libhdf5 writes, nothing reads
 // metadata from the file's bytes. Lock ordering: after commit.Committer's lock; the holder
 // must not take File.mu (readers take File.mu, then writeMu).
-func (f *File) BeginWrite() { f.writeMu.Lock() }
+func (f *File) BeginWrite() {
+	f.writeMu.Lock()
+	f.gen.Add(1) // slot indexes made before may read nodes libhdf5 rewrites
+}
 
 // EndWrite ends what BeginWrite began.
 func (f *File) EndWrite() { f.writeMu.Unlock() }
@@ -200,12 +227,11 @@ func (d *Dataset) fileRange(plan *staged.GetItemPlan) (fileOff int64, ok bool) {
 		}
 		lin = lin*d.Chunks[i] + t.Start[i]
 	}
-	ix := d.f.index(d)
-	ci, found := ix.slots[t.SlabOffset]
-	if !found || ci.Offset < 0 {
+	cis, _, found := d.f.slots(d, t.SlabOffset)
+	if !found {
 		return 0, false
 	}
-	return ci.Offset + lin*int64(d.Type.Size), true
+	return cis[0].Offset + lin*int64(d.Type.Size), true
 }
 
 // Fd is the descriptor of the HDF5 file's bytes, opened read-only, that located ranges
@@ -220,23 +246,14 @@ func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, err
 	if len(d.Filters) > 0 {
 		return 0, false, nil
 	}
-	ix := d.f.index(d)
 	isz := int64(d.Type.Size)
-	type piece struct{ file, dst, n int64 }
+	type piece struct{ chunk, dst, n int64 } // chunk: byte offset in the stored chunk
 	pieces := make([]piece, 0, len(plan.Transfers))
-	fills := 0
+	offs := make([]int64, 0, len(plan.Transfers))
 	for i := range plan.Transfers {
 		t := &plan.Transfers[i]
-		if t.Slab == staged.FullSlab {
-			fills++
-			continue
-		}
 		if t.Slab != staged.BaseSlab {
-			return 0, false, nil
-		}
-		ci, found := ix.slots[t.SlabOffset]
-		if !found || ci.Offset < 0 {
-			return 0, false, nil
+			return 0, false, nil // fill chunks (the chunk route writes the pattern) or staged data
 		}
 		j := 0
 		for j < len(t.Count)-1 && t.Count[j] == 1 {
@@ -251,14 +268,17 @@ func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, err
 			elems *= t.Count[k]
 		}
 		lo, hi := int64(t.ByteLo), (elems-1)*isz+int64(t.ByteHi)
-		pieces = append(pieces, piece{file: ci.Offset + lin*isz + lo, dst: t.DstOff + lo, n: hi - lo})
+		pieces = append(pieces, piece{chunk: lin*isz + lo, dst: t.DstOff + lo, n: hi - lo})
+		offs = append(offs, t.SlabOffset)
 	}
-	if fills > 0 {
-		return 0, false, nil // fill chunks: let the chunk route write the pattern
+	cis, _, ok := d.f.slots(d, offs...)
+	if !ok {
+		return 0, false, nil
 	}
-	for _, pc := range pieces {
-		if _, err := d.f.raw.ReadAt(p[pc.dst:pc.dst+pc.n], pc.file); err != nil {
-			return 0, false, fmt.Errorf("%s: reading %d bytes of a chunk at file offset %d: %w", d.Path, pc.n, pc.file, err)
+	for i, pc := range pieces {
+		at := cis[i].Offset + pc.chunk
+		if _, err := d.f.raw.ReadAt(p[pc.dst:pc.dst+pc.n], at); err != nil {
+			return 0, false, fmt.Errorf("%s: reading %d bytes of a chunk at file offset %d: %w", d.Path, pc.n, at, err)
 		}
 	}
 	return int(plan.N), true, nil

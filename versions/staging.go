@@ -128,7 +128,6 @@ func (f *File) Committed(path string, base *Dataset, shape []int64, grids [][]in
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.gen++ // the commit appended slots that existing indexes do not know
 	if _, ok := f.datasets[path]; !ok {
 		f.datasets[path] = d
 	}
