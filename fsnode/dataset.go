@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +26,11 @@ type datasetNode struct {
 	path      string
 	immutable bool // inside a committed version
 	mtime     time.Time
+	// latest is the write handle opened or changed last, whose size stat reports. fstat
+	// sends no handle (the kernel never does), and go-fuse then hands Getattr the node's
+	// first open one, which can be a closed descriptor's handle whose release is still
+	// on its way.
+	latest atomic.Pointer[writeHandle]
 }
 
 func (n *datasetNode) dataset() (*versions.Dataset, syscall.Errno) {
@@ -92,6 +98,9 @@ func (n *datasetNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.A
 	defer n.m.hold()()
 	out.SetTimeout(n.attrTimeout())
 	h, _ := fh.(*writeHandle)
+	if l := n.latest.Load(); l != nil {
+		h = l
+	}
 	return n.fill(&out.Attr, h)
 }
 
@@ -129,6 +138,7 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	if err != nil {
 		return nil, 0, errno(err)
 	}
+	n.latest.Store(h)
 	if flags&syscall.O_TRUNC != 0 {
 		if errn := h.truncate(0); errn != 0 {
 			return nil, 0, errn
@@ -178,6 +188,7 @@ func (n *datasetNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, 
 	if !ok {
 		return 0, syscall.EBADF
 	}
+	n.latest.Store(h)
 	return h.writeAt(data, off)
 }
 
@@ -205,6 +216,8 @@ func (n *datasetNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.Se
 			if h, err = n.newWriteHandle(d); err != nil {
 				return errno(err)
 			}
+		} else {
+			n.latest.Store(h)
 		}
 		if errn := h.truncate(int64(size)); errn != 0 {
 			return errn
@@ -247,6 +260,7 @@ var _ fs.NodeReleaser = (*datasetNode)(nil)
 
 func (n *datasetNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	if h, ok := fh.(*writeHandle); ok {
+		n.latest.CompareAndSwap(h, nil)
 		if errn := h.commit(false); errn != 0 {
 			slog.Error("changes lost: commit at release failed", "dataset", n.path)
 		}

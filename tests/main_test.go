@@ -29,12 +29,17 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	vh5fsBin = filepath.Join(dir, "vh5fs")
-	build := exec.Command("go", "build", "-o", vh5fsBin, "../cmd/vh5fs")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building vh5fs:", err)
-		os.Exit(1)
+	// VH5FS_BIN names a prebuilt binary, for soaks that run a compiled test binary in a
+	// loop and must keep testing the same code while the working tree changes.
+	vh5fsBin = os.Getenv("VH5FS_BIN")
+	if vh5fsBin == "" {
+		vh5fsBin = filepath.Join(dir, "vh5fs")
+		build := exec.Command("go", "build", "-o", vh5fsBin, "../cmd/vh5fs")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building vh5fs:", err)
+			os.Exit(1)
+		}
 	}
 	flag.Parse()
 	if d := testTimeout(); d > 0 {

@@ -220,6 +220,21 @@ func TestWrites(t *testing.T) {
 	vb := commitAs(v10, []int64{9, -200, 123, 6, 5, 4, 3, 2, 1})
 	require.NotEqual(t, va, vb)
 
+	// fstat reports the size of the handle opened or changed last, also while an earlier
+	// descriptor is still open: the kernel's fstat names no handle, and a closed
+	// descriptor's release can still be on its way.
+	idle, err := os.OpenFile(filepath.Join(m.Dir, "versions", vb, "x"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	grow, err := os.OpenFile(filepath.Join(m.Dir, "versions", vb, "x"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	require.NoError(t, grow.Truncate(8*12))
+	st, err := grow.Stat()
+	require.NoError(t, err)
+	require.EqualValues(t, 8*12, st.Size(), "fstat of the handle that grew")
+	require.NoError(t, grow.Close())
+	commitAs(vb, []int64{9, -200, 123, 6, 5, 4, 3, 2, 1, -1, -1, -1})
+	require.NoError(t, idle.Close()) // never written: no commit
+
 	m.unmount(t) // a read-write mount holds HDF5's exclusive file lock
 	md.verify()
 }
