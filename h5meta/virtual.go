@@ -1,6 +1,9 @@
 package h5meta
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Mapping mirrors one VDS mapping: the virtual selection and source selection as single
 // regular blocks.
@@ -27,6 +30,45 @@ const maxCoord = 1 << 62
 // ErrUnsupported when the layout is not virtual or a selection is not one regular block.
 // A virtual "all" selection gives start 0 and count = the dataset's dims.
 func (f *File) VirtualMappings(ohdr uint64) ([]Mapping, error) {
+	l, err := f.Mappings(ohdr)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Verify(); err != nil {
+		return nil, err
+	}
+	ms := make([]Mapping, 0, l.Len())
+	for {
+		m, ok, err := l.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return ms, nil
+		}
+		ms = append(ms, m)
+	}
+}
+
+// MappingList decodes a virtual dataset's mapping list one mapping at a time, so that a
+// reader can start on the first mappings of a long list before it has decoded the rest.
+// Verify checks the list's checksum; a caller serves nothing decoded from it before
+// Verify has succeeded. A MappingList is not safe for concurrent use, except that Verify
+// may run alongside Next.
+type MappingList struct {
+	f    *File
+	ohdr uint64
+	obj  []byte // the list as stored, checksum included
+	b    buf
+	n, i uint64   // mappings in the list, mappings decoded
+	prev Mapping  // the last one decoded: names repeat
+	dims []uint64 // the VDS's dims, loaded when a virtual selection is "all"
+	a    arena
+}
+
+// Mappings reads the mapping list of the virtual dataset whose object header is at ohdr
+// and decodes its header (see VirtualMappings for the errors).
+func (f *File) Mappings(ohdr uint64) (*MappingList, error) {
 	l, err := f.layout(ohdr)
 	if err != nil {
 		return nil, err
@@ -34,69 +76,85 @@ func (f *File) VirtualMappings(ohdr uint64) ([]Mapping, error) {
 	if l.class != classVirtual {
 		return nil, fmt.Errorf("h5meta: dataset at %d: layout class %d is not virtual: %w", ohdr, l.class, ErrUnsupported)
 	}
+	ml := &MappingList{f: f, ohdr: ohdr}
 	if l.heapAddr == f.undef() {
-		return []Mapping{}, nil
+		return ml, nil
 	}
-	obj, err := f.globalHeapObject(l.heapAddr, l.heapIndex)
-	if err != nil {
+	if ml.obj, err = f.globalHeapObject(l.heapAddr, l.heapIndex); err != nil {
 		return nil, fmt.Errorf("h5meta: mappings of dataset at %d: %w", ohdr, err)
 	}
-	if err := verifyMappingList(obj, ohdr); err != nil {
-		return nil, err
+	if len(ml.obj) < 4 {
+		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: %d bytes, too short for its checksum", ohdr, len(ml.obj))
 	}
-	var dims []uint64 // the VDS's dims, loaded when a virtual selection is "all"
-	b := &buf{b: obj, what: "mapping list of the dataset", at: ohdr}
+	ml.b = buf{b: ml.obj[:len(ml.obj)-4], what: "mapping list of the dataset", at: ohdr}
+	b := &ml.b
 	if v := b.u8(); v != 0 && b.err == nil {
 		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: encoding version %d: %w", ohdr, v, ErrUnsupported)
 	}
-	n := b.uint(f.sl)
-	// Each entry takes at least 2 name bytes and two 16-byte selections.
-	if b.err == nil && n > uint64(b.rest())/34 {
-		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: %d entries do not fit in %d bytes", ohdr, n, b.rest())
-	}
-	ms := make([]Mapping, 0, n)
-	var a arena
-	for i := uint64(0); i < n && b.err == nil; i++ {
-		var m Mapping
-		prev := Mapping{}
-		if len(ms) > 0 {
-			prev = ms[len(ms)-1]
-		}
-		m.SrcFile = b.cstringLike(prev.SrcFile)
-		m.SrcDataset = b.cstringLike(prev.SrcDataset)
-		var all bool
-		m.SrcStart, m.SrcCount, all, err = f.selection(b, &a)
-		if err != nil {
-			return nil, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection: %w", i, ohdr, err)
-		}
-		if all {
-			return nil, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection \"all\" (extent not stored): %w", i, ohdr, ErrUnsupported)
-		}
-		m.VStart, m.VCount, all, err = f.selection(b, &a)
-		if err != nil {
-			return nil, fmt.Errorf("h5meta: mapping %d of dataset at %d: virtual selection: %w", i, ohdr, err)
-		}
-		if all {
-			if dims == nil {
-				if dims, _, err = f.dataspace(ohdr); err != nil {
-					return nil, err
-				}
-			}
-			m.VStart = make([]int64, len(dims))
-			m.VCount = make([]int64, len(dims))
-			for d, x := range dims {
-				if x >= maxCoord {
-					return nil, fmt.Errorf("h5meta: dataset at %d: dimension %d is %d", ohdr, d, x)
-				}
-				m.VCount[d] = int64(x)
-			}
-		}
-		ms = append(ms, m)
-	}
+	ml.n = b.uint(f.sl)
 	if b.err != nil {
 		return nil, b.err
 	}
-	return ms, nil
+	// Each entry takes at least 2 name bytes and two 16-byte selections.
+	if ml.n > uint64(b.rest())/34 {
+		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: %d entries do not fit in %d bytes", ohdr, ml.n, b.rest())
+	}
+	return ml, nil
+}
+
+// Len is the number of mappings in the list.
+func (l *MappingList) Len() int { return int(l.n) }
+
+// Verify checks the checksum that ends the list, as libhdf5 does before it decodes one: a
+// list whose bytes changed is corrupt.
+func (l *MappingList) Verify() error {
+	if l.obj == nil {
+		return nil
+	}
+	return verifyMappingList(l.obj, l.ohdr)
+}
+
+// Next decodes the next mapping; ok is false after the last one.
+func (l *MappingList) Next() (m Mapping, ok bool, err error) {
+	if l.i >= l.n {
+		return Mapping{}, false, nil
+	}
+	f, b, i := l.f, &l.b, l.i
+	m.SrcFile = b.cstringLike(l.prev.SrcFile)
+	m.SrcDataset = b.cstringLike(l.prev.SrcDataset)
+	var all bool
+	m.SrcStart, m.SrcCount, all, err = f.selection(b, &l.a)
+	if err != nil {
+		return Mapping{}, false, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection: %w", i, l.ohdr, err)
+	}
+	if all {
+		return Mapping{}, false, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection \"all\" (extent not stored): %w", i, l.ohdr, ErrUnsupported)
+	}
+	m.VStart, m.VCount, all, err = f.selection(b, &l.a)
+	if err != nil {
+		return Mapping{}, false, fmt.Errorf("h5meta: mapping %d of dataset at %d: virtual selection: %w", i, l.ohdr, err)
+	}
+	if all {
+		if l.dims == nil {
+			if l.dims, _, err = f.dataspace(l.ohdr); err != nil {
+				return Mapping{}, false, err
+			}
+		}
+		m.VStart = make([]int64, len(l.dims))
+		m.VCount = make([]int64, len(l.dims))
+		for d, x := range l.dims {
+			if x >= maxCoord {
+				return Mapping{}, false, fmt.Errorf("h5meta: dataset at %d: dimension %d is %d", l.ohdr, d, x)
+			}
+			m.VCount[d] = int64(x)
+		}
+	}
+	if b.err != nil {
+		return Mapping{}, false, b.err
+	}
+	l.i++
+	l.prev = m
+	return m, true, nil
 }
 
 // arena hands out small []int64 carved from large blocks: a list of 100k mappings needs
@@ -167,11 +225,12 @@ func (f *File) selection(b *buf, a *arena) (start, count []int64, all bool, err 
 		if ver == 1 {
 			return nil, nil, false, fmt.Errorf("regular flag in hyperslab version 1")
 		}
+		field, err := fields(b, enc, 4*rank)
+		if err != nil {
+			return nil, nil, false, err
+		}
 		for d := range rank {
-			st, stride, cnt, blk := b.uint(enc), b.uint(enc), b.uint(enc), b.uint(enc)
-			if b.err != nil {
-				return nil, nil, false, b.err
-			}
+			st, stride, cnt, blk := field.at(4*d), field.at(4*d+1), field.at(4*d+2), field.at(4*d+3)
 			if cnt == unlim || blk == unlim {
 				return nil, nil, false, fmt.Errorf("unlimited hyperslab: %w", ErrUnsupported)
 			}
@@ -207,14 +266,15 @@ func (f *File) selection(b *buf, a *arena) (start, count []int64, all bool, err 
 	if nblocks != 1 {
 		return nil, nil, false, fmt.Errorf("hyperslab of %d blocks: %w", nblocks, ErrUnsupported)
 	}
-	for d := range rank {
-		start[d] = int64(b.uint(enc)) // enc <= 4 or checked below
+	field, err := fields(b, enc, 2*rank)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	for d := range rank {
-		end := b.uint(enc)
-		if b.err != nil {
-			return nil, nil, false, b.err
-		}
+		start[d] = int64(field.at(d)) // enc <= 4 or checked below
+	}
+	for d := range rank {
+		end := field.at(rank + d)
 		s := uint64(start[d])
 		if enc == 8 && (s >= maxCoord || end >= maxCoord) {
 			return nil, nil, false, fmt.Errorf("hyperslab coordinates out of range")
@@ -224,7 +284,31 @@ func (f *File) selection(b *buf, a *arena) (start, count []int64, all bool, err 
 		}
 		count[d] = int64(end - s + 1)
 	}
-	return start, count, false, b.err
+	return start, count, false, nil
+}
+
+// fields takes n fields of enc bytes each from b with one bounds check (a mapping list
+// holds two selections per mapping, 100k mappings and more).
+func fields(b *buf, enc, n int) (packed, error) {
+	p := b.bytes(enc * n)
+	return packed{p, enc}, b.err
+}
+
+// packed is a run of little-endian fields of enc bytes (2, 4 or 8).
+type packed struct {
+	p   []byte
+	enc int
+}
+
+// at is field i.
+func (f packed) at(i int) uint64 {
+	switch f.enc {
+	case 8:
+		return binary.LittleEndian.Uint64(f.p[8*i:])
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(f.p[4*i:]))
+	}
+	return uint64(binary.LittleEndian.Uint16(f.p[2*i:]))
 }
 
 // globalHeapObject returns object index idx of the global heap collection at addr.

@@ -238,7 +238,14 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 	if err := d.checkSources(maps); err != nil {
 		return false, err
 	}
-	return d.mapChunks(arr, maps), nil
+	cm := d.newChunkMapper(arr, d.raw.Info().Shape, len(maps))
+	for _, m := range maps {
+		if !cm.add(m) {
+			return false, nil
+		}
+	}
+	cm.finish()
+	return true, nil
 }
 
 // loadVersioned loads a version's dataset without opening its virtual dataset through
@@ -247,29 +254,39 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 // general route" (variable-length strings, anything h5meta does not read, odd mappings).
 // Metadata h5meta finds corrupt is an error, not handed to libhdf5 (which can loop forever
 // on some, see h5meta's walkCollection). Called with f.mu held.
+//
+// A version of 100k chunks has a mapping list of about 12 MB: its checksum is computed on
+// another core while the mappings are decoded straight into the chunk map, and nothing is
+// served before both are done.
 func (f *File) loadVersioned(path string) (*Dataset, error) {
 	addr, err := f.h.ObjectAddr(path)
 	if err != nil {
 		return nil, nil
 	}
-	f.writeMu.RLock()
+	f.writeMu.RLock() // the bytes read below are not being rewritten by a commit
+	defer f.writeMu.RUnlock()
 	m, err := f.bytesMeta()
-	var maps []h5meta.Mapping
+	var list *h5meta.MappingList
 	var shape []int64
 	if err == nil {
-		maps, err = m.VirtualMappings(addr)
+		list, err = m.Mappings(addr)
 	}
 	if err == nil {
 		shape, err = m.Shape(addr)
 	}
-	f.writeMu.RUnlock()
 	if err != nil && !errors.Is(err, h5meta.ErrUnsupported) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err != nil || len(maps) == 0 {
+	if err != nil || list.Len() == 0 {
 		return nil, nil
 	}
-	rawPath := maps[0].SrcDataset
+	verified := make(chan error, 1)
+	go func() { verified <- list.Verify() }()
+	first, _, err := list.Next()
+	if err != nil {
+		return nil, nil // the general route reports it
+	}
+	rawPath := first.SrcDataset
 	raw, err := f.rawData(rawPath)
 	if err != nil {
 		return nil, nil
@@ -291,13 +308,18 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 	if err != nil {
 		return nil, nil
 	}
-	hm := make([]h5.Mapping, len(maps))
-	for i, x := range maps {
-		hm[i] = h5.Mapping{VStart: x.VStart, VCount: x.VCount, SrcFile: x.SrcFile, SrcDataset: x.SrcDataset, SrcStart: x.SrcStart, SrcCount: x.SrcCount}
+	// An odd mapping or one out of raw_data's extent: the general route reads the odd
+	// mappings or reports the rest.
+	cm := d.newChunkMapper(arr, info.Shape, list.Len())
+	for m, ok := first, true; ok; m, ok, err = list.Next() {
+		if err != nil || !cm.add(h5.Mapping(m)) {
+			return nil, nil
+		}
 	}
-	if d.checkSources(hm) != nil || !d.mapChunks(arr, hm) {
-		return nil, nil // the general route reports it, or reads the odd mappings
+	if err := <-verified; err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	cm.finish()
 	return d, nil
 }
 
@@ -310,45 +332,83 @@ func (d *Dataset) checkSources(maps []h5.Mapping) error {
 		if m.SrcFile != "." || m.SrcDataset != d.RawData || len(m.SrcStart) != len(extent) {
 			continue
 		}
-		for i, s := range m.SrcStart {
-			if end := s + m.SrcCount[i]; end > extent[i] {
-				return fmt.Errorf("%s: the mapping at %v reads %s[%d:%d] on axis %d, beyond its extent %v", d.Path, m.VStart, d.RawData, s, end, i, extent)
-			}
+		if i, end, ok := beyond(m, extent); ok {
+			return fmt.Errorf("%s: the mapping at %v reads %s[%d:%d] on axis %d, beyond its extent %v", d.Path, m.VStart, d.RawData, m.SrcStart[i], end, i, extent)
 		}
 	}
 	return nil
 }
 
-// mapChunks points arr's chunks at the raw_data slots of the mappings and records them;
-// false if the mappings are not one chunk-aligned block per chunk of exactly its trimmed
-// extent, out of this dataset's raw_data (spec section 8).
-func (d *Dataset) mapChunks(arr *staged.Array, maps []h5.Mapping) bool {
-	grid := make([]int64, len(d.Shape))
-	blocks := make([]block, 0, len(maps))
-	for _, m := range maps {
-		if m.SrcFile != "." || m.SrcDataset != d.RawData {
-			return false
+// beyond reports the first axis on which m's source ends beyond extent, and where.
+func beyond(m h5.Mapping, extent []int64) (axis int, end int64, ok bool) {
+	for i, s := range m.SrcStart {
+		if end := s + m.SrcCount[i]; end > extent[i] {
+			return i, end, true
 		}
-		for i := range grid {
-			c := d.Chunks[i]
-			if m.VStart[i]%c != 0 || m.SrcCount[i] != m.VCount[i] || (i > 0 && m.SrcStart[i] != 0) {
-				return false
-			}
-			grid[i] = m.VStart[i] / c
-			if m.VCount[i] != min(c, d.Shape[i]-m.VStart[i]) {
-				return false // covers less (or more) than the chunk's trimmed extent
-			}
-		}
-		if err := arr.MapBase(grid, m.SrcStart[0]); err != nil {
-			return false
-		}
-		blocks = append(blocks, block{grid: append([]int64(nil), grid...), off: m.SrcStart[0]})
 	}
-	slices.SortFunc(blocks, func(a, b block) int { return slices.Compare(a.grid, b.grid) })
-	d.blocks = blocks
-	d.Mapped = len(maps)
-	d.arr = arr
+	return 0, 0, false
+}
+
+// chunkMapper points a staged.Array's chunks at the raw_data slots of a version's
+// mappings, one mapping at a time, and records them as the dataset's blocks.
+type chunkMapper struct {
+	d      *Dataset
+	arr    *staged.Array
+	extent []int64 // raw_data's shape
+	blocks []block
+	grids  []int64 // the blocks' grid indices, one allocation for all
+	sorted bool    // blocks are in grid order so far
+}
+
+// newChunkMapper maps up to n mappings onto arr out of raw_data of shape extent.
+func (d *Dataset) newChunkMapper(arr *staged.Array, extent []int64, n int) *chunkMapper {
+	return &chunkMapper{
+		d: d, arr: arr, extent: extent, sorted: true,
+		blocks: make([]block, 0, n), grids: make([]int64, 0, n*len(d.Shape)),
+	}
+}
+
+// add maps m; false if m is not one chunk-aligned block of exactly its chunk's trimmed
+// extent out of this dataset's raw_data, within raw_data's extent (spec section 8).
+func (c *chunkMapper) add(m h5.Mapping) bool {
+	d := c.d
+	rank := len(d.Shape)
+	if m.SrcFile != "." || m.SrcDataset != d.RawData || len(m.VStart) != rank || len(m.SrcStart) != rank {
+		return false
+	}
+	if _, _, out := beyond(m, c.extent); out {
+		return false
+	}
+	at := len(c.grids)
+	for i := range rank {
+		ch := d.Chunks[i]
+		if m.VStart[i]%ch != 0 || m.SrcCount[i] != m.VCount[i] || (i > 0 && m.SrcStart[i] != 0) {
+			return false
+		}
+		if m.VCount[i] != min(ch, d.Shape[i]-m.VStart[i]) {
+			return false // covers less (or more) than the chunk's trimmed extent
+		}
+		c.grids = append(c.grids, m.VStart[i]/ch)
+	}
+	grid := c.grids[at:len(c.grids):len(c.grids)]
+	if err := c.arr.MapBase(grid, m.SrcStart[0]); err != nil {
+		return false
+	}
+	if n := len(c.blocks); n > 0 && c.sorted && slices.Compare(c.blocks[n-1].grid, grid) > 0 {
+		c.sorted = false
+	}
+	c.blocks = append(c.blocks, block{grid: grid, off: m.SrcStart[0]})
 	return true
+}
+
+// finish hands the chunk map to the dataset, its blocks in grid order.
+func (c *chunkMapper) finish() {
+	if !c.sorted {
+		slices.SortFunc(c.blocks, func(a, b block) int { return slices.Compare(a.grid, b.grid) })
+	}
+	c.d.blocks = c.blocks
+	c.d.Mapped = len(c.blocks)
+	c.d.arr = c.arr
 }
 
 func (d *Dataset) renderText(h *h5.Dataset) error {

@@ -2,6 +2,7 @@ package versions
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/vh5fs/vh5fs/h5"
@@ -11,9 +12,9 @@ import (
 // FuzzChunkMap feeds arbitrary mappings to chunk-map construction: it must accept or
 // refuse them without panicking, and whatever it accepts must read without error.
 func FuzzChunkMap(f *testing.F) {
-	f.Add([]byte{0, 0, 4, 0, 4, 0, 4, 0}, uint8(10), uint8(4))
-	f.Add([]byte{8, 0, 2, 0, 8, 0, 2, 0, 0, 0, 4, 0, 0, 0, 4, 0}, uint8(10), uint8(4))
-	f.Fuzz(func(t *testing.T, data []byte, shape0, chunk0 uint8) {
+	f.Add([]byte{0, 0, 4, 0, 4, 0, 4, 0}, uint8(10), uint8(4), uint16(64))
+	f.Add([]byte{8, 0, 2, 0, 8, 0, 2, 0, 0, 0, 4, 0, 0, 0, 4, 0}, uint8(10), uint8(4), uint16(64))
+	f.Fuzz(func(t *testing.T, data []byte, shape0, chunk0 uint8, extent0 uint16) {
 		if chunk0 == 0 {
 			return
 		}
@@ -29,8 +30,15 @@ func FuzzChunkMap(f *testing.F) {
 			v := func(k int) int64 { return int64(int16(binary.LittleEndian.Uint16(data[i+k:]))) }
 			maps = append(maps, h5.Mapping{VStart: []int64{v(0)}, VCount: []int64{v(2)}, SrcFile: ".", SrcDataset: "/raw", SrcStart: []int64{v(4)}, SrcCount: []int64{v(6)}})
 		}
-		if !d.mapChunks(arr, maps) {
-			return
+		cm := d.newChunkMapper(arr, []int64{int64(extent0)}, len(maps))
+		for _, m := range maps {
+			if !cm.add(m) {
+				return
+			}
+		}
+		cm.finish()
+		if !slices.IsSortedFunc(d.blocks, func(a, b block) int { return slices.Compare(a.grid, b.grid) }) {
+			t.Fatalf("blocks of %v are not in grid order: %v", maps, d.blocks)
 		}
 		buf := make([]byte, d.Shape[0])
 		if _, err := arr.ReadAt(buf, 0, zeroSource{int(chunk0)}); err != nil {

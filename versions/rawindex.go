@@ -47,7 +47,7 @@ func (f *File) mappings(h *h5.Dataset) ([]h5.Mapping, error) {
 			if maps, err := m.VirtualMappings(addr); err == nil {
 				out := make([]h5.Mapping, len(maps))
 				for i, x := range maps {
-					out[i] = h5.Mapping{VStart: x.VStart, VCount: x.VCount, SrcFile: x.SrcFile, SrcDataset: x.SrcDataset, SrcStart: x.SrcStart, SrcCount: x.SrcCount}
+					out[i] = h5.Mapping(x)
 				}
 				return out, nil
 			}
