@@ -282,18 +282,26 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 	}
 	verified := make(chan error, 1)
 	go func() { verified <- list.Verify() }()
+	// Whatever else is wrong with it, a list whose checksum fails is corrupt: an error,
+	// not the general route (nil).
+	checked := func() error {
+		if err := <-verified; err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	}
 	first, _, err := list.Next()
 	if err != nil {
-		return nil, nil // the general route reports it
+		return nil, checked() // the general route reports it
 	}
 	rawPath := first.SrcDataset
 	raw, err := f.rawData(rawPath)
 	if err != nil {
-		return nil, nil
+		return nil, checked()
 	}
 	info := raw.Info()
 	if !info.Type.Raw || len(info.Chunks) != len(shape) {
-		return nil, nil
+		return nil, checked()
 	}
 	d := &Dataset{
 		Path: path, Type: info.Type, Shape: shape, Chunks: info.Chunks, Fill: info.Fill,
@@ -306,18 +314,18 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 	}
 	arr, err := staged.New(shape, info.Chunks, info.Type.Size, info.Fill)
 	if err != nil {
-		return nil, nil
+		return nil, checked()
 	}
 	// An odd mapping or one out of raw_data's extent: the general route reads the odd
 	// mappings or reports the rest.
 	cm := d.newChunkMapper(arr, info.Shape, list.Len())
 	for m, ok := first, true; ok; m, ok, err = list.Next() {
 		if err != nil || !cm.add(h5.Mapping(m)) {
-			return nil, nil
+			return nil, checked()
 		}
 	}
-	if err := <-verified; err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := checked(); err != nil {
+		return nil, err
 	}
 	cm.finish()
 	return d, nil
