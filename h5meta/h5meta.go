@@ -76,8 +76,14 @@ type File struct {
 	so, sl int    // size of offsets, size of lengths
 
 	heapMu   sync.Mutex
-	heapAddr uint64 // GUARDED_BY(heapMu)
-	heap     []byte // the global heap collection last read (at heapAddr); GUARDED_BY(heapMu)
+	heaps    [4]heapCollection // the global heap collections read last; GUARDED_BY(heapMu)
+	heapNext int               // the entry of heaps to replace next; GUARDED_BY(heapMu)
+}
+
+// heapCollection is a global heap collection as read from the file.
+type heapCollection struct {
+	addr uint64
+	raw  []byte
 }
 
 // Open parses the superblock of the HDF5 file r of the given size.

@@ -344,13 +344,16 @@ func (f *File) globalHeapObject(addr uint64, idx uint32) ([]byte, error) {
 	return nil, fmt.Errorf("h5meta: global heap collection at %d has no object %d", addr, idx)
 }
 
-// globalHeap returns the global heap collection at addr. The last one read is kept:
-// consecutive objects (the strings of one group after another) are usually in one.
+// globalHeap returns the global heap collection at addr. The last few read are kept:
+// consecutive objects (the strings of one group after another) are usually in one, and
+// callers walking a long list of groups split it between a few goroutines.
 func (f *File) globalHeap(addr uint64) ([]byte, error) {
 	f.heapMu.Lock()
-	if f.heapAddr == addr && f.heap != nil {
-		defer f.heapMu.Unlock()
-		return f.heap, nil
+	for _, h := range f.heaps {
+		if h.addr == addr && h.raw != nil {
+			f.heapMu.Unlock()
+			return h.raw, nil
+		}
 	}
 	f.heapMu.Unlock()
 	hdr, err := f.read(addr, 8+f.sl, "global heap collection")
@@ -378,7 +381,8 @@ func (f *File) globalHeap(addr uint64) ([]byte, error) {
 		return nil, fmt.Errorf("h5meta: global heap collection at %d: %w", addr, err)
 	}
 	f.heapMu.Lock()
-	f.heapAddr, f.heap = addr, raw
+	f.heaps[f.heapNext] = heapCollection{addr, raw}
+	f.heapNext = (f.heapNext + 1) % len(f.heaps)
 	f.heapMu.Unlock()
 	return raw, nil
 }

@@ -277,7 +277,8 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 }
 
 // versionList lists the versions linked from the group at addr, taking those in known as
-// they are and adding the others it reads to found.
+// they are and adding the others it reads to found. Reading 10,000 versions' attributes is
+// most of an `ls versions/`, so a long list is read by one goroutine per core.
 func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Version, error) {
 	f.writeMu.RLock()
 	defer f.writeMu.RUnlock()
@@ -289,35 +290,65 @@ func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Vers
 	if err != nil {
 		return nil, err
 	}
+	type entry struct {
+		v          Version
+		keep, read bool // listed; read here (not known)
+		err        error
+	}
+	entries := make([]entry, len(links))
+	list := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			l, e := links[i], &entries[i]
+			if l.Name == FirstVersion || strings.Contains(l.Name, "/") {
+				continue
+			}
+			if v, ok := known[l.Name]; ok {
+				e.v, e.keep = v, true
+				continue
+			}
+			o, err := m.Inspect(l.Addr)
+			if errors.Is(err, h5meta.ErrUnsupported) {
+				e.err = err
+				continue
+			}
+			if err != nil {
+				// A version whose metadata cannot be read is listed all the same: looking it
+				// up answers the error, and the other versions stay readable.
+				e.v, e.keep = Version{Name: l.Name}, true
+				continue
+			}
+			if !o.IsGroup {
+				continue
+			}
+			attrs, err := objectAttrs(o)
+			if err != nil {
+				e.err = fmt.Errorf("%s/%s: %w", VersionsGroup, l.Name, err)
+				continue
+			}
+			e.v, e.keep = versionFromAttrs(l.Name, attrs)
+			e.read = e.keep
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4, 1+len(links)/256)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			list(w*len(links)/workers, (w+1)*len(links)/workers)
+		}()
+	}
+	wg.Wait()
 	out := make([]Version, 0, len(links))
-	for _, l := range links {
-		if l.Name == FirstVersion || strings.Contains(l.Name, "/") {
-			continue
+	for _, e := range entries {
+		if e.err != nil {
+			return nil, e.err
 		}
-		if v, ok := known[l.Name]; ok {
-			out = append(out, v)
-			continue
+		if e.keep {
+			out = append(out, e.v)
 		}
-		o, err := m.Inspect(l.Addr)
-		if errors.Is(err, h5meta.ErrUnsupported) {
-			return nil, err
-		}
-		if err != nil {
-			// A version whose metadata cannot be read is listed all the same: looking it up
-			// answers the error, and the other versions stay readable.
-			out = append(out, Version{Name: l.Name})
-			continue
-		}
-		if !o.IsGroup {
-			continue
-		}
-		attrs, err := objectAttrs(o)
-		if err != nil {
-			return nil, fmt.Errorf("%s/%s: %w", VersionsGroup, l.Name, err)
-		}
-		if v, ok := versionFromAttrs(l.Name, attrs); ok {
-			out = append(out, v)
-			found[l.Name] = v
+		if e.read {
+			found[e.v.Name] = e.v
 		}
 	}
 	return out, nil
