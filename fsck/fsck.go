@@ -36,6 +36,8 @@ type checker struct {
 	extents map[string]map[int64][][]int64
 	chunks  map[string][]int64
 	types   map[string]*versions.Dataset
+	// unreadable[obj] is set once obj's attributes were found corrupt (reported once).
+	unreadable map[string]bool
 	// progress, if set, hears of each step: phase, steps done, steps in the phase.
 	progress func(phase string, done, total int64)
 }
@@ -64,7 +66,7 @@ func CheckProgress(file string, progress func(phase string, done, total int64)) 
 	if !f.Versioned() {
 		return nil, fmt.Errorf("%s: not a versioned-hdf5 file", file)
 	}
-	c := &checker{f: f, h: f.HDF5(), extents: map[string]map[int64][][]int64{}, chunks: map[string][]int64{}, types: map[string]*versions.Dataset{}, progress: progress}
+	c := &checker{f: f, h: f.HDF5(), extents: map[string]map[int64][][]int64{}, chunks: map[string][]int64{}, types: map[string]*versions.Dataset{}, unreadable: map[string]bool{}, progress: progress}
 	if err := c.versions(); err != nil {
 		return nil, err
 	}
@@ -74,7 +76,26 @@ func CheckProgress(file string, progress func(phase string, done, total int64)) 
 	return c.findings, nil
 }
 
+// readable reads obj's attributes from the file's bytes first, as the mount does: libhdf5
+// can loop forever on some corrupt metadata (a torn global heap), so it is not asked about
+// an object whose attributes are found corrupt.
+func (c *checker) readable(obj string) bool {
+	if c.unreadable[obj] {
+		return false
+	}
+	if err := c.f.CheckAttrs(obj); err != nil {
+		c.add(obj, "attributes unreadable: %s", strings.TrimPrefix(err.Error(), obj+": "))
+		c.unreadable[obj] = true
+		return false
+	}
+	return true
+}
+
+// attr is obj's attribute name, reporting an unreadable one.
 func (c *checker) attr(obj, name string) (h5.Attr, bool) {
+	if !c.readable(obj) {
+		return h5.Attr{}, false
+	}
 	a, ok, err := c.h.Attr(obj, name)
 	if err != nil {
 		c.add(obj, "attribute %s unreadable: %v", name, err)
@@ -86,7 +107,9 @@ func (c *checker) attr(obj, name string) (h5.Attr, bool) {
 func (c *checker) vstr(obj, name string) (string, bool) {
 	a, ok := c.attr(obj, name)
 	if !ok {
-		c.add(obj, "attribute %s missing", name)
+		if !c.unreadable[obj] {
+			c.add(obj, "attribute %s missing", name)
+		}
 		return "", false
 	}
 	s, isString := a.Value.(string)
@@ -101,7 +124,9 @@ func (c *checker) versions() error {
 	vg := versions.VersionsGroup
 	cur, _ := c.vstr(vg, "current_version")
 	if a, ok := c.attr(vg, "data_version"); !ok {
-		c.add(vg, "data_version missing")
+		if !c.unreadable[vg] {
+			c.add(vg, "data_version missing")
+		}
 	} else if v, isInt := a.Value.(int64); !isInt || v != versions.SupportedDataVersion || a.Type.DType != "<i8" {
 		c.add(vg, "data_version is %v (%s), want int64 4", a.Value, a.Type.DType)
 	}
@@ -116,7 +141,7 @@ func (c *checker) versions() error {
 	if !names[versions.FirstVersion] {
 		c.add(vg, "no %s group", versions.FirstVersion)
 	}
-	if !names[cur] {
+	if !names[cur] && !c.unreadable[vg] {
 		c.add(vg, "current_version %q is not a version", cur)
 	}
 	for i, m := range members {
@@ -131,6 +156,9 @@ func (c *checker) versions() error {
 		}
 		if prev, ok := c.vstr(p, "prev_version"); ok && !names[prev] {
 			c.add(p, "prev_version %q does not exist", prev)
+		}
+		if !c.readable(p) {
+			continue
 		}
 		committed := false
 		if a, ok := c.attr(p, "committed"); !ok {

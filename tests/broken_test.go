@@ -57,7 +57,8 @@ var brokenCases = []brokenCase{
 	{name: "chunk_btree", fixture: "basic_1d", damaged: []string{"versions/v1/x", "versions/v2/x", "versions/v3/x", "versions/v4/x"}, fsck: "slot unreadable"},
 	{name: "chunk_address", fixture: "basic_1d", damaged: []string{"versions/v1/x", "versions/v2/x"}, fsck: "row 2 (8, 10): slot unreadable"},
 	{name: "gheap_mapping", fixture: "basic_1d", damaged: []string{"versions/v2/x"}, fsck: "checksum"},
-	{name: "gheap_signature", fixture: "grid_2d_gzip", damaged: []string{"versions/r2"}, fsck: "/_version_data/versions/r2/temp: unreadable"},
+	{name: "gheap_signature", fixture: "grid_2d_gzip", damaged: []string{"versions/r2"}, fsck: "/_version_data/versions/r2: attributes unreadable"},
+	{name: "gheap_torn", fixture: "basic_1d", damaged: []string{"current", "versions/v1", "versions/v2", "versions/v3", "versions/v4"}, xattrEIO: []string{""}, fsck: "size 0 does not fit the collection"},
 	{name: "current_version_int", fixture: "basic_1d", damaged: []string{"current"}, xattrEIO: []string{""}, fsck: "attribute current_version is not a scalar variable-length string"},
 	{name: "committed_string", fixture: "basic_1d", fsck: "committed is not an h5py bool"},
 	{name: "data_version_string", fixture: "basic_1d", mountErr: `unsupported data_version: data_version attribute is the string "4", not an integer`, fsck: "data_version"},
@@ -90,6 +91,7 @@ func TestBroken(t *testing.T) {
 			before, err := os.ReadFile(file)
 			require.NoError(t, err)
 			checkFsck(t, file, c.fsck)
+			checkCommands(t, file)
 			if c.mountErr != "" {
 				checkMountRefused(t, file, c.mountErr)
 			} else {
@@ -114,7 +116,9 @@ func noCrash(t *testing.T, what, output string) {
 
 func checkFsck(t *testing.T, file, want string) {
 	t.Helper()
-	cmd := exec.Command(vh5fsBin, "fsck", file)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, vh5fsBin, "fsck", file)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -128,6 +132,31 @@ func checkFsck(t *testing.T, file, want string) {
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	require.Len(t, lines, 1, "fsck stderr: %s", stderr.String())
 	require.True(t, strings.HasPrefix(lines[0], "vh5fs: "+file+": "), "fsck stderr: %s", stderr.String())
+}
+
+// checkCommands runs the commands that read a file without mounting it: each ends within
+// its time (libhdf5 must not be left looping on the damage), without crashing, and either
+// succeeds or fails with one line naming the file.
+func checkCommands(t *testing.T, file string) {
+	t.Helper()
+	for _, args := range [][]string{{"log", file}, {"ls", file}, {"info", file}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, vh5fsBin, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cancel()
+		noCrash(t, args[0], stdout.String()+stderr.String())
+		if err == nil {
+			continue
+		}
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%v", args)
+		require.Equal(t, 1, exit.ExitCode(), "vh5fs %v (a timeout kills it): %s", args, stderr.String())
+		msg := strings.TrimSuffix(stderr.String(), "\n")
+		require.NotContains(t, msg, "\n", "one line: vh5fs %v", args)
+		require.True(t, strings.HasPrefix(msg, "vh5fs: "+file+": "), "vh5fs %v names the file: %q", args, msg)
+	}
 }
 
 func checkMountRefused(t *testing.T, file, want string) {

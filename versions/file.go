@@ -383,6 +383,13 @@ func (f *File) Version(name string) (v Version, ok bool, err error) {
 	return v, true, nil
 }
 
+// CheckAttrs reads the attributes of the object at path as the mount does (attrs): an
+// error means metadata that must not be handed to libhdf5.
+func (f *File) CheckAttrs(path string) error {
+	_, err := f.attrs(path)
+	return err
+}
+
 // attrs reads the attributes of the object at path from the file's bytes (h5meta), asking
 // libhdf5 only for what h5meta does not decode: corrupt metadata is an error here, never
 // handed to libhdf5, which can loop forever on some (a torn global heap, seen in H5Aread).
@@ -476,14 +483,21 @@ func (f *File) List(path string) ([]Entry, error) {
 // Kind tells whether path is a group, a dataset or missing.
 func (f *File) Kind(path string) (h5.Kind, error) { return f.h.Kind(path) }
 
+// stringAttr is the string attribute name of path ("" if it has none), read as attrs does.
 func (f *File) stringAttr(path, name string) (string, error) {
-	a, ok, err := f.h.Attr(path, name)
-	if err != nil || !ok {
+	attrs, err := f.attrs(path)
+	if err != nil {
 		return "", err
 	}
-	s, isString := a.Value.(string)
-	if !isString {
-		return "", fmt.Errorf("%s: attribute %s is %T, not a string", path, name, a.Value)
+	for _, a := range attrs {
+		if a.Name != name {
+			continue
+		}
+		s, isString := a.Value.(string)
+		if !isString {
+			return "", fmt.Errorf("%s: attribute %s is %T, not a string", path, name, a.Value)
+		}
+		return s, nil
 	}
-	return s, nil
+	return "", nil
 }

@@ -6,7 +6,8 @@ Each case is OUT_DIR/<case>.h5, a copy of a fixture with one small, deterministi
 truncations, flipped bytes in metadata (located through h5py's object header addresses and
 by parsing the structures they point at), attributes of the wrong type, virtual-dataset
 mappings out of range or misaligned, a hash table shorter than its slots, a missing
-raw_data, a current_version naming no version, a version whose dataset link dangles.
+raw_data, a current_version naming no version, a version whose dataset link dangles, a
+global heap torn as libhdf5 would loop on.
 Prints the case names, one a line. tests/broken_test.go says what each must produce.
 """
 
@@ -91,6 +92,38 @@ def vds_heap(path, ds):
             return gaddr, idx, p + 16, n
         p += 16 + ((n + 7) & ~7)
     raise SystemExit(ds + ": heap object not found")
+
+
+def attr_heap(path, obj, name):
+    """The global heap collection holding the scalar variable-length string attribute name
+    of obj (version 1 attribute messages)."""
+    for typ, off, n in messages(path, addr(path, obj)):
+        if typ != 12:  # attribute
+            continue
+        b = read(path, off, n)
+        assert b[0] == 1, "version 1 attribute message expected"
+        nl, tl, sl = struct.unpack_from("<HHH", b, 2)
+        pad = lambda x: (x + 7) & ~7
+        if b[8:8 + nl].rstrip(b"\0") != name.encode():
+            continue
+        _, gaddr, _ = struct.unpack_from("<IQI", b, 8 + pad(nl) + pad(tl) + pad(sl))
+        assert read(path, gaddr, 4) == b"GCOL"
+        return gaddr
+    raise SystemExit("%s: no attribute %s" % (obj, name))
+
+
+def tear_heap(path, gaddr):
+    """Gives the free space that ends the global heap collection at gaddr a size of 0, as a
+    torn write can: libhdf5 1.10 then loops forever when it loads the collection."""
+    size = struct.unpack("<Q", read(path, gaddr + 8, 8))[0]
+    p = gaddr + 16
+    while p + 16 <= gaddr + size:
+        i, n = struct.unpack_from("<H", read(path, p, 2))[0], struct.unpack("<Q", read(path, p + 8, 8))[0]
+        if i == 0:
+            patch(path, p + 8, struct.pack("<Q", 0))
+            return
+        p += 16 + ((n + 7) & ~7)
+    raise SystemExit("global heap collection at %d has no free space" % gaddr)
 
 
 def chunk_btree(path, ds):
@@ -208,6 +241,8 @@ def main():
     for other in ("r1", "r3", "r4", "r5"):
         assert vds_heap(p, "_version_data/versions/%s/temp" % other)[0] != gaddr
     patch(p, gaddr, b"GCOX")
+    p = case("gheap_torn", "basic_1d.h5")  # the collection of v3's attribute strings
+    tear_heap(p, attr_heap(p, "_version_data/versions/v3", "timestamp"))
 
     # Attributes of the wrong type.
     with h5py.File(case("current_version_int", "basic_1d.h5"), "r+") as f:
