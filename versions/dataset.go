@@ -89,7 +89,9 @@ func (f *File) Dataset(path string) (*Dataset, error) {
 func (d *Dataset) Attrs() ([]h5.Attr, error) {
 	d.attrsOnce.Do(func() {
 		if d.attrs == nil {
-			d.attrs, d.attrsErr = d.f.h.Attrs(d.Path)
+			if d.attrsErr = d.f.CheckAttrs(d.Path); d.attrsErr == nil {
+				d.attrs, d.attrsErr = d.f.h.Attrs(d.Path)
+			}
 		}
 	})
 	return d.attrs, d.attrsErr

@@ -383,17 +383,31 @@ func (f *File) Version(name string) (v Version, ok bool, err error) {
 	return v, true, nil
 }
 
-// CheckAttrs reads the attributes of the object at path as the mount does (attrs): an
-// error means metadata that must not be handed to libhdf5.
+// CheckAttrs reads the attributes of the object at path from the file's bytes, as the
+// mount does before it asks libhdf5 anything about them: an error means metadata that must
+// not be handed to libhdf5, which can loop forever on some (a torn global heap, seen in
+// H5Aread). nil also when h5meta does not decode them.
 func (f *File) CheckAttrs(path string) error {
-	_, err := f.attrs(path)
+	_, err := f.bytesAttrs(path)
+	if errors.Is(err, h5meta.ErrUnsupported) {
+		return nil
+	}
 	return err
 }
 
-// attrs reads the attributes of the object at path from the file's bytes (h5meta), asking
-// libhdf5 only for what h5meta does not decode: corrupt metadata is an error here, never
-// handed to libhdf5, which can loop forever on some (a torn global heap, seen in H5Aread).
+// attrs reads the attributes of the object at path from the file's bytes (bytesAttrs),
+// asking libhdf5 only for what h5meta does not decode.
 func (f *File) attrs(path string) ([]h5.Attr, error) {
+	attrs, err := f.bytesAttrs(path)
+	if errors.Is(err, h5meta.ErrUnsupported) {
+		return f.h.Attrs(path)
+	}
+	return attrs, err
+}
+
+// bytesAttrs reads the attributes of the object at path through h5meta: name and value,
+// no types; an error wrapping ErrUnsupported for what h5meta does not decode.
+func (f *File) bytesAttrs(path string) ([]h5.Attr, error) {
 	addr, err := f.h.ObjectAddr(path)
 	if err != nil {
 		return nil, err
@@ -405,16 +419,14 @@ func (f *File) attrs(path string) ([]h5.Attr, error) {
 		o, err = m.Inspect(addr)
 	}
 	f.writeMu.RUnlock()
+	var attrs []h5.Attr
 	if err == nil {
-		var attrs []h5.Attr
-		if attrs, err = objectAttrs(o); err == nil {
-			return attrs, nil
-		}
+		attrs, err = objectAttrs(o)
 	}
-	if errors.Is(err, h5meta.ErrUnsupported) {
-		return f.h.Attrs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return nil, fmt.Errorf("%s: %w", path, err)
+	return attrs, nil
 }
 
 // objectAttrs converts h5meta's attributes; ErrUnsupported if one was not decoded.

@@ -140,6 +140,9 @@ func (f *File) GroupXattrs(path, version string) (*Xattrs, error) {
 }
 
 func (f *File) addHDF5Attrs(x *Xattrs, path string) error {
+	if err := f.CheckAttrs(path); err != nil {
+		return err
+	}
 	attrs, err := f.h.Attrs(path)
 	if err != nil {
 		return err
