@@ -138,12 +138,12 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	if err != nil {
 		return nil, 0, errno(err)
 	}
-	n.latest.Store(h)
 	if flags&syscall.O_TRUNC != 0 {
 		if errn := h.truncate(0); errn != 0 {
 			return nil, 0, errn
 		}
 	}
+	n.latest.Store(h)
 	return h, fuseFlags, 0
 }
 
