@@ -154,11 +154,11 @@ func (c *checker) versions() error {
 			c.add(p, "not a group")
 			continue
 		}
-		if prev, ok := c.vstr(p, "prev_version"); ok && !names[prev] {
-			c.add(p, "prev_version %q does not exist", prev)
-		}
 		if !c.readable(p) {
 			continue
+		}
+		if prev, ok := c.vstr(p, "prev_version"); ok && !names[prev] {
+			c.add(p, "prev_version %q does not exist", prev)
 		}
 		committed := false
 		if a, ok := c.attr(p, "committed"); !ok {
