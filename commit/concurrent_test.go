@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +18,13 @@ import (
 // TestConcurrent runs readers of every version and writers committing on their own staged
 // arrays at the same time (run it with -race): no race, no deadlock, every read equals the
 // model — the fixture's versions never change, each new version holds what its writer wrote.
+// VH5FS_SOAK=1 makes each writer commit 2000 times instead of 8.
 func TestConcurrent(t *testing.T) {
+	commits := 8
+	if os.Getenv("VH5FS_SOAK") != "" {
+		commits = 2000
+	}
+	start := time.Now()
 	file := fixture.Copy(t, fixture.Dir()+"/basic_1d.h5")
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
@@ -104,7 +111,7 @@ func TestConcurrent(t *testing.T) {
 			}
 			model := append([]byte(nil), want["v4"]...)
 			base := "v4"
-			for i := 0; i < 8; i++ {
+			for i := 0; i < commits; i++ {
 				val := make([]byte, 8)
 				binary.LittleEndian.PutUint64(val, uint64(1000*w+i))
 				off := int64((i * 3 % 6) * 8)
@@ -133,5 +140,6 @@ func TestConcurrent(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.Len(t, committed, 24)
+	require.Len(t, committed, 3*commits)
+	t.Logf("4 readers and 3 writers, %d commits, %s", 3*commits, time.Since(start).Round(time.Millisecond))
 }
