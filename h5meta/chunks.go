@@ -23,12 +23,9 @@ const maxBTreeLevel = 64
 // H5Dget_chunk_info's indexes for the version 1 B-tree). It returns an error wrapping
 // ErrUnsupported when the layout is not chunked or its index type is not supported.
 func (f *File) Chunks(ohdr uint64) ([]Chunk, error) {
-	l, err := f.layout(ohdr)
+	l, err := f.layoutOf(ohdr, classChunked)
 	if err != nil {
 		return nil, err
-	}
-	if l.class != classChunked {
-		return nil, fmt.Errorf("h5meta: dataset at %d: layout class %d is not chunked: %w", ohdr, l.class, ErrUnsupported)
 	}
 	for d, c := range l.dims {
 		if c == 0 {
@@ -185,21 +182,19 @@ type ChunkIndex struct {
 	rank int
 	root uint64 // the B-tree's root; 0 when not a B-tree
 
-	mu    sync.Mutex
-	nodes map[uint64]*chunkNode // GUARDED_BY(mu)
-	list  []Chunk               // other index types: every chunk, sorted; GUARDED_BY(mu)
-	err   error                 // other index types: listing them failed; GUARDED_BY(mu)
+	mu     sync.Mutex
+	nodes  map[uint64]*chunkNode // GUARDED_BY(mu)
+	listed bool                  // other index types: list and err are set; GUARDED_BY(mu)
+	list   []Chunk               // every chunk, sorted; GUARDED_BY(mu)
+	err    error                 // listing them failed; GUARDED_BY(mu)
 }
 
 // ChunkIndex returns the chunk index of the chunked dataset whose object header is at ohdr,
 // with the same errors as Chunks for layouts it cannot read.
 func (f *File) ChunkIndex(ohdr uint64) (*ChunkIndex, error) {
-	l, err := f.layout(ohdr)
+	l, err := f.layoutOf(ohdr, classChunked)
 	if err != nil {
 		return nil, err
-	}
-	if l.class != classChunked {
-		return nil, fmt.Errorf("h5meta: dataset at %d: layout class %d is not chunked: %w", ohdr, l.class, ErrUnsupported)
 	}
 	x := &ChunkIndex{f: f, ohdr: ohdr, rank: len(l.dims), nodes: map[uint64]*chunkNode{}}
 	if l.idxType == 0 && l.idxAddr != f.undef() && !slices.Contains(l.dims, 0) {
@@ -262,7 +257,8 @@ func (x *ChunkIndex) node(addr uint64, want int) (*chunkNode, error) {
 
 func (x *ChunkIndex) lookupList(off []int64) (Chunk, bool, error) {
 	x.mu.Lock()
-	if x.list == nil && x.err == nil {
+	if !x.listed {
+		x.listed = true
 		x.list, x.err = x.f.Chunks(x.ohdr)
 		slices.SortFunc(x.list, func(a, b Chunk) int { return slices.Compare(a.Offset, b.Offset) })
 	}

@@ -43,6 +43,23 @@ type layout struct {
 	heapIndex uint32
 }
 
+// layoutOf is the layout of the dataset at ohdr, which must be of class want (chunked or
+// virtual); another class is ErrUnsupported.
+func (f *File) layoutOf(ohdr uint64, want int) (*layout, error) {
+	l, err := f.layout(ohdr)
+	if err != nil {
+		return nil, err
+	}
+	if l.class != want {
+		name := "chunked"
+		if want == classVirtual {
+			name = "virtual"
+		}
+		return nil, fmt.Errorf("h5meta: dataset at %d: layout class %d is not %s: %w", ohdr, l.class, name, ErrUnsupported)
+	}
+	return l, nil
+}
+
 func (f *File) layout(ohdr uint64) (*layout, error) {
 	data, err := f.message(ohdr, msgLayout, "data layout")
 	if err != nil {

@@ -69,12 +69,9 @@ type MappingList struct {
 // Mappings reads the mapping list of the virtual dataset whose object header is at ohdr
 // and decodes its header (see VirtualMappings for the errors).
 func (f *File) Mappings(ohdr uint64) (*MappingList, error) {
-	l, err := f.layout(ohdr)
+	l, err := f.layoutOf(ohdr, classVirtual)
 	if err != nil {
 		return nil, err
-	}
-	if l.class != classVirtual {
-		return nil, fmt.Errorf("h5meta: dataset at %d: layout class %d is not virtual: %w", ohdr, l.class, ErrUnsupported)
 	}
 	ml := &MappingList{f: f, ohdr: ohdr}
 	if l.heapAddr == f.undef() {
