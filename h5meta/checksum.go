@@ -1,10 +1,6 @@
 package h5meta
 
-import (
-	"encoding/binary"
-	"fmt"
-	"math/bits"
-)
+import "math/bits"
 
 // checksum is libhdf5's metadata checksum (H5_checksum_metadata): Bob Jenkins' lookup3
 // hashlittle of data with initial value 0.
@@ -60,17 +56,4 @@ func checksum(data []byte) uint32 {
 	c ^= b
 	c -= bits.RotateLeft32(b, 24)
 	return c
-}
-
-// verifyMappingList checks the checksum that ends the mapping list of the virtual dataset
-// at ohdr, as libhdf5 does before it decodes one: a list whose bytes changed is corrupt.
-func verifyMappingList(obj []byte, ohdr uint64) error {
-	if len(obj) < 4 {
-		return fmt.Errorf("h5meta: mapping list of dataset at %d: %d bytes, too short for its checksum", ohdr, len(obj))
-	}
-	n := len(obj) - 4
-	if stored, sum := binary.LittleEndian.Uint32(obj[n:]), checksum(obj[:n]); stored != sum {
-		return fmt.Errorf("h5meta: mapping list of dataset at %d: checksum %#08x, computed %#08x: corrupt", ohdr, stored, sum)
-	}
-	return nil
 }

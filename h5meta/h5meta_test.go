@@ -3,6 +3,7 @@ package h5meta
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -384,3 +385,109 @@ func BenchmarkVirtualMappings10k(b *testing.B)  { benchMappings(b, 10000) }
 func BenchmarkVirtualMappings100k(b *testing.B) { benchMappings(b, 100000) }
 func BenchmarkChunks10k(b *testing.B)           { benchChunks(b, 10000) }
 func BenchmarkChunks100k(b *testing.B)          { benchChunks(b, 100000) }
+
+// TestMappedListShrinks: a long mapping list is mapped from the file; when the file is cut
+// short under it (another process truncating it), Scan and Verify fail with an error
+// instead of the process dying of SIGBUS.
+func TestMappedListShrinks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: generating the 100k file takes ~20 s")
+	}
+	src := cachedVersioned(t, "--shape", "100000", "--chunks", "1", "--versions", "2")
+	addr := expect(t, src, "--addrs").dataset(t, "/_version_data/versions/v1/data").Addr
+	data, err := os.ReadFile(src)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "shrinks.h5")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+
+	for _, step := range []string{"scan", "verify"} {
+		t.Run(step, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(path, data, 0o644))
+			f := open(t, path)
+			l, err := f.Mappings(addr)
+			require.NoError(t, err)
+			require.True(t, l.mapped, "a list of 100k mappings is mapped, not read")
+			require.NoError(t, os.Truncate(path, int64(addr)))
+			if step == "scan" {
+				err = l.Scan(func(*Mapping) bool { return true })
+			} else {
+				err = l.Verify()
+			}
+			require.ErrorContains(t, err, "the file changed while it was read")
+		})
+	}
+}
+
+// TestFastSelections: the selections nextFast decodes itself (fastHeader, blockCoords)
+// decode as the general decoder (selection) decodes them, and every one the general
+// decoder refuses is left to it.
+func TestFastSelections(t *testing.T) {
+	le32 := func(vs ...uint32) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint32(b, v)
+		}
+		return b
+	}
+	le64 := func(vs ...uint64) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+		return b
+	}
+	v1 := func(rank uint32, corners ...uint32) []byte { // type, version, reserved, length, rank, blocks
+		return append(le32(selHyper, 1, 0, 8+8*rank, rank, 1), le32(corners...)...)
+	}
+	v2 := func(flags byte, rank uint32, fields ...uint64) []byte { // type, version, flags, length, rank
+		b := append(le32(selHyper, 2), flags)
+		b = append(b, le32(4+32*rank, rank)...)
+		return append(b, le64(fields...)...)
+	}
+	const unlim = ^uint64(0)
+	for _, tc := range []struct {
+		name string
+		sel  []byte
+		rank int
+	}{
+		{"v1 1-D", v1(1, 128, 255), 1},
+		{"v1 2-D", v1(2, 4, 0, 7, 9), 2},
+		{"v1 one element", v1(1, 5, 5), 1},
+		{"v1 end before start", v1(1, 9, 8), 1},
+		{"v1 two blocks", append(le32(selHyper, 1, 0, 24, 1, 2), le32(0, 1, 4, 5)...), 1},
+		{"v1 other rank", v1(2, 0, 0, 1, 1), 1},
+		{"v2 regular", v2(1, 1, 64, 64, 1, 64), 1},
+		{"v2 regular 2-D", v2(1, 2, 0, 1, 1, 10, 8, 4, 3, 4), 2},
+		{"v2 count zero", v2(1, 1, 3, 1, 0, 7), 1},
+		{"v2 strided", v2(1, 1, 0, 8, 4, 2), 1},
+		{"v2 unlimited", v2(1, 1, 0, 1, unlim, 1), 1},
+		{"v2 out of range", v2(1, 1, maxCoord, 1, 1, 1), 1},
+		{"v2 overflowing extent", v2(1, 1, 0, 1<<40, 1<<30, 1<<40), 1},
+		{"v2 irregular", v2(0, 1, 0, 1, 1, 1), 1},
+		{"points", append(le32(selPoints, 1, 0, 16, 1, 1), le32(3)...), 1},
+		{"all", le32(selAll, 1, 0, 0, 0, 0), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &File{so: 8, sl: 8}
+			var a arena
+			b := &buf{b: tc.sel}
+			start, count, all, err := f.selection(b, &a)
+			general := err == nil && !all && len(start) == tc.rank
+			out := make([]int64, 2*tc.rank)
+			n, ver := fastHeader(append(tc.sel, make([]byte, 24)...), tc.rank) // room for the header check
+			fast := n > 0
+			if fast {
+				var used int
+				used, fast = blockCoords(tc.sel[n:], ver, tc.rank, out)
+				if fast {
+					require.Equal(t, b.off, n+used, "length")
+				}
+			}
+			require.Equal(t, general, fast, "fast path taken iff the general decoder accepts (err %v)", err)
+			if fast {
+				require.Equal(t, start, out[:tc.rank])
+				require.Equal(t, count, out[tc.rank:])
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package h5meta
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
 )
 
 // Mapping mirrors one VDS mapping: the virtual selection and source selection as single
@@ -38,35 +39,34 @@ func (f *File) VirtualMappings(ohdr uint64) ([]Mapping, error) {
 		return nil, err
 	}
 	ms := make([]Mapping, 0, l.Len())
-	for {
-		m, ok, err := l.Next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return ms, nil
-		}
-		ms = append(ms, m)
-	}
+	var a arena
+	err = l.Scan(func(m *Mapping) bool {
+		ms = append(ms, Mapping{
+			SrcFile: m.SrcFile, SrcDataset: m.SrcDataset,
+			SrcStart: a.copy(m.SrcStart), SrcCount: a.copy(m.SrcCount),
+			VStart: a.copy(m.VStart), VCount: a.copy(m.VCount),
+		})
+		return true
+	})
+	return ms, err
 }
 
-// MappingList decodes a virtual dataset's mapping list one mapping at a time, so that a
-// reader can start on the first mappings of a long list before it has decoded the rest.
-// Verify checks the list's checksum; a caller serves nothing decoded from it before
-// Verify has succeeded. A MappingList is not safe for concurrent use, except that Verify
-// may run alongside Next.
+// MappingList is a virtual dataset's mapping list, read and decoded one mapping at a time
+// (Scan) while another goroutine checks its checksum (Verify): a caller serves nothing
+// decoded from it before Verify has succeeded. A long list is mapped from the file rather
+// than read, so that neither the decoder nor the checksum waits for 12 MB to be copied.
+// Scan and Verify may run at the same time; otherwise a MappingList is not safe for
+// concurrent use.
 type MappingList struct {
-	f    *File
-	ohdr uint64
-	obj  []byte // the list as stored, checksum included
-	b    buf
-	n, i uint64   // mappings in the list, mappings decoded
-	prev Mapping  // the last one decoded: names repeat
-	dims []uint64 // the VDS's dims, loaded when a virtual selection is "all"
-	a    arena
+	f      *File
+	ohdr   uint64
+	obj    []byte // the list as stored, checksum included
+	mapped bool   // obj is mapped from the file (see mapObject)
+	b      buf
+	n      uint64 // mappings in the list
 }
 
-// Mappings reads the mapping list of the virtual dataset whose object header is at ohdr
+// Mappings locates the mapping list of the virtual dataset whose object header is at ohdr
 // and decodes its header (see VirtualMappings for the errors).
 func (f *File) Mappings(ohdr uint64) (*MappingList, error) {
 	l, err := f.layoutOf(ohdr, classVirtual)
@@ -77,26 +77,61 @@ func (f *File) Mappings(ohdr uint64) (*MappingList, error) {
 	if l.heapAddr == f.undef() {
 		return ml, nil
 	}
-	if ml.obj, err = f.globalHeapObject(l.heapAddr, l.heapIndex); err != nil {
+	at, size, large, err := f.largeHeapObject(l.heapAddr, l.heapIndex)
+	switch {
+	case err == nil && large:
+		ml.obj, ml.mapped, err = f.mapObject(ml, at, size, "mapping list")
+	case err == nil:
+		ml.obj, err = f.globalHeapObject(l.heapAddr, l.heapIndex)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("h5meta: mappings of dataset at %d: %w", ohdr, err)
 	}
 	if len(ml.obj) < 4 {
 		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: %d bytes, too short for its checksum", ohdr, len(ml.obj))
 	}
 	ml.b = buf{b: ml.obj[:len(ml.obj)-4], what: "mapping list of the dataset", at: ohdr}
-	b := &ml.b
-	if v := b.u8(); v != 0 && b.err == nil {
-		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: encoding version %d: %w", ohdr, v, ErrUnsupported)
-	}
-	ml.n = b.uint(f.sl)
-	if b.err != nil {
-		return nil, b.err
-	}
-	// Each entry takes at least 2 name bytes and two 16-byte selections.
-	if ml.n > uint64(b.rest())/34 {
-		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: %d entries do not fit in %d bytes", ohdr, ml.n, b.rest())
+	if err := ml.header(); err != nil {
+		return nil, err
 	}
 	return ml, nil
+}
+
+// header decodes the list's version and length.
+func (l *MappingList) header() (err error) {
+	defer l.guard(&err)()
+	b := &l.b
+	if v := b.u8(); v != 0 && b.err == nil {
+		return fmt.Errorf("h5meta: mapping list of dataset at %d: encoding version %d: %w", l.ohdr, v, ErrUnsupported)
+	}
+	l.n = b.uint(l.f.sl)
+	if b.err != nil {
+		return b.err
+	}
+	// Each entry takes at least 2 name bytes and two 16-byte selections.
+	if l.n > uint64(b.rest())/34 {
+		return fmt.Errorf("h5meta: mapping list of dataset at %d: %d entries do not fit in %d bytes", l.ohdr, l.n, b.rest())
+	}
+	return nil
+}
+
+// guard makes a fault reading a mapped list (the file shrank under it) an error in *err
+// instead of a crash; use as defer l.guard(&err)().
+func (l *MappingList) guard(err *error) func() {
+	if !l.mapped {
+		return func() {}
+	}
+	old := debug.SetPanicOnFault(true)
+	return func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			fault, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			*err = fmt.Errorf("h5meta: mapping list of dataset at %d: the file changed while it was read (fault at %#x)", l.ohdr, fault.Addr())
+		}
+	}
 }
 
 // Len is the number of mappings in the list.
@@ -104,68 +139,231 @@ func (l *MappingList) Len() int { return int(l.n) }
 
 // Verify checks the checksum that ends the list, as libhdf5 does before it decodes one: a
 // list whose bytes changed is corrupt.
-func (l *MappingList) Verify() error {
+func (l *MappingList) Verify() (err error) {
 	if l.obj == nil {
 		return nil
 	}
-	return verifyMappingList(l.obj, l.ohdr)
+	defer l.guard(&err)()
+	n := len(l.obj) - 4
+	if stored, sum := binary.LittleEndian.Uint32(l.obj[n:]), checksum(l.obj[:n]); stored != sum {
+		return fmt.Errorf("h5meta: mapping list of dataset at %d: checksum %#08x, computed %#08x: corrupt", l.ohdr, stored, sum)
+	}
+	return nil
 }
 
-// Next decodes the next mapping; ok is false after the last one.
-func (l *MappingList) Next() (m Mapping, ok bool, err error) {
-	if l.i >= l.n {
-		return Mapping{}, false, nil
+// Scan decodes the mappings in order and calls fn with each until fn returns false. The
+// Mapping and its slices are reused: fn copies what it keeps.
+func (l *MappingList) Scan(fn func(m *Mapping) bool) (err error) {
+	defer l.guard(&err)()
+	var d decoder
+	for i := uint64(0); i < l.n; i++ {
+		if err := d.next(l, i); err != nil {
+			return err
+		}
+		if !fn(&d.m) {
+			return nil
+		}
 	}
-	f, b, i := l.f, &l.b, l.i
-	m.SrcFile = b.cstringLike(l.prev.SrcFile)
-	m.SrcDataset = b.cstringLike(l.prev.SrcDataset)
+	return nil
+}
+
+// decoder holds Scan's state: the last mapping decoded, and the layout the next one
+// usually repeats.
+type decoder struct {
+	m     Mapping
+	space []int64 // m's coordinates when nextFast decoded it
+	a     arena   // for the general decoder, reset for each mapping
+	dims  []int64 // the VDS's dims, loaded when a virtual selection is "all"
+	// The last mapping's names and selection headers as stored, when its selections are
+	// forms nextFast decodes: head is the names and the source selection's header, vhead
+	// the virtual selection's header; srcVer and vVer their hyperslab versions.
+	head, vhead  string
+	srcVer, vVer int
+}
+
+// next decodes mapping i into d.m.
+func (d *decoder) next(l *MappingList, i uint64) (err error) {
+	if d.nextFast(&l.b) {
+		return nil
+	}
+	b := &l.b
+	start := b.off
+	var m Mapping
+	m.SrcFile = b.cstringLike(d.m.SrcFile)
+	m.SrcDataset = b.cstringLike(d.m.SrcDataset)
+	d.a.reset()
 	var all bool
-	m.SrcStart, m.SrcCount, all, err = f.selection(b, &l.a)
+	m.SrcStart, m.SrcCount, all, err = l.f.selection(b, &d.a)
 	if err != nil {
-		return Mapping{}, false, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection: %w", i, l.ohdr, err)
+		return fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection: %w", i, l.ohdr, err)
 	}
 	if all {
-		return Mapping{}, false, fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection \"all\" (extent not stored): %w", i, l.ohdr, ErrUnsupported)
+		return fmt.Errorf("h5meta: mapping %d of dataset at %d: source selection \"all\" (extent not stored): %w", i, l.ohdr, ErrUnsupported)
 	}
-	m.VStart, m.VCount, all, err = f.selection(b, &l.a)
+	m.VStart, m.VCount, all, err = l.f.selection(b, &d.a)
 	if err != nil {
-		return Mapping{}, false, fmt.Errorf("h5meta: mapping %d of dataset at %d: virtual selection: %w", i, l.ohdr, err)
+		return fmt.Errorf("h5meta: mapping %d of dataset at %d: virtual selection: %w", i, l.ohdr, err)
 	}
 	if all {
-		if l.dims == nil {
-			if l.dims, _, err = f.dataspace(l.ohdr); err != nil {
-				return Mapping{}, false, err
+		if d.dims == nil {
+			dims, _, err := l.f.dataspace(l.ohdr)
+			if err != nil {
+				return err
+			}
+			for i, x := range dims {
+				if x >= maxCoord {
+					return fmt.Errorf("h5meta: dataset at %d: dimension %d is %d", l.ohdr, i, x)
+				}
+				d.dims = append(d.dims, int64(x))
 			}
 		}
-		m.VStart = make([]int64, len(l.dims))
-		m.VCount = make([]int64, len(l.dims))
-		for d, x := range l.dims {
-			if x >= maxCoord {
-				return Mapping{}, false, fmt.Errorf("h5meta: dataset at %d: dimension %d is %d", l.ohdr, d, x)
-			}
-			m.VCount[d] = int64(x)
-		}
+		m.VStart, m.VCount = d.a.take(len(d.dims)), d.a.take(len(d.dims))
+		clear(m.VStart)
+		copy(m.VCount, d.dims)
 	}
 	if b.err != nil {
-		return Mapping{}, false, b.err
+		return b.err
 	}
-	l.i++
-	l.prev = m
-	return m, true, nil
+	d.m = m
+	d.learn(b.b[start:b.off])
+	return nil
+}
+
+// learn records the layout of entry, the mapping just decoded into d.m, for nextFast.
+func (d *decoder) learn(entry []byte) {
+	d.head = ""
+	names := len(d.m.SrcFile) + len(d.m.SrcDataset) + 2
+	sh, sv := fastHeader(entry[names:], len(d.m.SrcStart))
+	if sh == 0 {
+		return
+	}
+	vAt := names + sh + coordsLen(sv, len(d.m.SrcStart))
+	vh, vv := fastHeader(entry[vAt:], len(d.m.VStart))
+	if vh == 0 {
+		return
+	}
+	d.head, d.srcVer = string(entry[:names+sh]), sv
+	d.vhead, d.vVer = string(entry[vAt:vAt+vh]), vv
+	if n := 2 * (len(d.m.SrcStart) + len(d.m.VStart)); len(d.space) < n {
+		d.space = make([]int64, n)
+	}
+}
+
+// nextFast decodes the entry that nearly every list is made of: the same names and the
+// same selection headers as the previous entry (learn), so that only the coordinates are
+// new. Anything else, including every entry the general decoder would refuse, is left to
+// it (false, nothing consumed), so both give the same answers.
+func (d *decoder) nextFast(b *buf) bool {
+	if d.head == "" {
+		return false
+	}
+	p := b.b[b.off:]
+	h := len(d.head)
+	if len(p) < h || string(p[:h]) != d.head {
+		return false
+	}
+	srcRank, vRank := len(d.m.SrcStart), len(d.m.VStart)
+	n, ok := blockCoords(p[h:], d.srcVer, srcRank, d.space)
+	if !ok {
+		return false
+	}
+	q := p[h+n:]
+	vh := len(d.vhead)
+	if len(q) < vh || string(q[:vh]) != d.vhead {
+		return false
+	}
+	out := d.space[2*srcRank:]
+	n2, ok := blockCoords(q[vh:], d.vVer, vRank, out)
+	if !ok {
+		return false
+	}
+	b.off += h + n + vh + n2
+	d.m.SrcStart, d.m.SrcCount = d.space[:srcRank], d.space[srcRank:2*srcRank]
+	d.m.VStart, d.m.VCount = out[:vRank], out[vRank:2*vRank]
+	return true
+}
+
+// fastHeader returns the length and version of the header of the selection at the start of
+// p, of the given rank, when it is a form blockCoords decodes: a hyperslab of version 1
+// with one block (its coordinates 4 bytes each), or a regular one of version 2. Zero
+// otherwise.
+func fastHeader(p []byte, rank int) (n, version int) {
+	if rank < 1 || rank > maxRank || len(p) < 24 || binary.LittleEndian.Uint32(p) != selHyper {
+		return 0, 0
+	}
+	switch binary.LittleEndian.Uint32(p[4:]) {
+	case 1: // reserved, length, rank, blocks
+		if binary.LittleEndian.Uint32(p[16:]) == uint32(rank) && binary.LittleEndian.Uint32(p[20:]) == 1 {
+			return 24, 1
+		}
+	case 2: // flags, length, rank
+		if p[8]&1 != 0 && binary.LittleEndian.Uint32(p[13:]) == uint32(rank) {
+			return 17, 2
+		}
+	}
+	return 0, 0
+}
+
+// coordsLen is the length of the coordinates after a fastHeader.
+func coordsLen(version, rank int) int {
+	if version == 1 {
+		return 8 * rank
+	}
+	return 32 * rank
+}
+
+// blockCoords decodes the coordinates after a fastHeader into out (starts, then counts)
+// and returns their length, as selection would; ok is false for anything selection would
+// refuse.
+func blockCoords(p []byte, version, rank int, out []int64) (n int, ok bool) {
+	n = coordsLen(version, rank)
+	if len(p) < n || len(out) < 2*rank {
+		return 0, false
+	}
+	if version == 1 { // each block's start corner, then its end corner
+		for d := range rank {
+			s, e := binary.LittleEndian.Uint32(p[4*d:]), binary.LittleEndian.Uint32(p[4*(rank+d):])
+			if e < s {
+				return 0, false
+			}
+			out[d], out[rank+d] = int64(s), int64(e-s)+1
+		}
+		return n, true
+	}
+	for d := range rank { // start, stride, count and block of each dimension
+		f := p[32*d : 32*d+32]
+		st, stride, cnt, blk := binary.LittleEndian.Uint64(f), binary.LittleEndian.Uint64(f[8:]), binary.LittleEndian.Uint64(f[16:]), binary.LittleEndian.Uint64(f[24:])
+		if st >= maxCoord || cnt >= maxCoord || blk >= maxCoord || (cnt > 1 && (stride != blk || (blk != 0 && cnt > maxCoord/blk))) || st+cnt*blk >= maxCoord {
+			return 0, false
+		}
+		out[d], out[rank+d] = int64(st), int64(cnt*blk)
+	}
+	return n, true
 }
 
 // arena hands out small []int64 carved from large blocks: a list of 100k mappings needs
 // 400k of them, and one allocation each dominated decoding.
-type arena struct{ free []int64 }
+type arena struct{ free, block []int64 }
 
 func (a *arena) take(n int) []int64 {
 	if len(a.free) < n {
-		a.free = make([]int64, max(n, 1<<14))
+		a.block = make([]int64, max(n, 1<<14))
+		a.free = a.block
 	}
 	s := a.free[:n:n]
 	a.free = a.free[n:]
 	return s
 }
+
+// copy is a copy of s taken from the arena.
+func (a *arena) copy(s []int64) []int64 {
+	c := a.take(len(s))
+	copy(c, s)
+	return c
+}
+
+// reset makes the current block free again, for a caller done with what it took.
+func (a *arena) reset() { a.free = a.block }
 
 // selection decodes one serialized dataspace selection (H5S_SELECT_SERIALIZE) that is a
 // single regular block. all reports an "all" selection (start and count are then nil).
@@ -306,110 +504,6 @@ func (f packed) at(i int) uint64 {
 		return uint64(binary.LittleEndian.Uint32(f.p[4*i:]))
 	}
 	return uint64(binary.LittleEndian.Uint16(f.p[2*i:]))
-}
-
-// globalHeapObject returns object index idx of the global heap collection at addr.
-func (f *File) globalHeapObject(addr uint64, idx uint32) ([]byte, error) {
-	raw, err := f.globalHeap(addr)
-	if err != nil {
-		return nil, err
-	}
-	b := &buf{b: raw, what: "global heap collection", at: addr}
-	b.skip(8 + f.sl)
-	for b.rest() >= 8+f.sl {
-		i := b.u16()
-		b.skip(6) // reference count, reserved
-		n := b.uint(f.sl)
-		if b.err != nil {
-			return nil, b.err
-		}
-		if i == 0 { // free space: the last object
-			break
-		}
-		if n > uint64(b.rest()) {
-			return nil, fmt.Errorf("h5meta: global heap collection at %d: object %d of %d bytes overruns the collection", addr, i, n)
-		}
-		if uint32(i) == idx {
-			return b.bytes(int(n)), nil
-		}
-		pad := (n + 7) &^ 7
-		if pad > uint64(b.rest()) {
-			break
-		}
-		b.skip(int(pad))
-	}
-	return nil, fmt.Errorf("h5meta: global heap collection at %d has no object %d", addr, idx)
-}
-
-// globalHeap returns the global heap collection at addr. The last few read are kept:
-// consecutive objects (the strings of one group after another) are usually in one, and
-// callers walking a long list of groups split it between a few goroutines.
-func (f *File) globalHeap(addr uint64) ([]byte, error) {
-	f.heapMu.Lock()
-	for _, h := range f.heaps {
-		if h.addr == addr && h.raw != nil {
-			f.heapMu.Unlock()
-			return h.raw, nil
-		}
-	}
-	f.heapMu.Unlock()
-	hdr, err := f.read(addr, 8+f.sl, "global heap collection")
-	if err != nil {
-		return nil, err
-	}
-	b := &buf{b: hdr, what: "global heap collection", at: addr}
-	b.signature("GCOL")
-	if v := b.u8(); v != 1 && b.err == nil {
-		return nil, fmt.Errorf("h5meta: global heap collection at %d: version %d: %w", addr, v, ErrUnsupported)
-	}
-	b.skip(3)
-	size := b.uint(f.sl)
-	if b.err != nil {
-		return nil, b.err
-	}
-	if size > maxRead || size < uint64(8+f.sl) {
-		return nil, fmt.Errorf("h5meta: global heap collection at %d: size %d", addr, size)
-	}
-	raw, err := f.read(addr, int(size), "global heap collection")
-	if err != nil {
-		return nil, err
-	}
-	if err := walkCollection(raw, f.sl); err != nil {
-		return nil, fmt.Errorf("h5meta: global heap collection at %d: %w", addr, err)
-	}
-	f.heapMu.Lock()
-	f.heaps[f.heapNext] = heapCollection{addr, raw}
-	f.heapNext = (f.heapNext + 1) % len(f.heaps)
-	f.heapMu.Unlock()
-	return raw, nil
-}
-
-// walkCollection walks a global heap collection's objects as libhdf5 does when it loads one
-// (H5HG__cache_heap_deserialize) and refuses what would stop that walk from ending at the
-// collection's end: libhdf5 1.10 loops forever on a free-space object of size 0 (its step
-// is the size), which a torn write can leave.
-func walkCollection(raw []byte, sl int) error {
-	hdr := 8 + sl // index, references, reserved, size; then the object's data
-	for p := 8 + sl; p < len(raw); {
-		if p+hdr > len(raw) {
-			return nil // too small for an object header: free space
-		}
-		b := &buf{b: raw[p:]}
-		idx := b.u16()
-		b.skip(6)
-		size := b.uint(sl)
-		var need uint64
-		if idx > 0 {
-			need = uint64(hdr) + (size+7)&^7
-		} else {
-			need = size
-		}
-		if need == 0 || need > uint64(len(raw)-p) {
-			return fmt.Errorf("object %d at offset %d: size %d does not fit the collection (%d bytes)", idx, p, size, len(raw))
-		}
-		p += int(need)
-	}
-	return nil
 }
 
 // Shape returns the current dimensions of the dataset whose object header is at ohdr.

@@ -6,12 +6,35 @@ import (
 	"strconv"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/staged"
 )
 
 // block is one stored chunk of a version: its grid index and raw_data slot offset.
 type block struct {
 	grid []int64
 	off  int64 // raw_data row offset on axis 0 (versioned), or unused (plain)
+}
+
+// blocks lists the stored chunks of a versioned dataset (those its chunk map points at
+// raw_data) in grid order. They are made on first use: reading needs only the chunk map.
+func (d *Dataset) blocks() []block {
+	d.blockOnce.Do(func() {
+		if d.arr == nil {
+			return
+		}
+		var grids []int64
+		_ = d.arr.Each(func(grid []int64, slab int32, off int64) error {
+			if slab == staged.BaseSlab {
+				grids = append(grids, grid...)
+				d.blockList = append(d.blockList, block{off: off})
+			}
+			return nil
+		})
+		for i := range d.blockList {
+			d.blockList[i].grid = grids[i*len(d.Shape) : (i+1)*len(d.Shape) : (i+1)*len(d.Shape)]
+		}
+	})
+	return d.blockList
 }
 
 // IndexSchema is the byteBlocks index schema: keys are grid indices joined by "_".
@@ -104,7 +127,7 @@ func (d *Dataset) blockEntries() ([][]byte, error) {
 	var infos []h5.ChunkInfo
 	var err error
 	if d.arr != nil {
-		blocks = d.blocks
+		blocks = d.blocks()
 		infos, err = d.f.slotInfo(d)
 	} else {
 		blocks, infos, err = d.plainBlocks()

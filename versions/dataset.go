@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -26,7 +25,6 @@ type Dataset struct {
 	Fill    []byte  // one element; nil for variable-length strings
 	Filters []h5.Filter
 	RawData string // backing raw_data path of versioned datasets
-	Mapped  int    // chunks with a stored slot (versioned datasets)
 	Layout  h5.Layout
 	Strings bool // variable-length strings, served as text (see TextForm)
 
@@ -45,8 +43,9 @@ type Dataset struct {
 	raw  *h5.Dataset
 	vds  *h5.Dataset
 	plan *staged.Array // plans byte ranges for the vds route
-	// blocks are the stored chunks of a versioned dataset (from its mappings).
-	blocks []block
+	// blockList is the stored chunks of a versioned dataset, made from arr on first use.
+	blockOnce sync.Once
+	blockList []block
 
 	xattrOnce sync.Once
 	xattrs    *Xattrs
@@ -240,9 +239,9 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 	if err := d.checkSources(maps); err != nil {
 		return false, err
 	}
-	cm := d.newChunkMapper(arr, d.raw.Info().Shape, len(maps))
-	for _, m := range maps {
-		if !cm.add(m) {
+	cm := d.newChunkMapper(arr, d.raw.Info().Shape)
+	for i := range maps {
+		if !cm.add(&maps[i]) {
 			return false, nil
 		}
 	}
@@ -284,26 +283,41 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 	}
 	verified := make(chan error, 1)
 	go func() { verified <- list.Verify() }()
-	// Whatever else is wrong with it, a list whose checksum fails is corrupt: an error,
-	// not the general route (nil).
-	checked := func() error {
-		if err := <-verified; err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+	var d *Dataset
+	var cm *chunkMapper
+	mapped := false // every mapping maps one chunk
+	err = list.Scan(func(m *h5meta.Mapping) bool {
+		if cm == nil { // the first mapping names raw_data
+			if d, cm = f.versionedDataset(path, shape, m.SrcDataset); cm == nil {
+				return false
+			}
 		}
-		return nil
+		mapped = cm.add((*h5.Mapping)(m))
+		return mapped
+	})
+	// Whatever else is wrong with it, a list whose checksum fails is corrupt: an error,
+	// not the general route (which reports what Scan found, or reads the odd mappings).
+	if err := <-verified; err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	first, _, err := list.Next()
-	if err != nil {
-		return nil, checked() // the general route reports it
+	if err != nil || !mapped {
+		return nil, nil
 	}
-	rawPath := first.SrcDataset
+	cm.finish()
+	return d, nil
+}
+
+// versionedDataset starts the Dataset of a version's dataset of the given shape whose
+// chunks are in the raw_data at rawPath, with a chunkMapper for its mappings; nil if
+// raw_data does not suit the chunk map route.
+func (f *File) versionedDataset(path string, shape []int64, rawPath string) (*Dataset, *chunkMapper) {
 	raw, err := f.rawData(rawPath)
 	if err != nil {
-		return nil, checked()
+		return nil, nil
 	}
 	info := raw.Info()
 	if !info.Type.Raw || len(info.Chunks) != len(shape) {
-		return nil, checked()
+		return nil, nil
 	}
 	d := &Dataset{
 		Path: path, Type: info.Type, Shape: shape, Chunks: info.Chunks, Fill: info.Fill,
@@ -316,21 +330,9 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 	}
 	arr, err := staged.New(shape, info.Chunks, info.Type.Size, info.Fill)
 	if err != nil {
-		return nil, checked()
+		return nil, nil
 	}
-	// An odd mapping or one out of raw_data's extent: the general route reads the odd
-	// mappings or reports the rest.
-	cm := d.newChunkMapper(arr, info.Shape, list.Len())
-	for m, ok := first, true; ok; m, ok, err = list.Next() {
-		if err != nil || !cm.add(h5.Mapping(m)) {
-			return nil, checked()
-		}
-	}
-	if err := checked(); err != nil {
-		return nil, err
-	}
-	cm.finish()
-	return d, nil
+	return d, d.newChunkMapper(arr, info.Shape)
 }
 
 // checkSources refuses mappings that read rows of the dataset's raw_data beyond its extent.
@@ -342,7 +344,7 @@ func (d *Dataset) checkSources(maps []h5.Mapping) error {
 		if m.SrcFile != "." || m.SrcDataset != d.RawData || len(m.SrcStart) != len(extent) {
 			continue
 		}
-		if i, end, ok := beyond(m, extent); ok {
+		if i, end, ok := beyond(&m, extent); ok {
 			return fmt.Errorf("%s: the mapping at %v reads %s[%d:%d] on axis %d, beyond its extent %v", d.Path, m.VStart, d.RawData, m.SrcStart[i], end, i, extent)
 		}
 	}
@@ -350,7 +352,7 @@ func (d *Dataset) checkSources(maps []h5.Mapping) error {
 }
 
 // beyond reports the first axis on which m's source ends beyond extent, and where.
-func beyond(m h5.Mapping, extent []int64) (axis int, end int64, ok bool) {
+func beyond(m *h5.Mapping, extent []int64) (axis int, end int64, ok bool) {
 	for i, s := range m.SrcStart {
 		if end := s + m.SrcCount[i]; end > extent[i] {
 			return i, end, true
@@ -360,27 +362,23 @@ func beyond(m h5.Mapping, extent []int64) (axis int, end int64, ok bool) {
 }
 
 // chunkMapper points a staged.Array's chunks at the raw_data slots of a version's
-// mappings, one mapping at a time, and records them as the dataset's blocks.
+// mappings, one mapping at a time.
 type chunkMapper struct {
 	d      *Dataset
 	arr    *staged.Array
 	extent []int64 // raw_data's shape
-	blocks []block
-	grids  []int64 // the blocks' grid indices, one allocation for all
-	sorted bool    // blocks are in grid order so far
+	grid   []int64 // the grid index of the mapping being added
 }
 
-// newChunkMapper maps up to n mappings onto arr out of raw_data of shape extent.
-func (d *Dataset) newChunkMapper(arr *staged.Array, extent []int64, n int) *chunkMapper {
-	return &chunkMapper{
-		d: d, arr: arr, extent: extent, sorted: true,
-		blocks: make([]block, 0, n), grids: make([]int64, 0, n*len(d.Shape)),
-	}
+// newChunkMapper maps mappings onto arr out of raw_data of shape extent.
+func (d *Dataset) newChunkMapper(arr *staged.Array, extent []int64) *chunkMapper {
+	return &chunkMapper{d: d, arr: arr, extent: extent, grid: make([]int64, len(d.Shape))}
 }
 
 // add maps m; false if m is not one chunk-aligned block of exactly its chunk's trimmed
-// extent out of this dataset's raw_data, within raw_data's extent (spec section 8).
-func (c *chunkMapper) add(m h5.Mapping) bool {
+// extent out of this dataset's raw_data, within raw_data's extent (spec section 8). A
+// chunk mapped twice reads from the later mapping, as libhdf5 reads it.
+func (c *chunkMapper) add(m *h5.Mapping) bool {
 	d := c.d
 	rank := len(d.Shape)
 	if m.SrcFile != "." || m.SrcDataset != d.RawData || len(m.VStart) != rank || len(m.SrcStart) != rank {
@@ -389,37 +387,28 @@ func (c *chunkMapper) add(m h5.Mapping) bool {
 	if _, _, out := beyond(m, c.extent); out {
 		return false
 	}
-	at := len(c.grids)
 	for i := range rank {
-		ch := d.Chunks[i]
-		if m.VStart[i]%ch != 0 || m.SrcCount[i] != m.VCount[i] || (i > 0 && m.SrcStart[i] != 0) {
+		// Lists are mostly in grid order: try the previous mapping's grid index on this
+		// axis, and the next one, before dividing.
+		ch, v, g := d.Chunks[i], m.VStart[i], c.grid[i]
+		if g*ch != v && (g+1)*ch != v {
+			g = v / ch
+		} else if g*ch != v {
+			g++
+		}
+		if g*ch != v || m.SrcCount[i] != m.VCount[i] || (i > 0 && m.SrcStart[i] != 0) {
 			return false
 		}
-		if m.VCount[i] != min(ch, d.Shape[i]-m.VStart[i]) {
+		if m.VCount[i] != min(ch, d.Shape[i]-v) {
 			return false // covers less (or more) than the chunk's trimmed extent
 		}
-		c.grids = append(c.grids, m.VStart[i]/ch)
+		c.grid[i] = g
 	}
-	grid := c.grids[at:len(c.grids):len(c.grids)]
-	if err := c.arr.MapBase(grid, m.SrcStart[0]); err != nil {
-		return false
-	}
-	if n := len(c.blocks); n > 0 && c.sorted && slices.Compare(c.blocks[n-1].grid, grid) > 0 {
-		c.sorted = false
-	}
-	c.blocks = append(c.blocks, block{grid: grid, off: m.SrcStart[0]})
-	return true
+	return c.arr.MapBase(c.grid, m.SrcStart[0]) == nil
 }
 
-// finish hands the chunk map to the dataset, its blocks in grid order.
-func (c *chunkMapper) finish() {
-	if !c.sorted {
-		slices.SortFunc(c.blocks, func(a, b block) int { return slices.Compare(a.grid, b.grid) })
-	}
-	c.d.blocks = c.blocks
-	c.d.Mapped = len(c.blocks)
-	c.d.arr = c.arr
-}
+// finish hands the chunk map to the dataset.
+func (c *chunkMapper) finish() { c.d.arr = c.arr }
 
 func (d *Dataset) renderText(h *h5.Dataset) error {
 	start := make([]int64, len(d.Shape))

@@ -30,15 +30,30 @@ func FuzzChunkMap(f *testing.F) {
 			v := func(k int) int64 { return int64(int16(binary.LittleEndian.Uint16(data[i+k:]))) }
 			maps = append(maps, h5.Mapping{VStart: []int64{v(0)}, VCount: []int64{v(2)}, SrcFile: ".", SrcDataset: "/raw", SrcStart: []int64{v(4)}, SrcCount: []int64{v(6)}})
 		}
-		cm := d.newChunkMapper(arr, []int64{int64(extent0)}, len(maps))
-		for _, m := range maps {
-			if !cm.add(m) {
+		cm := d.newChunkMapper(arr, []int64{int64(extent0)})
+		for i := range maps {
+			if !cm.add(&maps[i]) {
 				return
 			}
 		}
 		cm.finish()
-		if !slices.IsSortedFunc(d.blocks, func(a, b block) int { return slices.Compare(a.grid, b.grid) }) {
-			t.Fatalf("blocks of %v are not in grid order: %v", maps, d.blocks)
+		// Each chunk reads from the last mapping of it, and the blocks list those in grid order.
+		last := map[int64]int64{}
+		for _, m := range maps {
+			last[m.VStart[0]/int64(chunk0)] = m.SrcStart[0]
+		}
+		var grids []int64
+		for g := range last {
+			grids = append(grids, g)
+		}
+		slices.Sort(grids)
+		if len(d.blocks()) != len(grids) {
+			t.Fatalf("mappings %v: %d blocks, want %d", maps, len(d.blocks()), len(grids))
+		}
+		for i, b := range d.blocks() {
+			if g := grids[i]; b.grid[0] != g || b.off != last[g] {
+				t.Fatalf("mappings %v: block %d is %v at %d, want [%d] at %d", maps, i, b.grid, b.off, g, last[g])
+			}
 		}
 		buf := make([]byte, d.Shape[0])
 		if _, err := arr.ReadAt(buf, 0, zeroSource{int(chunk0)}); err != nil {

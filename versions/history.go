@@ -253,8 +253,8 @@ func (f *File) slotMap(d *Dataset) (map[string]slot, error) {
 		return nil, nil
 	}
 	if d.arr != nil {
-		m := make(map[string]slot, len(d.blocks))
-		for _, b := range d.blocks {
+		m := make(map[string]slot, len(d.blocks()))
+		for _, b := range d.blocks() {
 			m[gridKey(b.grid)] = slot{d.RawData, b.off}
 		}
 		return m, nil

@@ -173,8 +173,8 @@ func (s rawSource) Prefetch(offs []int64) {
 
 // slotInfo returns the storage of the raw_data slots the blocks use.
 func (f *File) slotInfo(d *Dataset) ([]h5.ChunkInfo, error) {
-	offs := make([]int64, len(d.blocks))
-	for i, b := range d.blocks {
+	offs := make([]int64, len(d.blocks()))
+	for i, b := range d.blocks() {
 		if b.off%d.Chunks[0] != 0 {
 			return nil, fmt.Errorf("slot at row %d is not chunk-aligned", b.off)
 		}

@@ -33,7 +33,7 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 					for _, c := range d.Chunks {
 						size *= int(c)
 					}
-					for _, b := range d.blocks {
+					for _, b := range d.blocks() {
 						got, ok, err := f.readSlot(d, b.off, size)
 						require.NoError(t, err)
 						if !ok {

@@ -24,7 +24,7 @@ func (d *Dataset) NewStaged() (*staged.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range d.blocks {
+	for _, b := range d.blocks() {
 		if err := arr.MapBase(b.grid, b.off); err != nil {
 			return nil, err
 		}
@@ -87,10 +87,10 @@ func (f *File) HasVlenStringData() (bool, error) {
 // grids[i] is stored at raw_data row rows[i] (and nothing else stored) is exactly
 // this version's dataset.
 func (d *Dataset) SameChunks(shape []int64, grids [][]int64, rows []int64) bool {
-	if !slices.Equal(shape, d.Shape) || len(grids) != len(d.blocks) {
+	if !slices.Equal(shape, d.Shape) || len(grids) != len(d.blocks()) {
 		return false
 	}
-	for i, b := range d.blocks { // both in grid order
+	for i, b := range d.blocks() { // both in grid order
 		if !slices.Equal(b.grid, grids[i]) || b.off != rows[i] {
 			return false
 		}
@@ -106,20 +106,17 @@ func (f *File) Committed(path string, base *Dataset, shape []int64, grids [][]in
 	if err != nil {
 		return err
 	}
-	blocks := make([]block, len(grids))
 	for i, g := range grids {
 		if err := arr.MapBase(g, rows[i]); err != nil {
 			return err
 		}
-		blocks[i] = block{grid: slices.Clone(g), off: rows[i]}
 	}
-	slices.SortFunc(blocks, func(a, b block) int { return slices.Compare(a.grid, b.grid) })
 	d := &Dataset{
 		Path: path, Type: base.Type, Shape: slices.Clone(shape), Chunks: base.Chunks, Fill: base.Fill,
-		Filters: base.Filters, RawData: base.RawData, Mapped: len(blocks), Layout: h5.Virtual,
-		fillDefined: base.fillDefined, f: f, raw: base.raw, arr: arr, blocks: blocks,
+		Filters: base.Filters, RawData: base.RawData, Layout: h5.Virtual,
+		fillDefined: base.fillDefined, f: f, raw: base.raw, arr: arr,
 	}
-	if len(blocks) == 0 {
+	if len(grids) == 0 {
 		d.Layout = h5.Contiguous
 	}
 	d.size = int64(d.Type.Size)

@@ -1,0 +1,172 @@
+package h5meta
+
+import "fmt"
+
+// The global heap holds variable-length strings and virtual datasets' mapping lists: objects
+// addressed by a collection ("GCOL") and an index in it.
+
+// largeHeap is the collection size from which an object is mapped on its own (see
+// MappingList) rather than read with its whole collection: a list of 100k mappings is
+// about 12 MB.
+const largeHeap = 1 << 20
+
+// globalHeapObject returns object index idx of the global heap collection at addr.
+func (f *File) globalHeapObject(addr uint64, idx uint32) ([]byte, error) {
+	raw, err := f.globalHeap(addr)
+	if err != nil {
+		return nil, err
+	}
+	data, n, err := f.heapObject(addr, uint64(len(raw)), idx, func(p uint64) ([]byte, error) { return raw[p:], nil })
+	if err != nil {
+		return nil, err
+	}
+	return raw[data : data+n], nil
+}
+
+// globalHeap returns the global heap collection at addr. The last few read are kept:
+// consecutive objects (the strings of one group after another) are usually in one, and
+// callers walking a long list of groups split it between a few goroutines.
+func (f *File) globalHeap(addr uint64) ([]byte, error) {
+	f.heapMu.Lock()
+	for _, h := range f.heaps {
+		if h.addr == addr && h.raw != nil {
+			f.heapMu.Unlock()
+			return h.raw, nil
+		}
+	}
+	f.heapMu.Unlock()
+	size, err := f.heapSize(addr)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := f.read(addr, int(size), "global heap collection")
+	if err != nil {
+		return nil, err
+	}
+	if err := walkCollection(raw, f.sl); err != nil {
+		return nil, fmt.Errorf("h5meta: global heap collection at %d: %w", addr, err)
+	}
+	f.heapMu.Lock()
+	f.heaps[f.heapNext] = heapCollection{addr, raw}
+	f.heapNext = (f.heapNext + 1) % len(f.heaps)
+	f.heapMu.Unlock()
+	return raw, nil
+}
+
+// heapSize reads the header of the global heap collection at addr: its size in bytes.
+func (f *File) heapSize(addr uint64) (uint64, error) {
+	hdr, err := f.read(addr, 8+f.sl, "global heap collection")
+	if err != nil {
+		return 0, err
+	}
+	b := &buf{b: hdr, what: "global heap collection", at: addr}
+	b.signature("GCOL")
+	if v := b.u8(); v != 1 && b.err == nil {
+		return 0, fmt.Errorf("h5meta: global heap collection at %d: version %d: %w", addr, v, ErrUnsupported)
+	}
+	b.skip(3)
+	size := b.uint(f.sl)
+	if b.err != nil {
+		return 0, b.err
+	}
+	if size > maxRead || size < uint64(8+f.sl) {
+		return 0, fmt.Errorf("h5meta: global heap collection at %d: size %d", addr, size)
+	}
+	return size, nil
+}
+
+// heapObject finds object idx in the global heap collection at addr of size bytes, whose
+// object headers header(p) returns (at least the header at offset p): the offset of the
+// object's data in the collection and its length. The whole collection is walked, as
+// walkCollection does.
+func (f *File) heapObject(addr, size uint64, idx uint32, header func(p uint64) ([]byte, error)) (data, n uint64, err error) {
+	found := false
+	err = heapObjects(size, f.sl, header, func(i uint16, d, l uint64) {
+		if !found && uint32(i) == idx {
+			data, n, found = d, l, true
+		}
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("h5meta: global heap collection at %d: %w", addr, err)
+	}
+	if !found {
+		return 0, 0, fmt.Errorf("h5meta: global heap collection at %d has no object %d", addr, idx)
+	}
+	return data, n, nil
+}
+
+// walkCollection checks the global heap collection raw as heapObjects does.
+func walkCollection(raw []byte, sl int) error {
+	return heapObjects(uint64(len(raw)), sl, func(p uint64) ([]byte, error) { return raw[p:], nil }, nil)
+}
+
+// heapObjects walks the objects of a global heap collection of size bytes as libhdf5 does
+// when it loads one (H5HG__cache_heap_deserialize) and refuses what would stop that walk
+// from ending at the collection's end: libhdf5 1.10 loops forever on a free-space object of
+// size 0 (its step is the size), which a torn write can leave. header(p) returns at least
+// the header of the object at offset p. visit, if set, is called with each object before
+// the free space: its index, the offset of its data and its length.
+func heapObjects(size uint64, sl int, header func(p uint64) ([]byte, error), visit func(idx uint16, data, n uint64)) error {
+	hdr := uint64(8 + sl) // index, references, reserved, size; then the object's data
+	free := false
+	for p := hdr; p < size; {
+		if p+hdr > size {
+			return nil // too small for an object header: free space
+		}
+		raw, err := header(p)
+		if err != nil {
+			return err
+		}
+		b := &buf{b: raw, what: "global heap object header"}
+		idx := uint16(b.u16())
+		b.skip(6)
+		n := b.uint(sl)
+		if b.err != nil {
+			return b.err
+		}
+		need := n
+		if idx > 0 {
+			need = hdr + (n+7)&^7
+		} else {
+			free = true
+		}
+		if n > size || need == 0 || need > size-p {
+			return fmt.Errorf("object %d at offset %d: size %d does not fit the collection (%d bytes)", idx, p, n, size)
+		}
+		if !free && visit != nil {
+			visit(idx, p+hdr, n)
+		}
+		p += need
+	}
+	return nil
+}
+
+// largeHeapObject locates object idx of the global heap collection at addr without reading
+// the collection when the collection is large (largeHeap bytes or more): the file address
+// of the object's data and its length. large is false for a smaller collection, which
+// globalHeapObject reads whole.
+func (f *File) largeHeapObject(addr uint64, idx uint32) (at, n uint64, large bool, err error) {
+	size, err := f.heapSize(addr)
+	if err != nil || size < largeHeap {
+		return 0, 0, false, err
+	}
+	// Object headers are read through a window: a long object's collection holds it and the
+	// free space after it, or a few more objects close together.
+	var win []byte
+	var winAt uint64
+	header := func(p uint64) ([]byte, error) {
+		if p < winAt || p+uint64(8+f.sl) > winAt+uint64(len(win)) {
+			var err error
+			if win, err = f.read(addr+p, int(min(4096, size-p)), "global heap collection"); err != nil {
+				return nil, err
+			}
+			winAt = p
+		}
+		return win[p-winAt:], nil
+	}
+	data, n, err := f.heapObject(addr, size, idx, header)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return addr + data, n, true, nil
+}

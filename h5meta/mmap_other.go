@@ -1,0 +1,9 @@
+//go:build !unix
+
+package h5meta
+
+// mapObject reads the n bytes at addr (mapping is for Unix systems).
+func (f *File) mapObject(_ *MappingList, addr, n uint64, what string) ([]byte, bool, error) {
+	p, err := f.read(addr, int(n), what)
+	return p, false, err
+}
