@@ -164,7 +164,8 @@ func unshuffle(in []byte, itemSize int) []byte {
 	out := make([]byte, len(in))
 	i := 0
 	if itemSize == 8 { // the common case (float64, int64)
-		i = unshuffle8(out, in, n)
+		i = unshuffle8SIMD(out, in, n)
+		i += unshuffle8(out[8*i:], in[i:], n, n-i)
 	}
 	for ; i < n; i++ {
 		o := out[i*itemSize : (i+1)*itemSize]
@@ -176,17 +177,17 @@ func unshuffle(in []byte, itemSize int) []byte {
 	return out
 }
 
-// unshuffle8 undoes the shuffle of 8-byte items eight at a time: eight bytes from each of
-// the eight byte planes make an 8x8 byte matrix, transposed in registers (three rounds of
-// masked swaps of 32-, 16- and 8-bit halves) and stored as eight items. It returns how many
-// items it did (a multiple of 8).
-func unshuffle8(out, in []byte, n int) int {
-	p0, p1, p2, p3 := in[:n], in[n:2*n], in[2*n:3*n], in[3*n:4*n]
-	p4, p5, p6, p7 := in[4*n:5*n], in[5*n:6*n], in[6*n:7*n], in[7*n:8*n]
+// unshuffle8 undoes the shuffle of the first m of n 8-byte items eight at a time, the
+// byte planes being n apart in in: eight bytes from each of the eight planes make an 8x8
+// byte matrix, transposed in registers (three rounds of masked swaps of 32-, 16- and 8-bit
+// halves) and stored as eight items. It returns how many items it did (a multiple of 8).
+func unshuffle8(out, in []byte, n, m int) int {
+	p0, p1, p2, p3 := in[:m], in[n:n+m], in[2*n:2*n+m], in[3*n:3*n+m]
+	p4, p5, p6, p7 := in[4*n:4*n+m], in[5*n:5*n+m], in[6*n:6*n+m], in[7*n:7*n+m]
 	le := binary.LittleEndian
 	const m32, m16, m8 = 0x00000000FFFFFFFF, 0x0000FFFF0000FFFF, 0x00FF00FF00FF00FF
 	i := 0
-	for ; i+8 <= n; i += 8 {
+	for ; i+8 <= m; i += 8 {
 		a0, a1, a2, a3 := le.Uint64(p0[i:]), le.Uint64(p1[i:]), le.Uint64(p2[i:]), le.Uint64(p3[i:])
 		a4, a5, a6, a7 := le.Uint64(p4[i:]), le.Uint64(p5[i:]), le.Uint64(p6[i:]), le.Uint64(p7[i:])
 		a0, a4 = a0&m32|a4<<32, a0>>32|a4&^m32

@@ -119,7 +119,7 @@ func FuzzLZF(f *testing.F) {
 // TestUnshuffle compares the fast path with the definition on odd sizes and item sizes.
 func TestUnshuffle(t *testing.T) {
 	for _, isz := range []int{1, 2, 3, 4, 8, 16} {
-		for _, n := range []int{0, 1, 7, 8, 9, 63, 64, 65, 1000} {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 1000, 8192} {
 			in := make([]byte, n*isz+isz/2)
 			for i := range in {
 				in[i] = byte(i*7 + 3)
