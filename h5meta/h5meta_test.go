@@ -418,7 +418,7 @@ func TestMappedListShrinks(t *testing.T) {
 	}
 }
 
-// TestFastSelections: the selections nextFast decodes itself (fastHeader, blockCoords)
+// TestFastSelections: the selections run decodes itself (fastHeader, blockCoords)
 // decode as the general decoder (selection) decodes them, and every one the general
 // decoder refuses is left to it.
 func TestFastSelections(t *testing.T) {

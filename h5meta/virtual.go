@@ -156,10 +156,17 @@ func (l *MappingList) Verify() (err error) {
 func (l *MappingList) Scan(fn func(m *Mapping) bool) (err error) {
 	defer l.guard(&err)()
 	var d decoder
-	for i := uint64(0); i < l.n; i++ {
+	for i := uint64(0); i < l.n; {
+		if d.head != "" { // a run of entries laid out like the last one
+			n, stop := d.run(&l.b, l.n-i, fn)
+			if i += n; stop || i == l.n {
+				return nil
+			}
+		}
 		if err := d.next(l, i); err != nil {
 			return err
 		}
+		i++
 		if !fn(&d.m) {
 			return nil
 		}
@@ -171,21 +178,18 @@ func (l *MappingList) Scan(fn func(m *Mapping) bool) (err error) {
 // usually repeats.
 type decoder struct {
 	m     Mapping
-	space []int64 // m's coordinates when nextFast decoded it
+	space []int64 // m's coordinates when run decoded it
 	a     arena   // for the general decoder, reset for each mapping
 	dims  []int64 // the VDS's dims, loaded when a virtual selection is "all"
 	// The last mapping's names and selection headers as stored, when its selections are
-	// forms nextFast decodes: head is the names and the source selection's header, vhead
+	// forms run decodes: head is the names and the source selection's header, vhead
 	// the virtual selection's header; srcVer and vVer their hyperslab versions.
 	head, vhead  string
 	srcVer, vVer int
 }
 
-// next decodes mapping i into d.m.
+// next decodes mapping i into d.m the general way.
 func (d *decoder) next(l *MappingList, i uint64) (err error) {
-	if d.nextFast(&l.b) {
-		return nil
-	}
 	b := &l.b
 	start := b.off
 	var m Mapping
@@ -229,7 +233,7 @@ func (d *decoder) next(l *MappingList, i uint64) (err error) {
 	return nil
 }
 
-// learn records the layout of entry, the mapping just decoded into d.m, for nextFast.
+// learn records the layout of entry, the mapping just decoded into d.m, for run.
 func (d *decoder) learn(entry []byte) {
 	d.head = ""
 	names := len(d.m.SrcFile) + len(d.m.SrcDataset) + 2
@@ -249,38 +253,37 @@ func (d *decoder) learn(entry []byte) {
 	}
 }
 
-// nextFast decodes the entry that nearly every list is made of: the same names and the
-// same selection headers as the previous entry (learn), so that only the coordinates are
-// new. Anything else, including every entry the general decoder would refuse, is left to
-// it (false, nothing consumed), so both give the same answers.
-func (d *decoder) nextFast(b *buf) bool {
-	if d.head == "" {
-		return false
-	}
-	p := b.b[b.off:]
-	h := len(d.head)
-	if len(p) < h || string(p[:h]) != d.head {
-		return false
-	}
+// run decodes the entries that nearly every list is made of, up to max of them, calling fn
+// with each: entries with the same names and selection headers as the last one (learn), so
+// that only their coordinates are new. It stops at anything else, including every entry the
+// general decoder would refuse, and leaves it to that decoder, so both give the same
+// answers. stop reports that fn returned false.
+func (d *decoder) run(b *buf, max uint64, fn func(m *Mapping) bool) (n uint64, stop bool) {
+	head, vhead := d.head, d.vhead
 	srcRank, vRank := len(d.m.SrcStart), len(d.m.VStart)
-	n, ok := blockCoords(p[h:], d.srcVer, srcRank, d.space)
-	if !ok {
-		return false
+	vAt := len(head) + coordsLen(d.srcVer, srcRank)
+	size := vAt + len(vhead) + coordsLen(d.vVer, vRank)
+	src, virt := d.space[:2*srcRank], d.space[2*srcRank:2*(srcRank+vRank)]
+	m := &d.m
+	m.SrcStart, m.SrcCount = src[:srcRank], src[srcRank:]
+	m.VStart, m.VCount = virt[:vRank], virt[vRank:]
+	for p := b.b[b.off:]; n < max && len(p) >= size; p = p[size:] {
+		if string(p[:len(head)]) != head || string(p[vAt:vAt+len(vhead)]) != vhead {
+			break
+		}
+		if _, ok := blockCoords(p[len(head):], d.srcVer, srcRank, src); !ok {
+			break
+		}
+		if _, ok := blockCoords(p[vAt+len(vhead):], d.vVer, vRank, virt); !ok {
+			break
+		}
+		b.off += size
+		n++
+		if !fn(m) {
+			return n, true
+		}
 	}
-	q := p[h+n:]
-	vh := len(d.vhead)
-	if len(q) < vh || string(q[:vh]) != d.vhead {
-		return false
-	}
-	out := d.space[2*srcRank:]
-	n2, ok := blockCoords(q[vh:], d.vVer, vRank, out)
-	if !ok {
-		return false
-	}
-	b.off += h + n + vh + n2
-	d.m.SrcStart, d.m.SrcCount = d.space[:srcRank], d.space[srcRank:2*srcRank]
-	d.m.VStart, d.m.VCount = out[:vRank], out[vRank:2*vRank]
-	return true
+	return n, false
 }
 
 // fastHeader returns the length and version of the header of the selection at the start of

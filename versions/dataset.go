@@ -364,47 +364,50 @@ func beyond(m *h5.Mapping, extent []int64) (axis int, end int64, ok bool) {
 // chunkMapper points a staged.Array's chunks at the raw_data slots of a version's
 // mappings, one mapping at a time.
 type chunkMapper struct {
-	d      *Dataset
-	arr    *staged.Array
-	extent []int64 // raw_data's shape
-	grid   []int64 // the grid index of the mapping being added
+	d                     *Dataset
+	arr                   *staged.Array
+	shape, chunks, extent []int64 // the dataset's, and raw_data's shape
+	grid                  []int64 // the grid index of the mapping being added
 }
 
 // newChunkMapper maps mappings onto arr out of raw_data of shape extent.
 func (d *Dataset) newChunkMapper(arr *staged.Array, extent []int64) *chunkMapper {
-	return &chunkMapper{d: d, arr: arr, extent: extent, grid: make([]int64, len(d.Shape))}
+	rank := len(d.Shape)
+	return &chunkMapper{
+		d: d, arr: arr, shape: d.Shape[:rank], chunks: d.Chunks[:rank], extent: extent[:rank],
+		grid: make([]int64, rank),
+	}
 }
 
 // add maps m; false if m is not one chunk-aligned block of exactly its chunk's trimmed
 // extent out of this dataset's raw_data, within raw_data's extent (spec section 8). A
 // chunk mapped twice reads from the later mapping, as libhdf5 reads it.
 func (c *chunkMapper) add(m *h5.Mapping) bool {
-	d := c.d
-	rank := len(d.Shape)
-	if m.SrcFile != "." || m.SrcDataset != d.RawData || len(m.VStart) != rank || len(m.SrcStart) != rank {
+	rank := len(c.grid)
+	if len(m.VStart) != rank || len(m.SrcStart) != rank || m.SrcDataset != c.d.RawData || m.SrcFile != "." {
 		return false
 	}
-	if _, _, out := beyond(m, c.extent); out {
-		return false
-	}
-	for i := range rank {
+	src, count, vstart, vcount := m.SrcStart[:rank], m.SrcCount[:rank], m.VStart[:rank], m.VCount[:rank]
+	for i, ch := range c.chunks {
 		// Lists are mostly in grid order: try the previous mapping's grid index on this
 		// axis, and the next one, before dividing.
-		ch, v, g := d.Chunks[i], m.VStart[i], c.grid[i]
+		v, g := vstart[i], c.grid[i]
 		if g*ch != v && (g+1)*ch != v {
 			g = v / ch
 		} else if g*ch != v {
 			g++
 		}
-		if g*ch != v || m.SrcCount[i] != m.VCount[i] || (i > 0 && m.SrcStart[i] != 0) {
+		switch {
+		case g*ch != v, count[i] != vcount[i], i > 0 && src[i] != 0:
 			return false
-		}
-		if m.VCount[i] != min(ch, d.Shape[i]-v) {
+		case vcount[i] != min(ch, c.shape[i]-v):
 			return false // covers less (or more) than the chunk's trimmed extent
+		case src[i]+count[i] > c.extent[i]:
+			return false // beyond raw_data's extent: the general route reports it
 		}
 		c.grid[i] = g
 	}
-	return c.arr.MapBase(c.grid, m.SrcStart[0]) == nil
+	return c.arr.MapBase(c.grid, src[0]) == nil
 }
 
 // finish hands the chunk map to the dataset.
