@@ -2,7 +2,7 @@
 // references named in the project's issues. It builds the files it needs (with
 // tests/py/make_versioned.py, Debian's h5py) into a cache directory.
 //
-//	go run ./bench [-suite commit] [-cache DIR] [-reps N] [-sizes 1000,10000,100000]
+//	go run ./bench [-suite commit] [-cache DIR] [-reps N] [-sizes 1000,10000,100000] [-layouts gzip]
 //
 // Suite "commit": commit 1 and 100 changed chunks into a dataset of 1k, 10k and 100k chunks
 // (1 KiB each) in files with 10 and 1000 prior versions; the time of each phase (plan and
@@ -40,6 +40,7 @@ func main() {
 	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
 	src := flag.String("src", "", "loopback-serve: the directory to serve")
 	keep := flag.Bool("keep", false, "keep every generated read-suite file (several GiB) for the next run")
+	layouts := flag.String("layouts", "", "read suite: only the layouts whose name contains this, e.g. gzip")
 	cache := flag.String("cache", filepath.Join(os.TempDir(), "vh5fs-bench"), "where generated files are kept")
 	reps := flag.Int("reps", 5, "commits measured per configuration (after a first, cold one)")
 	sizes := flag.String("sizes", "1000,10000,100000", "dataset sizes in chunks")
@@ -56,7 +57,7 @@ func main() {
 		}
 	case "all", "reads", "latency", "commit":
 		if *suite == "all" || *suite == "reads" {
-			if err := benchReads(*cache, *size, *reps, *vh5fs, *keep); err != nil {
+			if err := benchReads(*cache, *size, *reps, *vh5fs, *keep, *layouts); err != nil {
 				fatal(err)
 			}
 		}

@@ -59,7 +59,7 @@ func readConfigs(size int64) []readConfig {
 }
 
 // benchReads prints sequential read throughput of vh5fs against the references.
-func benchReads(cache string, size int64, reps int, vh5fs string, keep bool) error {
+func benchReads(cache string, size int64, reps int, vh5fs string, keep bool, layouts string) error {
 	fmt.Printf("\nsequential read of a %d MiB float64 dataset, 1 MiB reads (dd bs=1M); GB/s, median of %d\n", size>>20, reps)
 	fmt.Printf("%-28s | %8s %8s | %8s %8s | %8s | %8s %8s | %9s %10s %9s %9s\n", "layout", "vh5fs", "cached", "loopbk", "cached", "pagecache",
 		"h5py-vds", "h5py", "vs loopbk", "vs h5pyvds", "vs h5py", "cached/pc")
@@ -73,6 +73,9 @@ func benchReads(cache string, size int64, reps int, vh5fs string, keep bool) err
 		return err
 	}
 	for _, c := range readConfigs(size) {
+		if !strings.Contains(c.name, layouts) {
+			continue
+		}
 		file, plain, err := generateRead(cache, c)
 		if err != nil {
 			return err
