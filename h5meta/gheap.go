@@ -16,7 +16,8 @@ func (f *File) globalHeapObject(addr uint64, idx uint32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, n, err := f.heapObject(addr, uint64(len(raw)), idx, func(p uint64) ([]byte, error) { return raw[p:], nil })
+	// globalHeap walked the whole collection when it read it: stop at the object.
+	data, n, err := f.heapObject(addr, uint64(len(raw)), idx, false, func(p uint64) ([]byte, error) { return raw[p:], nil })
 	if err != nil {
 		return nil, err
 	}
@@ -77,14 +78,15 @@ func (f *File) heapSize(addr uint64) (uint64, error) {
 
 // heapObject finds object idx in the global heap collection at addr of size bytes, whose
 // object headers header(p) returns (at least the header at offset p): the offset of the
-// object's data in the collection and its length. The whole collection is walked, as
-// walkCollection does.
-func (f *File) heapObject(addr, size uint64, idx uint32, header func(p uint64) ([]byte, error)) (data, n uint64, err error) {
+// object's data in the collection and its length. With whole set, the collection is walked
+// to its end, as walkCollection does.
+func (f *File) heapObject(addr, size uint64, idx uint32, whole bool, header func(p uint64) ([]byte, error)) (data, n uint64, err error) {
 	found := false
-	err = heapObjects(size, f.sl, header, func(i uint16, d, l uint64) {
+	err = heapObjects(size, f.sl, header, func(i uint16, d, l uint64) bool {
 		if !found && uint32(i) == idx {
 			data, n, found = d, l, true
 		}
+		return whole || !found
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("h5meta: global heap collection at %d: %w", addr, err)
@@ -105,8 +107,9 @@ func walkCollection(raw []byte, sl int) error {
 // from ending at the collection's end: libhdf5 1.10 loops forever on a free-space object of
 // size 0 (its step is the size), which a torn write can leave. header(p) returns at least
 // the header of the object at offset p. visit, if set, is called with each object before
-// the free space: its index, the offset of its data and its length.
-func heapObjects(size uint64, sl int, header func(p uint64) ([]byte, error), visit func(idx uint16, data, n uint64)) error {
+// the free space: its index, the offset of its data and its length; the walk stops early
+// when it returns false.
+func heapObjects(size uint64, sl int, header func(p uint64) ([]byte, error), visit func(idx uint16, data, n uint64) bool) error {
 	hdr := uint64(8 + sl) // index, references, reserved, size; then the object's data
 	free := false
 	for p := hdr; p < size; {
@@ -133,8 +136,8 @@ func heapObjects(size uint64, sl int, header func(p uint64) ([]byte, error), vis
 		if n > size || need == 0 || need > size-p {
 			return fmt.Errorf("object %d at offset %d: size %d does not fit the collection (%d bytes)", idx, p, n, size)
 		}
-		if !free && visit != nil {
-			visit(idx, p+hdr, n)
+		if !free && visit != nil && !visit(idx, p+hdr, n) {
+			return nil
 		}
 		p += need
 	}
@@ -164,7 +167,7 @@ func (f *File) largeHeapObject(addr uint64, idx uint32) (at, n uint64, large boo
 		}
 		return win[p-winAt:], nil
 	}
-	data, n, err := f.heapObject(addr, size, idx, header)
+	data, n, err := f.heapObject(addr, size, idx, true, header)
 	if err != nil {
 		return 0, 0, false, err
 	}
