@@ -162,9 +162,10 @@ func unshuffle(in []byte, itemSize int) []byte {
 	}
 	n := len(in) / itemSize
 	out := make([]byte, len(in))
-	i := 0
-	if itemSize == 8 { // the common case (float64, int64)
-		i = unshuffle8SIMD(out, in, n)
+	// 4- and 8-byte items 16 at a time where there is assembly; the rest of 8-byte items
+	// (float64, int64) eight at a time; anything left one at a time.
+	i := unshuffleSIMD(out, in, itemSize, n)
+	if itemSize == 8 {
 		i += unshuffle8(out[8*i:], in[i:], n, n-i)
 	}
 	for ; i < n; i++ {

@@ -3,6 +3,7 @@ package filters
 import (
 	"bytes"
 	"compress/zlib"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,15 +161,19 @@ func TestDecoderInflate(t *testing.T) {
 	require.Error(t, err)
 }
 
-// BenchmarkUnshuffle8: undoing the shuffle of a 64 KiB chunk of float64.
-func BenchmarkUnshuffle8(b *testing.B) {
+// BenchmarkUnshuffle: undoing the shuffle of a 64 KiB chunk of float32 and of float64.
+func BenchmarkUnshuffle(b *testing.B) {
 	in := make([]byte, 64<<10)
 	for i := range in {
 		in[i] = byte(i * 7)
 	}
-	b.SetBytes(int64(len(in)))
-	for i := 0; i < b.N; i++ {
-		unshuffle(in, 8)
+	for _, isz := range []int{4, 8} {
+		b.Run(fmt.Sprintf("itemsize%d", isz), func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				unshuffle(in, isz)
+			}
+		})
 	}
 }
 

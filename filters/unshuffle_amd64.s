@@ -82,3 +82,47 @@ loop:
 	DECQ CX
 	JNZ  loop
 	RET
+
+// func unshuffle4x16(out, in *byte, n, count int)
+//
+// The same for 4-byte items: 16 bytes from each of the 4 byte planes, two rounds of
+// unpacks (bytes, then 16-bit pairs), 16 items, 64 bytes at out.
+TEXT ·unshuffle4x16(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ in+8(FP), SI
+	MOVQ n+16(FP), DX
+	MOVQ count+24(FP), CX
+	LEAQ (DX)(DX*2), R8 // 3n
+
+loop4:
+	MOVOU (SI), X0
+	MOVOU (SI)(DX*1), X1
+	MOVOU (SI)(DX*2), X2
+	MOVOU (SI)(R8*1), X3
+
+	// Bytes: planes 0+1 and 2+3; low halves are items 0-7, high halves 8-15.
+	MOVO      X0, X4
+	PUNPCKLBW X1, X0
+	PUNPCKHBW X1, X4
+	MOVO      X2, X5
+	PUNPCKLBW X3, X2
+	PUNPCKHBW X3, X5
+
+	// 16-bit pairs: whole items, four per register.
+	MOVO      X0, X1
+	PUNPCKLWL X2, X0
+	PUNPCKHWL X2, X1
+	MOVO      X4, X3
+	PUNPCKLWL X5, X4
+	PUNPCKHWL X5, X3
+
+	MOVOU X0, 0(DI)
+	MOVOU X1, 16(DI)
+	MOVOU X4, 32(DI)
+	MOVOU X3, 48(DI)
+
+	ADDQ $16, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loop4
+	RET

@@ -2,5 +2,5 @@
 
 package filters
 
-// unshuffle8SIMD does nothing where there is no assembly version: unshuffle8 does it all.
-func unshuffle8SIMD(out, in []byte, n int) int { return 0 }
+// unshuffleSIMD does nothing where there is no assembly version: unshuffle does it all.
+func unshuffleSIMD(out, in []byte, itemSize, n int) int { return 0 }
