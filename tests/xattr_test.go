@@ -106,7 +106,8 @@ func TestGetfattr(t *testing.T) {
 }
 
 // TestChunkMap100k: the full map of a 100,000-chunk dataset is reachable through the
-// paged xattrs, and every block holds its chunk (one float64 each, value = index).
+// paged xattrs, and every block holds its chunk (one float64 each, value = index); the
+// dataset (its mapping list long enough to be mapped from the file) reads the same.
 func TestChunkMap100k(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates a 100k-chunk file")
@@ -145,4 +146,12 @@ func TestChunkMap100k(t *testing.T) {
 		}
 	}
 	require.Equal(t, n, seen)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Len(t, data, 8*n)
+	for i := range n {
+		if v := math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:])); v != float64(i) {
+			t.Fatalf("element %d reads %v", i, v)
+		}
+	}
 }
