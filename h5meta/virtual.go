@@ -151,8 +151,8 @@ func (l *MappingList) Verify() (err error) {
 	return nil
 }
 
-// Scan decodes the mappings in order and calls fn with each until fn returns false. The
-// Mapping and its slices are reused: fn copies what it keeps.
+// Scan decodes the mappings in order and calls fn with each until fn returns false; a list
+// is scanned once. The Mapping and its slices are reused: fn copies what it keeps.
 func (l *MappingList) Scan(fn func(m *Mapping) bool) (err error) {
 	defer l.guard(&err)()
 	var d decoder
