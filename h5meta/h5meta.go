@@ -45,7 +45,7 @@
 // bounded by the structures' levels, and counts are bounded by the file size.
 //
 // Structures are read with ReadAt, except a mapping list in a global heap collection of
-// 1 MiB or more, which is mapped from the file when the io.ReaderAt is an open file (see
+// 64 KiB or more, which is mapped from the file when the io.ReaderAt is an open file (see
 // MappingList): a file cut short under such a mapping makes its reader fail, not crash.
 package h5meta
 
