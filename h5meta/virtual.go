@@ -291,16 +291,16 @@ func (d *decoder) run(b *buf, max uint64, fn func(m *Mapping) bool) (n uint64, s
 // with one block (its coordinates 4 bytes each), or a regular one of version 2. Zero
 // otherwise.
 func fastHeader(p []byte, rank int) (n, version int) {
-	if rank < 1 || rank > maxRank || len(p) < 24 || binary.LittleEndian.Uint32(p) != selHyper {
+	if rank < 1 || rank > maxRank || len(p) < 8 || binary.LittleEndian.Uint32(p) != selHyper {
 		return 0, 0
 	}
 	switch binary.LittleEndian.Uint32(p[4:]) {
 	case 1: // reserved, length, rank, blocks
-		if binary.LittleEndian.Uint32(p[16:]) == uint32(rank) && binary.LittleEndian.Uint32(p[20:]) == 1 {
+		if len(p) >= 24 && binary.LittleEndian.Uint32(p[16:]) == uint32(rank) && binary.LittleEndian.Uint32(p[20:]) == 1 {
 			return 24, 1
 		}
 	case 2: // flags, length, rank
-		if p[8]&1 != 0 && binary.LittleEndian.Uint32(p[13:]) == uint32(rank) {
+		if len(p) >= 17 && p[8]&1 != 0 && binary.LittleEndian.Uint32(p[13:]) == uint32(rank) {
 			return 17, 2
 		}
 	}
@@ -335,11 +335,12 @@ func blockCoords(p []byte, version, rank int, out []int64) (n int, ok bool) {
 	}
 	for d := range rank { // start, stride, count and block of each dimension
 		f := p[32*d : 32*d+32]
-		st, stride, cnt, blk := binary.LittleEndian.Uint64(f), binary.LittleEndian.Uint64(f[8:]), binary.LittleEndian.Uint64(f[16:]), binary.LittleEndian.Uint64(f[24:])
-		if st >= maxCoord || cnt >= maxCoord || blk >= maxCoord || (cnt > 1 && (stride != blk || (blk != 0 && cnt > maxCoord/blk))) || st+cnt*blk >= maxCoord {
+		st := binary.LittleEndian.Uint64(f)
+		ext, err := regularExtent(st, binary.LittleEndian.Uint64(f[8:]), binary.LittleEndian.Uint64(f[16:]), binary.LittleEndian.Uint64(f[24:]))
+		if err != nil {
 			return 0, false
 		}
-		out[d], out[rank+d] = int64(st), int64(cnt*blk)
+		out[d], out[rank+d] = int64(st), int64(ext)
 	}
 	return n, true
 }
@@ -432,23 +433,9 @@ func (f *File) selection(b *buf, a *arena) (start, count []int64, all bool, err 
 			if cnt == unlim || blk == unlim {
 				return nil, nil, false, fmt.Errorf("unlimited hyperslab: %w", ErrUnsupported)
 			}
-			if st >= maxCoord || cnt >= maxCoord || blk >= maxCoord {
-				return nil, nil, false, fmt.Errorf("hyperslab coordinates out of range")
-			}
-			var ext uint64
-			switch {
-			case cnt == 1 || cnt == 0:
-				ext = cnt * blk
-			case stride == blk:
-				if blk != 0 && cnt > maxCoord/blk {
-					return nil, nil, false, fmt.Errorf("hyperslab extent overflows")
-				}
-				ext = cnt * blk
-			default:
-				return nil, nil, false, fmt.Errorf("strided hyperslab (stride %d, count %d, block %d): %w", stride, cnt, blk, ErrUnsupported)
-			}
-			if st+ext >= maxCoord {
-				return nil, nil, false, fmt.Errorf("hyperslab coordinates out of range")
+			ext, err := regularExtent(st, stride, cnt, blk)
+			if err != nil {
+				return nil, nil, false, err
 			}
 			start[d], count[d] = int64(st), int64(ext)
 		}
@@ -483,6 +470,23 @@ func (f *File) selection(b *buf, a *arena) (start, count []int64, all bool, err 
 		count[d] = int64(end - s + 1)
 	}
 	return start, count, false, nil
+}
+
+// regularExtent is the extent of one dimension of a regular hyperslab (start, stride,
+// count, block) that selects a single block, or why it does not decode to one.
+func regularExtent(st, stride, cnt, blk uint64) (uint64, error) {
+	if st >= maxCoord || cnt >= maxCoord || blk >= maxCoord {
+		return 0, fmt.Errorf("hyperslab coordinates out of range")
+	}
+	switch {
+	case cnt > 1 && stride != blk:
+		return 0, fmt.Errorf("strided hyperslab (stride %d, count %d, block %d): %w", stride, cnt, blk, ErrUnsupported)
+	case cnt > 1 && blk != 0 && cnt > maxCoord/blk:
+		return 0, fmt.Errorf("hyperslab extent overflows")
+	case st+cnt*blk >= maxCoord:
+		return 0, fmt.Errorf("hyperslab coordinates out of range")
+	}
+	return cnt * blk, nil
 }
 
 // fields takes n fields of enc bytes each from b with one bounds check (a mapping list

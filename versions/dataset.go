@@ -344,7 +344,7 @@ func (d *Dataset) checkSources(maps []h5.Mapping) error {
 		if m.SrcFile != "." || m.SrcDataset != d.RawData || len(m.SrcStart) != len(extent) {
 			continue
 		}
-		if i, end, ok := beyond(&m, extent); ok {
+		if i, end, ok := beyond(m, extent); ok {
 			return fmt.Errorf("%s: the mapping at %v reads %s[%d:%d] on axis %d, beyond its extent %v", d.Path, m.VStart, d.RawData, m.SrcStart[i], end, i, extent)
 		}
 	}
@@ -352,7 +352,7 @@ func (d *Dataset) checkSources(maps []h5.Mapping) error {
 }
 
 // beyond reports the first axis on which m's source ends beyond extent, and where.
-func beyond(m *h5.Mapping, extent []int64) (axis int, end int64, ok bool) {
+func beyond(m h5.Mapping, extent []int64) (axis int, end int64, ok bool) {
 	for i, s := range m.SrcStart {
 		if end := s + m.SrcCount[i]; end > extent[i] {
 			return i, end, true
