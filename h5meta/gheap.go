@@ -13,27 +13,26 @@ const largeHeap = 64 << 10
 
 // globalHeapObject returns object index idx of the global heap collection at addr.
 func (f *File) globalHeapObject(addr uint64, idx uint32) ([]byte, error) {
-	raw, err := f.globalHeap(addr)
+	c, err := f.globalHeap(addr)
 	if err != nil {
 		return nil, err
 	}
-	// globalHeap walked the whole collection when it read it: stop at the object.
-	data, n, err := f.heapObject(addr, uint64(len(raw)), idx, false, func(p uint64) ([]byte, error) { return raw[p:], nil })
-	if err != nil {
-		return nil, err
+	if idx >= uint32(len(c.objs)) || c.objs[idx] == (heapSpan{}) {
+		return nil, fmt.Errorf("h5meta: global heap collection at %d has no object %d", addr, idx)
 	}
-	return raw[data : data+n], nil
+	o := c.objs[idx]
+	return c.raw[o.data : o.data+o.n], nil
 }
 
-// globalHeap returns the global heap collection at addr. The last few read are kept:
-// consecutive objects (the strings of one group after another) are usually in one, and
-// callers walking a long list of groups split it between a few goroutines.
-func (f *File) globalHeap(addr uint64) ([]byte, error) {
+// globalHeap returns the global heap collection at addr, walked and indexed. The last few
+// read are kept: consecutive objects (the strings of one group after another) are usually
+// in one, and callers walking a long list of groups split it between a few goroutines.
+func (f *File) globalHeap(addr uint64) (*heapCollection, error) {
 	f.heapMu.Lock()
-	for _, h := range f.heaps {
-		if h.addr == addr && h.raw != nil {
+	for _, c := range f.heaps {
+		if c != nil && c.addr == addr {
 			f.heapMu.Unlock()
-			return h.raw, nil
+			return c, nil
 		}
 	}
 	f.heapMu.Unlock()
@@ -45,14 +44,24 @@ func (f *File) globalHeap(addr uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := walkCollection(raw, f.sl); err != nil {
+	c := &heapCollection{addr: addr, raw: raw}
+	err = heapObjects(size, f.sl, func(p uint64) ([]byte, error) { return raw[p:], nil }, func(i uint16, data, n uint64) bool {
+		if int(i) >= len(c.objs) {
+			c.objs = append(c.objs, make([]heapSpan, int(i)+1-len(c.objs))...)
+		}
+		if c.objs[i] == (heapSpan{}) { // the first of two objects of one index, as a walk finds it
+			c.objs[i] = heapSpan{data, n}
+		}
+		return true
+	})
+	if err != nil {
 		return nil, fmt.Errorf("h5meta: global heap collection at %d: %w", addr, err)
 	}
 	f.heapMu.Lock()
-	f.heaps[f.heapNext] = heapCollection{addr, raw}
+	f.heaps[f.heapNext] = c
 	f.heapNext = (f.heapNext + 1) % len(f.heaps)
 	f.heapMu.Unlock()
-	return raw, nil
+	return c, nil
 }
 
 // heapSize reads the header of the global heap collection at addr: its size in bytes.
@@ -79,15 +88,15 @@ func (f *File) heapSize(addr uint64) (uint64, error) {
 
 // heapObject finds object idx in the global heap collection at addr of size bytes, whose
 // object headers header(p) returns (at least the header at offset p): the offset of the
-// object's data in the collection and its length. With whole set, the collection is walked
-// to its end, as walkCollection does.
-func (f *File) heapObject(addr, size uint64, idx uint32, whole bool, header func(p uint64) ([]byte, error)) (data, n uint64, err error) {
+// object's data in the collection and its length. The collection is walked to its end, as
+// globalHeap walks the ones it reads.
+func (f *File) heapObject(addr, size uint64, idx uint32, header func(p uint64) ([]byte, error)) (data, n uint64, err error) {
 	found := false
 	err = heapObjects(size, f.sl, header, func(i uint16, d, l uint64) bool {
 		if !found && uint32(i) == idx {
 			data, n, found = d, l, true
 		}
-		return whole || !found
+		return true
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("h5meta: global heap collection at %d: %w", addr, err)
@@ -96,11 +105,6 @@ func (f *File) heapObject(addr, size uint64, idx uint32, whole bool, header func
 		return 0, 0, fmt.Errorf("h5meta: global heap collection at %d has no object %d", addr, idx)
 	}
 	return data, n, nil
-}
-
-// walkCollection checks the global heap collection raw as heapObjects does.
-func walkCollection(raw []byte, sl int) error {
-	return heapObjects(uint64(len(raw)), sl, func(p uint64) ([]byte, error) { return raw[p:], nil }, nil)
 }
 
 // heapObjects walks the objects of a global heap collection of size bytes as libhdf5 does
@@ -168,7 +172,7 @@ func (f *File) largeHeapObject(addr uint64, idx uint32) (at, n uint64, large boo
 		}
 		return win[p-winAt:], nil
 	}
-	data, n, err := f.heapObject(addr, size, idx, true, header)
+	data, n, err := f.heapObject(addr, size, idx, header)
 	if err != nil {
 		return 0, 0, false, err
 	}

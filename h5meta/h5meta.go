@@ -80,15 +80,20 @@ type File struct {
 	so, sl int    // size of offsets, size of lengths
 
 	heapMu   sync.Mutex
-	heaps    [4]heapCollection // the global heap collections read last; GUARDED_BY(heapMu)
-	heapNext int               // the entry of heaps to replace next; GUARDED_BY(heapMu)
+	heaps    [8]*heapCollection // the global heap collections read last; GUARDED_BY(heapMu)
+	heapNext int                // the entry of heaps to replace next; GUARDED_BY(heapMu)
 }
 
-// heapCollection is a global heap collection as read from the file.
+// heapCollection is a global heap collection as read from the file, with where each of its
+// objects is (by index; a zero span for an index it does not hold).
 type heapCollection struct {
 	addr uint64
 	raw  []byte
+	objs []heapSpan
 }
+
+// heapSpan is where one global heap object's data is in its collection.
+type heapSpan struct{ data, n uint64 }
 
 // Open parses the superblock of the HDF5 file r of the given size.
 func Open(r io.ReaderAt, size int64) (*File, error) {
