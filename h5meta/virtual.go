@@ -125,13 +125,19 @@ func (l *MappingList) guard(err *error) func() {
 	return func() {
 		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
-			fault, ok := r.(interface{ Addr() uintptr })
-			if !ok {
-				panic(r)
-			}
-			*err = fmt.Errorf("h5meta: mapping list of dataset at %d: the file changed while it was read (fault at %#x)", l.ohdr, fault.Addr())
+			*err = fmt.Errorf("h5meta: mapping list of dataset at %d: the file changed while it was read (fault at %#x)", l.ohdr, faultAddr(r))
 		}
 	}
+}
+
+// faultAddr is the address of the memory fault r, recovered with debug.SetPanicOnFault on
+// (reading a mapping of a file that shrank under it); any other panic goes on.
+func faultAddr(r any) uintptr {
+	f, ok := r.(interface{ Addr() uintptr })
+	if !ok {
+		panic(r)
+	}
+	return f.Addr()
 }
 
 // Len is the number of mappings in the list.
