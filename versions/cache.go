@@ -83,6 +83,15 @@ func (c *chunkCache) get(k chunkKey) []byte {
 	return e.Value.(*chunkEntry).data
 }
 
+// has reports whether the chunk is cached or being loaded.
+func (c *chunkCache) has(k chunkKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, cached := c.items[k]
+	_, loading := c.inflight[k]
+	return cached || loading
+}
+
 // put stores data, which nobody may modify afterwards, evicting the least recently used chunks beyond the limit.
 func (c *chunkCache) put(k chunkKey, data []byte) {
 	if len(data) > c.limit/4 {

@@ -43,6 +43,8 @@ type Dataset struct {
 	raw  *h5.Dataset
 	vds  *h5.Dataset
 	plan *staged.Array // plans byte ranges for the vds route
+	// ahead is the background decoding for sequential readers of the chunk route.
+	ahead aheadState
 	// blockList is the stored chunks of a versioned dataset, made from arr on first use.
 	blockOnce sync.Once
 	blockList []block
@@ -254,7 +256,7 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 // filters and chunks from raw_data, attributes later if asked for. nil means "use the
 // general route" (variable-length strings, anything h5meta does not read, odd mappings).
 // Metadata h5meta finds corrupt is an error, not handed to libhdf5 (which can loop forever
-// on some, see h5meta's walkCollection). Called with f.mu held.
+// on some, see h5meta's heapObjects). Called with f.mu held.
 //
 // A version of 100k chunks has a mapping list of about 12 MB: its checksum is computed on
 // another core while the mappings are decoded straight into the chunk map, and nothing is
@@ -469,7 +471,7 @@ func (d *Dataset) ReadOrLocate(p []byte, off int64, locate bool) (n int, fileOff
 	if err := d.arr.ReadPlan(plan, p, rawSource{d}); err != nil {
 		return 0, 0, false, fmt.Errorf("%s: %w", d.Path, err)
 	}
-	d.readAhead(off + int64(len(p)))
+	d.readAhead(off, off+int64(len(p)))
 	return len(p), 0, false, nil
 }
 

@@ -284,30 +284,79 @@ func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, err
 	return int(plan.N), true, nil
 }
 
-// readAhead decodes, in the background, the chunks that follow a sequential read of a
-// filtered dataset, so that the next request finds them decoded while this one is copied
-// out. At most GOMAXPROCS decodes run at once per File.
-func (d *Dataset) readAhead(end int64) {
-	if len(d.Filters) == 0 || end >= d.size || !d.f.index(d).decode {
+// readAheadBytes is how far past a sequential read of a filtered dataset its chunks are
+// decoded in the background (at least two chunks): two of the kernel's read-ahead requests
+// (fsnode raises them to 512 KiB), so that both cores decode while a request is copied out
+// rather than only while it waits for its own chunks.
+const readAheadBytes = 1 << 20
+
+// aheadState is where a dataset's background decoding stands: the bytes [next, end) of the
+// dataset are still to be decoded, by workers running goroutines.
+type aheadState struct {
+	mu        sync.Mutex
+	next, end int64 // GUARDED_BY(mu)
+	workers   int   // GUARDED_BY(mu)
+	lastEnd   int64 // where the last read ended; GUARDED_BY(mu)
+}
+
+// readAhead moves the window of background decoding past the read [off, end) of a
+// filtered dataset when the read continues a sequential reader (it starts near where the
+// last read ended: the kernel's read-ahead requests can arrive out of order), and starts
+// workers for it while the File has decoding slots free (GOMAXPROCS in all). Workers follow
+// the window as it moves, so that the next requests find their chunks decoded.
+func (d *Dataset) readAhead(off, end int64) {
+	if len(d.Filters) == 0 || !d.f.index(d).decode {
 		return
 	}
-	plan, err := d.arr.GetItemPlan(end, int64(d.arr.ChunkBytes())*int64(cap(d.f.ahead)))
-	if err != nil {
-		return
+	a := &d.ahead
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prev := a.lastEnd
+	a.lastEnd = end
+	if off < prev-readAheadBytes || off > prev+readAheadBytes {
+		return // a random read
 	}
-	src := rawSource{d}
-	for _, t := range plan.Transfers {
-		if t.Slab != staged.BaseSlab || d.f.chunks.get(chunkKey{d.RawData, t.SlabOffset}) != nil {
-			continue
-		}
+	window := max(readAheadBytes, 2*int64(d.arr.ChunkBytes()))
+	if a.next < end || a.next > end+window { // behind the reader, or ahead of another stream
+		a.next = end
+	}
+	a.end = min(end+window, d.size)
+	for a.workers < cap(d.f.ahead) && a.next < a.end {
 		select {
 		case d.f.ahead <- struct{}{}:
-			go func(off int64) {
-				defer func() { <-d.f.ahead }()
-				src.Chunk(off) // an error shows again when the read itself asks
-			}(t.SlabOffset)
+			a.workers++
+			go d.decodeAhead()
 		default:
-			return // all cores busy already
+			return // every slot busy (other datasets' workers)
+		}
+	}
+}
+
+// decodeAhead is one read-ahead worker: it decodes the chunks under the window's next
+// chunk-sized step of bytes that are neither cached nor being loaded, until the window is
+// done.
+func (d *Dataset) decodeAhead() {
+	a := &d.ahead
+	defer func() { <-d.f.ahead }()
+	step := int64(d.arr.ChunkBytes())
+	for {
+		a.mu.Lock()
+		if a.next >= a.end {
+			a.workers--
+			a.mu.Unlock()
+			return
+		}
+		lo, n := a.next, min(step, a.end-a.next)
+		a.next += n
+		a.mu.Unlock()
+		plan, err := d.arr.GetItemPlan(lo, n)
+		if err != nil {
+			continue
+		}
+		for _, t := range plan.Transfers {
+			if k := (chunkKey{d.RawData, t.SlabOffset}); t.Slab == staged.BaseSlab && !d.f.chunks.has(k) {
+				rawSource{d}.Chunk(t.SlabOffset) // an error shows again when the read itself asks
+			}
 		}
 	}
 }

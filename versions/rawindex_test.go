@@ -2,7 +2,10 @@ package versions
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -79,4 +82,60 @@ func TestLocate(t *testing.T) {
 		}
 	}
 	require.Positive(t, hits)
+}
+
+// TestReadAhead: a read that continues a sequential reader of a filtered dataset has the
+// chunks of the next readAheadBytes decoded in the background; a random read has none.
+func TestReadAhead(t *testing.T) {
+	// 4 MiB of float64 in 64 chunks of 64 KiB.
+	path := makeGzip(t, "524288", "8192")
+	const chunk = 64 << 10
+	for _, tc := range []struct {
+		name     string
+		reads    []int64 // offsets of chunk-sized reads, in order
+		ahead    bool    // whether the chunks after the last read get decoded
+		firstOff int64   // the first chunk after the last read
+	}{
+		{name: "from the start", reads: []int64{0}, ahead: true, firstOff: chunk},
+		{name: "sequential", reads: []int64{0, chunk, 2 * chunk}, ahead: true, firstOff: 3 * chunk},
+		{name: "random", reads: []int64{3 << 20}, ahead: false, firstOff: 3<<20 + chunk},
+		{name: "random after sequential", reads: []int64{0, 3 << 20}, ahead: false, firstOff: 3<<20 + chunk},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Open(path)
+			require.NoError(t, err)
+			defer f.Close()
+			d, err := f.Dataset("/_version_data/versions/v0/data")
+			require.NoError(t, err)
+			p := make([]byte, chunk)
+			for _, off := range tc.reads {
+				n, err := d.ReadAt(p, off)
+				require.NoError(t, err)
+				require.Equal(t, chunk, n)
+			}
+			// readAhead takes its decoding slots before the read returns: once they are free
+			// again, whatever it decoded is in the cache.
+			require.Eventually(t, func() bool { return len(f.ahead) == 0 }, 10*time.Second, time.Millisecond)
+			for off := tc.firstOff; off < min(tc.firstOff+readAheadBytes, 4<<20); off += chunk {
+				k := chunkKey{d.RawData, off / 8}
+				require.Equal(t, tc.ahead, f.chunks.has(k), "slot at row %d", off/8)
+			}
+			if tc.ahead && tc.firstOff+readAheadBytes < 4<<20 {
+				require.False(t, f.chunks.has(chunkKey{d.RawData, (tc.firstOff + readAheadBytes) / 8}), "beyond the window")
+			}
+		})
+	}
+}
+
+// makeGzip writes a versioned file whose dataset "data" of the given shape and chunks is
+// stored with gzip + shuffle (tests/py/make_versioned.py).
+func makeGzip(t *testing.T, shape, chunks string) string {
+	py, err := exec.LookPath("/usr/bin/python3")
+	if err != nil {
+		t.Skip("python3 with h5py not available")
+	}
+	path := filepath.Join(t.TempDir(), "f.h5")
+	out, err := exec.Command(py, "../tests/py/make_versioned.py", path, "--shape", shape, "--chunks", chunks, "--gzip", "--versions", "2").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return path
 }
