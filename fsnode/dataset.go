@@ -169,6 +169,13 @@ func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, o
 	if errn != 0 {
 		return nil, errn
 	}
+	// Decoded chunks go out as they are cached (writev), when the read is whole pieces of
+	// them.
+	if vec, ok, err := d.ReadSlices(off, len(dest)); err != nil {
+		return nil, errno(err)
+	} else if ok {
+		return fuse.ReadResultVector(vec), 0
+	}
 	// Unfiltered bytes that sit contiguously in the file go straight from it (splice, which
 	// a pipe of the default maximum size can carry up to a little under 1 MiB).
 	nr, fileOff, located, err := d.ReadOrLocate(dest, off, len(dest) <= maxSplice)

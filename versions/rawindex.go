@@ -1,8 +1,10 @@
 package versions
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/vh5fs/vh5fs/filters"
@@ -246,30 +248,13 @@ func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, err
 	if len(d.Filters) > 0 {
 		return 0, false, nil
 	}
-	isz := int64(d.Type.Size)
-	type piece struct{ chunk, dst, n int64 } // chunk: byte offset in the stored chunk
-	pieces := make([]piece, 0, len(plan.Transfers))
-	offs := make([]int64, 0, len(plan.Transfers))
-	for i := range plan.Transfers {
-		t := &plan.Transfers[i]
-		if t.Slab != staged.BaseSlab {
-			return 0, false, nil // fill chunks (the chunk route writes the pattern) or staged data
-		}
-		j := 0
-		for j < len(t.Count)-1 && t.Count[j] == 1 {
-			j++
-		}
-		var lin, elems int64 = 0, 1
-		for k := range t.Count {
-			if k > j && (t.Start[k] != 0 || t.Count[k] != d.Chunks[k] || d.Chunks[k] != d.Shape[k]) {
-				return 0, false, nil
-			}
-			lin = lin*d.Chunks[k] + t.Start[k]
-			elems *= t.Count[k]
-		}
-		lo, hi := int64(t.ByteLo), (elems-1)*isz+int64(t.ByteHi)
-		pieces = append(pieces, piece{chunk: lin*isz + lo, dst: t.DstOff + lo, n: hi - lo})
-		offs = append(offs, t.SlabOffset)
+	pieces, ok := d.pieces(plan)
+	if !ok {
+		return 0, false, nil
+	}
+	offs := make([]int64, len(pieces))
+	for i, pc := range pieces {
+		offs[i] = pc.slot
 	}
 	cis, _, ok := d.f.slots(d, offs...)
 	if !ok {
@@ -282,6 +267,92 @@ func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, err
 		}
 	}
 	return int(plan.N), true, nil
+}
+
+// piece is one transfer of a read that is contiguous both in its stored chunk (of raw_data
+// row slot; chunk is the byte offset in the chunk) and in the read's output (at dst).
+type piece struct{ slot, chunk, dst, n int64 }
+
+// pieces returns a plan's transfers as pieces; false if one is not on the base slab (fill
+// chunks, staged data) or not contiguous in both its chunk and the output.
+func (d *Dataset) pieces(plan *staged.GetItemPlan) ([]piece, bool) {
+	isz := int64(d.Type.Size)
+	out := make([]piece, 0, len(plan.Transfers))
+	for i := range plan.Transfers {
+		t := &plan.Transfers[i]
+		if t.Slab != staged.BaseSlab {
+			return nil, false
+		}
+		// Single elements on the leading axes, then one run, then whole chunk extents that
+		// are also the dataset's on the trailing axes.
+		j := 0
+		for j < len(t.Count)-1 && t.Count[j] == 1 {
+			j++
+		}
+		var lin, elems int64 = 0, 1
+		for k := range t.Count {
+			if k > j && (t.Start[k] != 0 || t.Count[k] != d.Chunks[k] || d.Chunks[k] != d.Shape[k]) {
+				return nil, false
+			}
+			lin = lin*d.Chunks[k] + t.Start[k]
+			elems *= t.Count[k]
+		}
+		lo, hi := int64(t.ByteLo), (elems-1)*isz+int64(t.ByteHi)
+		out = append(out, piece{slot: t.SlabOffset, chunk: lin*isz + lo, dst: t.DstOff + lo, n: hi - lo})
+	}
+	return out, true
+}
+
+// maxSlices bounds the pieces of a read that ReadSlices answers: each is one iovec of the
+// reply's writev, and pieces of small chunks gain little over one copy.
+const maxSlices = 64
+
+// ReadSlices answers a read of up to n bytes at off of a filtered dataset with the bytes of
+// its decoded chunks themselves, in order, when each piece of the read is contiguous in its
+// chunk and in the read: the FUSE reply is then written from them (writev) rather than
+// copied into one buffer first. Cached chunks are never modified, so the slices stay valid.
+// ok is false, with nothing read, when the read must be copied (ReadOrLocate).
+func (d *Dataset) ReadSlices(off int64, n int) (vec [][]byte, ok bool, err error) {
+	if d.arr == nil || len(d.Filters) == 0 || off < 0 || off >= d.size {
+		return nil, false, nil
+	}
+	plan, err := d.arr.GetItemPlan(off, min(int64(n), d.size-off))
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", d.Path, err)
+	}
+	pieces, ok := d.pieces(plan)
+	if !ok || len(pieces) > maxSlices {
+		return nil, false, nil
+	}
+	// Transfers come in slot order; the reply needs them in the read's order, end to end.
+	slices.SortFunc(pieces, func(a, b piece) int { return cmp.Compare(a.dst, b.dst) })
+	var end int64
+	offs := make([]int64, len(pieces))
+	for i, pc := range pieces {
+		if pc.dst != end {
+			return nil, false, nil
+		}
+		end += pc.n
+		offs[i] = pc.slot
+	}
+	if end != plan.N {
+		return nil, false, nil
+	}
+	src := rawSource{d}
+	src.Prefetch(offs)
+	out := make([][]byte, len(pieces))
+	for i, pc := range pieces {
+		data, err := src.Chunk(pc.slot)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", d.Path, err)
+		}
+		if pc.chunk+pc.n > int64(len(data)) {
+			return nil, false, fmt.Errorf("%s: slot at row %d: %d bytes decoded, %d needed", d.RawData, pc.slot, len(data), pc.chunk+pc.n)
+		}
+		out[i] = data[pc.chunk : pc.chunk+pc.n]
+	}
+	d.readAhead(off, off+plan.N)
+	return out, true, nil
 }
 
 // readAheadBytes is how far past a sequential read of a filtered dataset its chunks are

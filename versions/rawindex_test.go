@@ -1,6 +1,7 @@
 package versions
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,4 +139,58 @@ func makeGzip(t *testing.T, shape, chunks string) string {
 	out, err := exec.Command(py, "../tests/py/make_versioned.py", path, "--shape", shape, "--chunks", chunks, "--gzip", "--versions", "2").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return path
+}
+
+// TestReadSlices: where ReadSlices answers, its slices hold exactly what ReadAt reads, end
+// to end; it declines reads of more than maxSlices pieces.
+func TestReadSlices(t *testing.T) {
+	type rng struct {
+		off, n int64
+		ok     bool
+	}
+	for _, tc := range []struct {
+		name, shape, chunks string
+		reads               []rng
+	}{
+		{"1-D", "20000", "512", []rng{{0, 4096, true}, {0, 128 << 10, true}, {5, 4000, true}, {4093, 70000, true}, {159900, 4096, true}}},
+		{"2-D whole rows", "100,300", "8,300", []rng{{0, 4096, true}, {0, 128 << 10, true}, {5, 4000, true}, {4093, 70000, true}, {239900, 4096, true}}},
+		// Rows of 2,400 bytes in chunks 512 bytes wide: five pieces a row.
+		{"2-D partial rows", "100,300", "8,64", []rng{{0, 4096, true}, {5, 4000, true}, {0, 128 << 10, false}, {239900, 4096, true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Open(makeGzip(t, tc.shape, tc.chunks))
+			require.NoError(t, err)
+			defer f.Close()
+			for _, v := range []string{"v0", "v1"} { // v1 rewrote chunk 0: its slot is last
+				d, err := f.Dataset("/_version_data/versions/" + v + "/data")
+				require.NoError(t, err)
+				for _, r := range tc.reads {
+					vec, ok, err := d.ReadSlices(r.off, int(r.n))
+					require.NoError(t, err)
+					require.Equal(t, r.ok, ok, "%s %+v", v, r)
+					if !ok {
+						continue
+					}
+					want := make([]byte, r.n)
+					n, err := d.ReadAt(want, r.off)
+					require.NoError(t, err)
+					require.Equal(t, want[:n], bytes.Join(vec, nil), "%s %+v", v, r)
+				}
+				vec, ok, err := d.ReadSlices(d.Size(), 4096)
+				require.NoError(t, err)
+				require.False(t, ok, "at the end")
+				require.Empty(t, vec)
+			}
+		})
+	}
+	t.Run("unfiltered", func(t *testing.T) {
+		f, err := Open("../tests/testdata/fixtures/basic_1d.h5")
+		require.NoError(t, err)
+		defer f.Close()
+		d, err := f.Dataset("/_version_data/versions/v1/x")
+		require.NoError(t, err)
+		_, ok, err := d.ReadSlices(0, 16)
+		require.NoError(t, err)
+		require.False(t, ok, "unfiltered reads are copied or spliced from the file")
+	})
 }
