@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -68,10 +69,6 @@ func benchReads(cache string, size int64, reps int, vh5fs string, keep bool, lay
 		return err
 	}
 	page := median(reps, func() (float64, error) { return ddRate(raw) })
-	loopCold, loopWarm, err := loopbackRates(raw, reps)
-	if err != nil {
-		return err
-	}
 	for _, c := range readConfigs(size) {
 		if !strings.Contains(c.name, layouts) {
 			continue
@@ -80,28 +77,83 @@ func benchReads(cache string, size int64, reps int, vh5fs string, keep bool, lay
 		if err != nil {
 			return err
 		}
-		cold, warm, err := vh5fsRates(vh5fs, file, reps)
-		if err != nil {
-			return err
-		}
-		vds, err := h5pyRate(file, "/_version_data/versions/v0/data", reps)
-		if err != nil {
-			return err
-		}
-		pl, err := h5pyRate(plain, "/data", reps)
+		// The host's speed drifts over minutes: each repetition reads through vh5fs and
+		// through every reference back to back, and the ratios are the medians of each
+		// repetition's ratios.
+		r, err := measureRates(reps, vh5fs, file, plain, raw)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("%-28s | %8.2f %8.2f | %8.2f %8.2f | %8.2f | %8.2f %8.2f | %8.2fx %9.2fx %8.2fx %8.2fx\n",
-			c.name, cold, warm, loopCold, loopWarm, page, vds, pl, cold/loopCold, cold/vds, cold/pl, warm/page)
+			c.name, mid(r.cold), mid(r.warm), mid(r.loopCold), mid(r.loopWarm), page, mid(r.vds), mid(r.plain),
+			mid(r.ratio(r.loopCold)), mid(r.ratio(r.vds)), mid(r.ratio(r.plain)), mid(r.warm)/page)
 		if !keep && c.name != readConfigs(size)[0].name { // the first layout serves the latency suite
 			os.Remove(file)
 			os.Remove(plain)
 		}
 	}
 	fmt.Println("vh5fs/loopbk: first read after mounting (the .h5/.bin itself in the page cache), then a second read (kernel page cache of the mount).")
-	fmt.Println("vs loopbk, vs h5pyvds, vs h5py: vh5fs's first read over the reference's; cached/pc: vh5fs's second read over page-cache dd.")
+	fmt.Println("vs loopbk, vs h5pyvds, vs h5py: vh5fs's first read over the reference's, the median of the ratios of reads taken back to back;")
+	fmt.Println("cached/pc: vh5fs's second read over page-cache dd.")
 	return nil
+}
+
+// rates holds one layout's sequential read rates (GB/s), one per repetition.
+type rates struct{ cold, warm, loopCold, loopWarm, vds, plain []float64 }
+
+// measureRates reads the layout reps times through each: vh5fs (file's current version,
+// cold then warm), the loopback (raw, the same bytes), h5py on the version's virtual
+// dataset and on the plain dataset.
+func measureRates(reps int, vh5fs, file, plain, raw string) (*rates, error) {
+	vds, err := newH5pyReader(file, "/_version_data/versions/v0/data")
+	if err != nil {
+		return nil, err
+	}
+	defer vds.close()
+	pl, err := newH5pyReader(plain, "/data")
+	if err != nil {
+		return nil, err
+	}
+	defer pl.close()
+	r := &rates{}
+	for range reps {
+		c, w, err := vh5fsRates(vh5fs, file)
+		if err != nil {
+			return nil, err
+		}
+		lc, lw, err := loopbackRates(raw)
+		if err != nil {
+			return nil, err
+		}
+		v, err := vds.rate()
+		if err != nil {
+			return nil, err
+		}
+		p, err := pl.rate()
+		if err != nil {
+			return nil, err
+		}
+		r.cold, r.warm = append(r.cold, c), append(r.warm, w)
+		r.loopCold, r.loopWarm = append(r.loopCold, lc), append(r.loopWarm, lw)
+		r.vds, r.plain = append(r.vds, v), append(r.plain, p)
+	}
+	return r, nil
+}
+
+// ratio is each repetition's cold vh5fs read over ref's.
+func (r *rates) ratio(ref []float64) []float64 {
+	out := make([]float64, len(ref))
+	for i := range ref {
+		out[i] = r.cold[i] / ref[i]
+	}
+	return out
+}
+
+// mid is the median of v.
+func mid(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 func median(reps int, f func() (float64, error)) float64 {
@@ -113,8 +165,7 @@ func median(reps int, f func() (float64, error)) float64 {
 		}
 		v = append(v, x)
 	}
-	slices.Sort(v)
-	return v[len(v)/2]
+	return mid(v)
 }
 
 // ddRate reads path sequentially in 1 MiB blocks and returns GB/s.
@@ -256,50 +307,40 @@ func mounted(dir string) bool {
 	return false
 }
 
-func vh5fsRates(bin, file string, reps int) (cold, warm float64, err error) {
-	var colds, warms []float64
-	for i := 0; i < reps; i++ {
-		m, err := startMount(bin, "mount", file)
-		if err != nil {
-			return 0, 0, err
-		}
-		c, err1 := ddRate(filepath.Join(m.dir, "current", "data"))
-		w, err2 := ddRate(filepath.Join(m.dir, "current", "data"))
-		m.stop()
-		if err1 != nil || err2 != nil {
-			return 0, 0, fmt.Errorf("reading through vh5fs: %v %v", err1, err2)
-		}
-		colds, warms = append(colds, c), append(warms, w)
+// vh5fsRates reads the current version's dataset of file through a fresh vh5fs mount, then
+// again from the mount's page cache.
+func vh5fsRates(bin, file string) (cold, warm float64, err error) {
+	m, err := startMount(bin, "mount", file)
+	if err != nil {
+		return 0, 0, err
 	}
-	slices.Sort(colds)
-	slices.Sort(warms)
-	return colds[len(colds)/2], warms[len(warms)/2], nil
+	defer m.stop()
+	return twice(filepath.Join(m.dir, "current", "data"), "vh5fs")
 }
 
 // loopbackRates reads raw through a minimal go-fuse loopback mount of its directory (the
 // daemon serves the reads: no passthrough), cold then with FOPEN_KEEP_CACHE's page cache.
-func loopbackRates(raw string, reps int) (cold, warm float64, err error) {
+func loopbackRates(raw string) (cold, warm float64, err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return 0, 0, err
 	}
-	var colds, warms []float64
-	for i := 0; i < reps; i++ {
-		m, err := startMount(self, "-suite", "loopback-serve", "-src", filepath.Dir(raw))
-		if err != nil {
-			return 0, 0, err
-		}
-		c, err1 := ddRate(filepath.Join(m.dir, filepath.Base(raw)))
-		w, err2 := ddRate(filepath.Join(m.dir, filepath.Base(raw)))
-		m.stop()
-		if err1 != nil || err2 != nil {
-			return 0, 0, fmt.Errorf("reading through the loopback: %v %v", err1, err2)
-		}
-		colds, warms = append(colds, c), append(warms, w)
+	m, err := startMount(self, "-suite", "loopback-serve", "-src", filepath.Dir(raw))
+	if err != nil {
+		return 0, 0, err
 	}
-	slices.Sort(colds)
-	slices.Sort(warms)
-	return colds[len(colds)/2], warms[len(warms)/2], nil
+	defer m.stop()
+	return twice(filepath.Join(m.dir, filepath.Base(raw)), "the loopback")
+}
+
+// twice reads path twice with ddRate.
+func twice(path, what string) (first, second float64, err error) {
+	first, err1 := ddRate(path)
+	second, err2 := ddRate(path)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("reading through %s: %v %v", what, err1, err2)
+	}
+	return first, second, nil
 }
 
 // keepCacheNode opens files with FOPEN_KEEP_CACHE, so a second read comes from the page
@@ -330,18 +371,50 @@ func serveLoopback(src, mnt string) error {
 	return nil
 }
 
-// h5pyRate times h5py reading a whole dataset, GB/s.
-func h5pyRate(file, path string, reps int) (float64, error) {
+// h5pyReader is a Python process that times h5py reading a whole dataset (opened anew
+// each time, as a user's script does) whenever it is asked, so that its reads can be taken
+// between the other references' while its process stays warm.
+type h5pyReader struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func newH5pyReader(file, path string) (*h5pyReader, error) {
 	script := `import sys, time, h5py
 f = h5py.File(sys.argv[1], "r")
-best = []
-for _ in range(int(sys.argv[3])):
-    t = time.perf_counter(); a = f[sys.argv[2]][()]; best.append(a.nbytes / (time.perf_counter() - t) / 1e9)
-best.sort(); print(best[len(best) // 2])
+for _ in sys.stdin:
+    t = time.perf_counter(); a = f[sys.argv[2]][()]
+    print(a.nbytes / (time.perf_counter() - t) / 1e9, flush=True)
 `
-	out, err := exec.Command("/usr/bin/python3", "-c", script, file, path, strconv.Itoa(reps)).Output()
+	cmd := exec.Command("/usr/bin/python3", "-c", script, file, path)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		return 0, fmt.Errorf("h5py read of %s: %w", file, err)
+		return nil, err
 	}
-	return strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("h5py reader of %s: %w", file, err)
+	}
+	return &h5pyReader{cmd: cmd, in: in, out: bufio.NewScanner(out)}, nil
+}
+
+// rate reads the dataset once, GB/s.
+func (r *h5pyReader) rate() (float64, error) {
+	if _, err := io.WriteString(r.in, "\n"); err != nil {
+		return 0, fmt.Errorf("h5py reader: %w", err)
+	}
+	if !r.out.Scan() {
+		return 0, fmt.Errorf("h5py reader stopped: %v", r.out.Err())
+	}
+	return strconv.ParseFloat(strings.TrimSpace(r.out.Text()), 64)
+}
+
+func (r *h5pyReader) close() {
+	r.in.Close()
+	r.cmd.Wait()
 }
