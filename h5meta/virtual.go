@@ -40,12 +40,15 @@ func (f *File) VirtualMappings(ohdr uint64) ([]Mapping, error) {
 	}
 	ms := make([]Mapping, 0, l.Len())
 	var a arena
-	err = l.Scan(func(m *Mapping) bool {
-		ms = append(ms, Mapping{
-			SrcFile: m.SrcFile, SrcDataset: m.SrcDataset,
-			SrcStart: a.copy(m.SrcStart), SrcCount: a.copy(m.SrcCount),
-			VStart: a.copy(m.VStart), VCount: a.copy(m.VCount),
-		})
+	err = l.Scan(func(b *Batch) bool {
+		for i := range b.Len() {
+			m := b.Mapping(i)
+			ms = append(ms, Mapping{
+				SrcFile: m.SrcFile, SrcDataset: m.SrcDataset,
+				SrcStart: a.copy(m.SrcStart), SrcCount: a.copy(m.SrcCount),
+				VStart: a.copy(m.VStart), VCount: a.copy(m.VCount),
+			})
+		}
 		return true
 	})
 	return ms, err
@@ -157,34 +160,67 @@ func (l *MappingList) Verify() (err error) {
 	return nil
 }
 
-// Scan decodes the mappings in order and calls fn with each until fn returns false; a list
-// is scanned once. The Mapping and its slices are reused: fn copies what it keeps.
-func (l *MappingList) Scan(fn func(m *Mapping) bool) (err error) {
+// Batch is consecutive mappings of one list, as Scan hands them over: they share their
+// source file and dataset names and their ranks; only their coordinates differ. Coords
+// holds each mapping's SrcStart, SrcCount, VStart and VCount, one mapping after another.
+type Batch struct {
+	SrcFile, SrcDataset string
+	SrcRank, VRank      int
+	Coords              []int64
+}
+
+// Stride is the number of coordinates of one mapping.
+func (b *Batch) Stride() int { return 2 * (b.SrcRank + b.VRank) }
+
+// Len is the number of mappings in the batch.
+func (b *Batch) Len() int { return len(b.Coords) / b.Stride() }
+
+// Mapping returns mapping i of the batch; its slices share the batch's memory.
+func (b *Batch) Mapping(i int) Mapping {
+	s, v := b.SrcRank, b.VRank
+	c := b.Coords[i*b.Stride() : (i+1)*b.Stride()]
+	return Mapping{
+		SrcFile: b.SrcFile, SrcDataset: b.SrcDataset,
+		SrcStart: c[:s:s], SrcCount: c[s : 2*s : 2*s],
+		VStart: c[2*s : 2*s+v : 2*s+v], VCount: c[2*s+v:],
+	}
+}
+
+// batchLen bounds a batch: long enough that handing one over costs nothing per mapping,
+// short enough that its coordinates stay in the core's cache.
+const batchLen = 512
+
+// Scan decodes the mappings in order and calls fn with each batch of them until fn
+// returns false; a list is scanned once. The Batch and its coordinates are reused: fn
+// copies what it keeps.
+func (l *MappingList) Scan(fn func(b *Batch) bool) (err error) {
 	defer l.guard(&err)()
 	var d decoder
 	for i := uint64(0); i < l.n; {
+		n := uint64(0)
 		if d.head != "" { // a run of entries laid out like the last one
-			n, stop := d.run(&l.b, l.n-i, fn)
-			if i += n; stop || i == l.n {
-				return nil
+			n = d.run(&l.b, min(l.n-i, batchLen))
+		}
+		if n == 0 {
+			if err := d.next(l, i); err != nil {
+				return err
 			}
+			n = 1
 		}
-		if err := d.next(l, i); err != nil {
-			return err
-		}
-		i++
-		if !fn(&d.m) {
+		i += n
+		if !fn(&d.batch) {
 			return nil
 		}
 	}
 	return nil
 }
 
-// decoder holds Scan's state: the last mapping decoded, and the layout the next one
-// usually repeats.
+// decoder holds Scan's state: the last mapping decoded the general way, the batch handed
+// over, and the layout the next mappings usually repeat.
 type decoder struct {
 	m     Mapping
-	space []int64 // m's coordinates when run decoded it
+	batch Batch
+	space []int64 // the batch's coordinates
 	a     arena   // for the general decoder, reset for each mapping
 	dims  []int64 // the VDS's dims, loaded when a virtual selection is "all"
 	// The last mapping's names and selection headers as stored, when its selections are
@@ -235,6 +271,11 @@ func (d *decoder) next(l *MappingList, i uint64) (err error) {
 		return b.err
 	}
 	d.m = m
+	d.batch = Batch{SrcFile: m.SrcFile, SrcDataset: m.SrcDataset, SrcRank: len(m.SrcStart), VRank: len(m.VStart)}
+	if n := d.batch.Stride() * batchLen; len(d.space) < n {
+		d.space = make([]int64, n)
+	}
+	d.batch.Coords = append(append(append(append(d.space[:0], m.SrcStart...), m.SrcCount...), m.VStart...), m.VCount...)
 	d.learn(b.b[start:b.off])
 	return nil
 }
@@ -254,42 +295,48 @@ func (d *decoder) learn(entry []byte) {
 	}
 	d.head, d.srcVer = string(entry[:names+sh]), sv
 	d.vhead, d.vVer = string(entry[vAt:vAt+vh]), vv
-	if n := 2 * (len(d.m.SrcStart) + len(d.m.VStart)); len(d.space) < n {
-		d.space = make([]int64, n)
-	}
 }
 
-// run decodes the entries that nearly every list is made of, up to max of them, calling fn
-// with each: entries with the same names and selection headers as the last one (learn), so
-// that only their coordinates are new. It stops at anything else, including every entry the
+// run decodes into d.batch the entries that nearly every list is made of, up to max of
+// them: entries with the same names and selection headers as the last one (learn), so that
+// only their coordinates are new. It stops at anything else, including every entry the
 // general decoder would refuse, and leaves it to that decoder, so both give the same
-// answers. stop reports that fn returned false.
-func (d *decoder) run(b *buf, max uint64, fn func(m *Mapping) bool) (n uint64, stop bool) {
+// answers. It returns the number of entries decoded.
+func (d *decoder) run(b *buf, max uint64) (n uint64) {
 	head, vhead := d.head, d.vhead
-	srcRank, vRank := len(d.m.SrcStart), len(d.m.VStart)
+	srcRank, vRank := d.batch.SrcRank, d.batch.VRank
 	vAt := len(head) + coordsLen(d.srcVer, srcRank)
 	size := vAt + len(vhead) + coordsLen(d.vVer, vRank)
-	src, virt := d.space[:2*srcRank], d.space[2*srcRank:2*(srcRank+vRank)]
-	m := &d.m
-	m.SrcStart, m.SrcCount = src[:srcRank], src[srcRank:]
-	m.VStart, m.VCount = virt[:vRank], virt[vRank:]
+	stride := d.batch.Stride()
+	out := d.space[:max*uint64(stride)]
+	rank1 := d.srcVer == 1 && d.vVer == 1 && srcRank == 1 && vRank == 1
 	for p := b.b[b.off:]; n < max && len(p) >= size; p = p[size:] {
-		if string(p[:len(head)]) != head || string(p[vAt:vAt+len(vhead)]) != vhead {
+		e := p[:size]
+		if string(e[:len(head)]) != head || string(e[vAt:vAt+len(vhead)]) != vhead {
 			break
 		}
-		if _, ok := blockCoords(p[len(head):], d.srcVer, srcRank, src); !ok {
-			break
-		}
-		if _, ok := blockCoords(p[vAt+len(vhead):], d.vVer, vRank, virt); !ok {
-			break
+		c := out[n*uint64(stride) : (n+1)*uint64(stride)]
+		if rank1 { // 1-D as libhdf5 1.10 writes it: decoded inline, the bulk of long lists
+			s, sn, ok := corners1(e[len(head):vAt])
+			v, vn, vok := corners1(e[vAt+len(vhead):])
+			if !ok || !vok {
+				break
+			}
+			c = c[:4]
+			c[0], c[1], c[2], c[3] = s, sn, v, vn
+		} else {
+			if _, ok := blockCoords(e[len(head):], d.srcVer, srcRank, c); !ok {
+				break
+			}
+			if _, ok := blockCoords(e[vAt+len(vhead):], d.vVer, vRank, c[2*srcRank:]); !ok {
+				break
+			}
 		}
 		b.off += size
 		n++
-		if !fn(m) {
-			return n, true
-		}
 	}
-	return n, false
+	d.batch.Coords = out[:n*uint64(stride)]
+	return n
 }
 
 // fastHeader returns the length and version of the header of the selection at the start of
@@ -329,15 +376,8 @@ func blockCoords(p []byte, version, rank int, out []int64) (n int, ok bool) {
 	if len(p) < n || len(out) < 2*rank {
 		return 0, false
 	}
-	if version == 1 { // each block's start corner, then its end corner
-		for d := range rank {
-			s, e := binary.LittleEndian.Uint32(p[4*d:]), binary.LittleEndian.Uint32(p[4*(rank+d):])
-			if e < s {
-				return 0, false
-			}
-			out[d], out[rank+d] = int64(s), int64(e-s)+1
-		}
-		return n, true
+	if version == 1 {
+		return n, block1(p[:n], out[:2*rank])
 	}
 	for d := range rank { // start, stride, count and block of each dimension
 		f := p[32*d : 32*d+32]
@@ -349,6 +389,33 @@ func blockCoords(p []byte, version, rank int, out []int64) (n int, ok bool) {
 		out[d], out[rank+d] = int64(st), int64(ext)
 	}
 	return n, true
+}
+
+// corners1 is block1 for rank 1: the start and count of the block at the start of p.
+func corners1(p []byte) (start, count int64, ok bool) {
+	if len(p) < 8 {
+		return 0, 0, false
+	}
+	s, e := binary.LittleEndian.Uint32(p), binary.LittleEndian.Uint32(p[4:])
+	return int64(s), int64(e-s) + 1, e >= s
+}
+
+// block1 decodes the corners of one version 1 hyperslab block of rank len(out)/2 at the
+// start of p (each block's start corner, then its end corner, 4 bytes a coordinate) into
+// out: starts, then counts.
+func block1(p []byte, out []int64) bool {
+	rank := len(out) / 2
+	if len(p) < 8*rank {
+		return false
+	}
+	for d := range rank {
+		s, e := binary.LittleEndian.Uint32(p[4*d:]), binary.LittleEndian.Uint32(p[4*(rank+d):])
+		if e < s {
+			return false
+		}
+		out[d], out[rank+d] = int64(s), int64(e-s)+1
+	}
+	return true
 }
 
 // arena hands out small []int64 carved from large blocks: a list of 100k mappings needs

@@ -171,18 +171,24 @@ func New(shape, chunks []int64, itemSize int, fill []byte) (*Array, error) {
 // offset off. It is setChunk without the checks the base slab needs none of:
 // loading a version calls it once per chunk, 100k times for a large one.
 func (a *Array) MapBase(grid []int64, off int64) error {
-	k, err := a.flatChunk(grid)
-	if err == nil && off < 0 {
-		err = fmt.Errorf("invalid offset %d on slab %d", off, BaseSlab)
-	}
-	if err != nil {
-		return fmt.Errorf("staged: map base: %w", err)
+	k, ok := a.flat(grid)
+	if !ok || off < 0 {
+		return a.mapBaseError(grid, off)
 	}
 	if a.slabIndices[k] >= 2 {
 		a.nStaged--
 	}
 	a.slabIndices[k], a.slabOffsets[k] = BaseSlab, off
 	return nil
+}
+
+// mapBaseError is MapBase's error, apart so that MapBase stays small enough to inline.
+func (a *Array) mapBaseError(grid []int64, off int64) error {
+	_, err := a.flatChunk(grid)
+	if err == nil {
+		err = fmt.Errorf("invalid offset %d on slab %d", off, BaseSlab)
+	}
+	return fmt.Errorf("staged: map base: %w", err)
 }
 
 // Shape returns a copy of the array shape in elements.
@@ -258,17 +264,27 @@ func (a *Array) appendSlab(data []byte) int32 {
 
 // flatChunk validates a grid index and returns its C-order flat index.
 func (a *Array) flatChunk(grid []int64) (int64, error) {
+	if k, ok := a.flat(grid); ok {
+		return k, nil
+	}
 	if len(grid) != len(a.grid) {
 		return 0, fmt.Errorf("chunk index %v has %d axes, array has %d", grid, len(grid), len(a.grid))
 	}
-	var k int64
+	return 0, fmt.Errorf("chunk index %v out of range for chunk grid %v", grid, a.grid)
+}
+
+// flat is flatChunk without its errors: the flat index, and whether grid is a grid index.
+func (a *Array) flat(grid []int64) (k int64, ok bool) {
+	if len(grid) != len(a.grid) {
+		return 0, false
+	}
 	for i, g := range grid {
-		if g < 0 || g >= a.grid[i] {
-			return 0, fmt.Errorf("chunk index %v out of range for chunk grid %v", grid, a.grid)
+		if uint64(g) >= uint64(a.grid[i]) {
+			return 0, false
 		}
 		k = k*a.grid[i] + g
 	}
-	return k, nil
+	return k, true
 }
 
 // strides returns C-order byte strides for shape with the given item size.

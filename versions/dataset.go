@@ -288,13 +288,13 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 	var d *Dataset
 	var cm *chunkMapper
 	mapped := false // every mapping maps one chunk
-	err = list.Scan(func(m *h5meta.Mapping) bool {
+	err = list.Scan(func(b *h5meta.Batch) bool {
 		if cm == nil { // the first mapping names raw_data
-			if d, cm = f.versionedDataset(path, shape, m.SrcDataset); cm == nil {
+			if d, cm = f.versionedDataset(path, shape, b.SrcDataset); cm == nil {
 				return false
 			}
 		}
-		mapped = cm.add((*h5.Mapping)(m))
+		mapped = cm.addBatch(b)
 		return mapped
 	})
 	// Whatever else is wrong with it, a list whose checksum fails is corrupt: an error,
@@ -381,15 +381,58 @@ func (d *Dataset) newChunkMapper(arr *staged.Array, extent []int64) *chunkMapper
 	}
 }
 
-// add maps m; false if m is not one chunk-aligned block of exactly its chunk's trimmed
-// extent out of this dataset's raw_data, within raw_data's extent (spec section 8). A
-// chunk mapped twice reads from the later mapping, as libhdf5 reads it.
+// add maps m (see block).
 func (c *chunkMapper) add(m *h5.Mapping) bool {
 	rank := len(c.grid)
 	if len(m.VStart) != rank || len(m.SrcStart) != rank || m.SrcDataset != c.d.RawData || m.SrcFile != "." {
 		return false
 	}
-	src, count, vstart, vcount := m.SrcStart[:rank], m.SrcCount[:rank], m.VStart[:rank], m.VCount[:rank]
+	return c.block(m.SrcStart, m.SrcCount, m.VStart, m.VCount)
+}
+
+// addBatch maps a batch of mappings (see block), checking what they share once.
+func (c *chunkMapper) addBatch(b *h5meta.Batch) bool {
+	rank := len(c.grid)
+	if b.SrcRank != rank || b.VRank != rank || b.SrcDataset != c.d.RawData || b.SrcFile != "." {
+		return false
+	}
+	if rank == 1 {
+		return c.batch1(b.Coords)
+	}
+	for co := b.Coords; len(co) >= 4*rank; co = co[4*rank:] {
+		if !c.block(co[:rank], co[rank:2*rank], co[2*rank:3*rank], co[3*rank:4*rank]) {
+			return false
+		}
+	}
+	return true
+}
+
+// batch1 is addBatch for 1-D datasets: block's checks, written out for one axis.
+func (c *chunkMapper) batch1(coords []int64) bool {
+	ch, shape, extent, g := c.chunks[0], c.shape[0], c.extent[0], c.grid[0]
+	for ; len(coords) >= 4; coords = coords[4:] {
+		src, count, v, vcount := coords[0], coords[1], coords[2], coords[3]
+		if g*ch != v {
+			if g++; g*ch != v {
+				g = v / ch
+			}
+		}
+		if g*ch != v || count != vcount || vcount != min(ch, shape-v) || src+count > extent {
+			return false
+		}
+		c.grid[0] = g
+		if c.arr.MapBase(c.grid, src) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// block maps the mapping of raw_data's block at src (count) to the dataset's at vstart
+// (vcount); false if it is not one chunk-aligned block of exactly its chunk's trimmed
+// extent, within raw_data's extent (spec section 8). A chunk mapped twice reads from the
+// later mapping, as libhdf5 reads it.
+func (c *chunkMapper) block(src, count, vstart, vcount []int64) bool {
 	for i, ch := range c.chunks {
 		// Lists are mostly in grid order: try the previous mapping's grid index on this
 		// axis, and the next one, before dividing.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5meta"
 	"github.com/vh5fs/vh5fs/staged"
 )
 
@@ -31,9 +32,33 @@ func FuzzChunkMap(f *testing.F) {
 			maps = append(maps, h5.Mapping{VStart: []int64{v(0)}, VCount: []int64{v(2)}, SrcFile: ".", SrcDataset: "/raw", SrcStart: []int64{v(4)}, SrcCount: []int64{v(6)}})
 		}
 		cm := d.newChunkMapper(arr, []int64{int64(extent0)})
+		accepted := true
 		for i := range maps {
-			if !cm.add(&maps[i]) {
-				return
+			if accepted = cm.add(&maps[i]); !accepted {
+				break
+			}
+		}
+		// The same mappings as one batch of the fast decoder (addBatch) are taken or refused
+		// alike, into the same chunk map.
+		batch := h5meta.Batch{SrcFile: ".", SrcDataset: "/raw", SrcRank: 1, VRank: 1}
+		for _, m := range maps {
+			batch.Coords = append(batch.Coords, m.SrcStart[0], m.SrcCount[0], m.VStart[0], m.VCount[0])
+		}
+		d2 := &Dataset{Shape: shape, Chunks: chunks, Type: d.Type, RawData: "/raw", Fill: d.Fill}
+		arr2, err := staged.New(shape, chunks, 1, d.Fill)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d2.newChunkMapper(arr2, []int64{int64(extent0)}).addBatch(&batch); got != accepted {
+			t.Fatalf("mappings %v: one by one accepted %v, as a batch %v", maps, accepted, got)
+		}
+		if !accepted {
+			return
+		}
+		for g := range arr.NumChunks() {
+			s1, o1 := arr.Slab([]int64{g})
+			if s2, o2 := arr2.Slab([]int64{g}); s1 != s2 || o1 != o2 {
+				t.Fatalf("mappings %v: chunk %d is (%d, %d) one by one, (%d, %d) as a batch", maps, g, s1, o1, s2, o2)
 			}
 		}
 		cm.finish()
