@@ -131,14 +131,44 @@ func TestReadAhead(t *testing.T) {
 // makeGzip writes a versioned file whose dataset "data" of the given shape and chunks is
 // stored with gzip + shuffle (tests/py/make_versioned.py).
 func makeGzip(t *testing.T, shape, chunks string) string {
+	return makeVersioned(t, "--shape", shape, "--chunks", chunks, "--gzip", "--versions", "2")
+}
+
+// makeVersioned writes a versioned file with tests/py/make_versioned.py.
+func makeVersioned(t *testing.T, args ...string) string {
 	py, err := exec.LookPath("/usr/bin/python3")
 	if err != nil {
 		t.Skip("python3 with h5py not available")
 	}
 	path := filepath.Join(t.TempDir(), "f.h5")
-	out, err := exec.Command(py, "../tests/py/make_versioned.py", path, "--shape", shape, "--chunks", chunks, "--gzip", "--versions", "2").CombinedOutput()
+	out, err := exec.Command(py, append([]string{"../tests/py/make_versioned.py", path}, args...)...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return path
+}
+
+// TestReadDirect: reads of an unfiltered dataset straight from the file (one pread for
+// chunks stored one after another) give what the chunk route gives, also where versions
+// rewrote chunks into slots out of the reading order.
+func TestReadDirect(t *testing.T) {
+	f, err := Open(makeVersioned(t, "--shape", "20000", "--chunks", "512", "--versions", "3"))
+	require.NoError(t, err)
+	defer f.Close()
+	for _, v := range []string{"v0", "v1", "v2"} { // v1 and v2 rewrote chunks 0 and 1
+		d, err := f.Dataset("/_version_data/versions/" + v + "/data")
+		require.NoError(t, err)
+		for _, r := range [][2]int64{{0, 4096}, {0, 512 << 10}, {5, 20000}, {4093, 70000}, {159000, 4096}} {
+			plan, err := d.arr.GetItemPlan(r[0], min(r[1], d.Size()-r[0]))
+			require.NoError(t, err)
+			direct := make([]byte, plan.N)
+			n, ok, err := d.readDirect(plan, direct)
+			require.NoError(t, err)
+			require.True(t, ok, "%s %v", v, r)
+			require.Equal(t, int(plan.N), n)
+			chunked := make([]byte, plan.N)
+			require.NoError(t, d.arr.ReadPlan(plan, chunked, rawSource{d}))
+			require.Equal(t, chunked, direct, "%s %v", v, r)
+		}
+	}
 }
 
 // TestReadSlices: where ReadSlices answers, its slices hold exactly what ReadAt reads, end
