@@ -207,50 +207,55 @@ func (f *File) EndWrite() { f.writeMu.Unlock() }
 
 // fileRange reports whether a planned byte range lies, unfiltered and contiguous, inside
 // one stored chunk, and where in the file: a reader may then copy it straight from the
-// file (File.Fd), e.g. by splicing.
+// file (File.Fd), e.g. by splicing. (Splicing ranges across chunks stored in order measured
+// no faster than reading them: readDirect serves those.)
 func (d *Dataset) fileRange(plan *staged.GetItemPlan) (fileOff int64, ok bool) {
-	if len(d.Filters) > 0 || len(plan.Hyperslabs) != 1 || len(plan.Transfers) != 1 {
+	if len(plan.Transfers) != 1 {
 		return 0, false
 	}
-	t := plan.Transfers[0]
-	if t.Slab != staged.BaseSlab || t.ByteLo != 0 || t.ByteHi != d.Type.Size || t.DstOff != 0 {
+	spans, ok := d.fileSpans(plan)
+	if !ok || len(spans) != 1 || spans[0].dst != 0 || spans[0].n != plan.N {
 		return 0, false
 	}
-	// Contiguous in the chunk: single elements on the leading axes, then one run, then whole
-	// chunk extents on the trailing axes.
-	j := 0
-	for j < len(t.Count)-1 && t.Count[j] == 1 {
-		j++
-	}
-	var lin int64
-	for i := range t.Count {
-		if i > j && (t.Start[i] != 0 || t.Count[i] != d.Chunks[i]) {
-			return 0, false
-		}
-		lin = lin*d.Chunks[i] + t.Start[i]
-	}
-	cis, _, found := d.f.slots(d, t.SlabOffset)
-	if !found {
-		return 0, false
-	}
-	return cis[0].Offset + lin*int64(d.Type.Size), true
+	return spans[0].at, true
 }
 
 // Fd is the descriptor of the HDF5 file's bytes, opened read-only, that located ranges
 // refer to.
 func (f *File) Fd() uintptr { return f.raw.Fd() }
 
-// readDirect serves a read of an unfiltered dataset by reading each piece straight from
-// the file into p: no chunk buffers, no cache, one pread per chunk the read touches. It
-// reports false, having read nothing, when some piece is not contiguous in both its chunk
-// and p (then the chunk route serves the read).
+// readDirect serves a read of an unfiltered dataset by reading it straight from the file
+// into p: no chunk buffers, no cache, one pread per span (fileSpans). It reports false,
+// having read nothing, when fileSpans does (then the chunk route serves the read).
 func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, error) {
-	if len(d.Filters) > 0 {
+	spans, ok := d.fileSpans(plan)
+	if !ok {
 		return 0, false, nil
+	}
+	for _, s := range spans {
+		if _, err := d.f.raw.ReadAt(p[s.dst:s.dst+s.n], s.at); err != nil {
+			return 0, false, fmt.Errorf("%s: reading %d bytes of chunks at file offset %d: %w", d.Path, s.n, s.at, err)
+		}
+	}
+	return int(plan.N), true, nil
+}
+
+// span is a run of a read's bytes stored contiguously in the file: at in the file, dst in
+// the read.
+type span struct{ at, dst, n int64 }
+
+// fileSpans returns where the bytes of a read of an unfiltered dataset are in the file, in
+// the read's order; pieces that follow each other both in the file and in the read (chunks
+// stored in the order they are read, as a sequential writer leaves them) make one span, so
+// that a 512 KiB read of 4 KiB chunks is one pread or splice, not 128. False when a piece
+// is not contiguous in both its chunk and the read (pieces), or a chunk is not found.
+func (d *Dataset) fileSpans(plan *staged.GetItemPlan) ([]span, bool) {
+	if len(d.Filters) > 0 {
+		return nil, false
 	}
 	pieces, ok := d.pieces(plan)
 	if !ok {
-		return 0, false, nil
+		return nil, false
 	}
 	offs := make([]int64, len(pieces))
 	for i, pc := range pieces {
@@ -258,27 +263,22 @@ func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, err
 	}
 	cis, _, ok := d.f.slots(d, offs...)
 	if !ok {
-		return 0, false, nil
+		return nil, false
 	}
-	// Pieces that follow each other both in the file and in p (chunks stored in the order
-	// they are read, as a sequential writer leaves them) are read with one pread: with 4 KiB
-	// chunks, a 512 KiB read is otherwise 128 of them.
-	type span struct{ at, dst, n int64 }
 	spans := make([]span, len(pieces))
 	for i, pc := range pieces {
 		spans[i] = span{cis[i].Offset + pc.chunk, pc.dst, pc.n}
 	}
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.dst, b.dst) })
-	for i := 0; i < len(spans); {
-		s := spans[i]
-		for i++; i < len(spans) && spans[i].at == s.at+s.n && spans[i].dst == s.dst+s.n; i++ {
-			s.n += spans[i].n
+	out := spans[:0]
+	for _, s := range spans {
+		if last := len(out) - 1; last >= 0 && s.at == out[last].at+out[last].n && s.dst == out[last].dst+out[last].n {
+			out[last].n += s.n
+			continue
 		}
-		if _, err := d.f.raw.ReadAt(p[s.dst:s.dst+s.n], s.at); err != nil {
-			return 0, false, fmt.Errorf("%s: reading %d bytes of chunks at file offset %d: %w", d.Path, s.n, s.at, err)
-		}
+		out = append(out, s)
 	}
-	return int(plan.N), true, nil
+	return out, true
 }
 
 // piece is one transfer of a read that is contiguous both in its stored chunk (of raw_data

@@ -148,9 +148,13 @@ func makeVersioned(t *testing.T, args ...string) string {
 
 // TestReadDirect: reads of an unfiltered dataset straight from the file (one pread for
 // chunks stored one after another) give what the chunk route gives, also where versions
-// rewrote chunks into slots out of the reading order.
+// rewrote chunks into slots out of the reading order; a read inside one chunk is located
+// in the file.
 func TestReadDirect(t *testing.T) {
-	f, err := Open(makeVersioned(t, "--shape", "20000", "--chunks", "512", "--versions", "3"))
+	path := makeVersioned(t, "--shape", "20000", "--chunks", "512", "--versions", "3")
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	f, err := Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	for _, v := range []string{"v0", "v1", "v2"} { // v1 and v2 rewrote chunks 0 and 1
@@ -167,6 +171,13 @@ func TestReadDirect(t *testing.T) {
 			chunked := make([]byte, plan.N)
 			require.NoError(t, d.arr.ReadPlan(plan, chunked, rawSource{d}))
 			require.Equal(t, chunked, direct, "%s %v", v, r)
+
+			n, fo, located, err := d.ReadOrLocate(make([]byte, r[1]), r[0], true)
+			require.NoError(t, err)
+			require.Equal(t, len(plan.Transfers) == 1, located, "%s %v: located iff inside one chunk", v, r)
+			if located {
+				require.Equal(t, chunked, raw[fo:fo+int64(n)], "%s %v located at %d", v, r, fo)
+			}
 		}
 	}
 }
