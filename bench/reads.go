@@ -68,7 +68,6 @@ func benchReads(cache string, size int64, reps int, vh5fs string, keep bool, lay
 	if err := writeRaw(raw, size); err != nil {
 		return err
 	}
-	page := median(reps, func() (float64, error) { return ddRate(raw) })
 	for _, c := range readConfigs(size) {
 		if !strings.Contains(c.name, layouts) {
 			continue
@@ -85,8 +84,8 @@ func benchReads(cache string, size int64, reps int, vh5fs string, keep bool, lay
 			return err
 		}
 		fmt.Printf("%-28s | %8.2f %8.2f | %8.2f %8.2f | %8.2f | %8.2f %8.2f | %8.2fx %9.2fx %8.2fx %8.2fx\n",
-			c.name, mid(r.cold), mid(r.warm), mid(r.loopCold), mid(r.loopWarm), page, mid(r.vds), mid(r.plain),
-			mid(r.ratio(r.loopCold)), mid(r.ratio(r.vds)), mid(r.ratio(r.plain)), mid(r.warm)/page)
+			c.name, mid(r.cold), mid(r.warm), mid(r.loopCold), mid(r.loopWarm), mid(r.page), mid(r.vds), mid(r.plain),
+			mid(r.ratio(r.cold, r.loopCold)), mid(r.ratio(r.cold, r.vds)), mid(r.ratio(r.cold, r.plain)), mid(r.ratio(r.warm, r.page)))
 		if !keep && c.name != readConfigs(size)[0].name { // the first layout serves the latency suite
 			os.Remove(file)
 			os.Remove(plain)
@@ -94,16 +93,16 @@ func benchReads(cache string, size int64, reps int, vh5fs string, keep bool, lay
 	}
 	fmt.Println("vh5fs/loopbk: first read after mounting (the .h5/.bin itself in the page cache), then a second read (kernel page cache of the mount).")
 	fmt.Println("vs loopbk, vs h5pyvds, vs h5py: vh5fs's first read over the reference's, the median of the ratios of reads taken back to back;")
-	fmt.Println("cached/pc: vh5fs's second read over page-cache dd.")
+	fmt.Println("cached/pc: vh5fs's second read over page-cache dd of the same bytes, likewise.")
 	return nil
 }
 
 // rates holds one layout's sequential read rates (GB/s), one per repetition.
-type rates struct{ cold, warm, loopCold, loopWarm, vds, plain []float64 }
+type rates struct{ cold, warm, loopCold, loopWarm, page, vds, plain []float64 }
 
 // measureRates reads the layout reps times through each: vh5fs (file's current version,
-// cold then warm), the loopback (raw, the same bytes), h5py on the version's virtual
-// dataset and on the plain dataset.
+// cold then warm), the loopback (raw, the same bytes), the page cache (raw), h5py on the
+// version's virtual dataset and on the plain dataset.
 func measureRates(reps int, vh5fs, file, plain, raw string) (*rates, error) {
 	vds, err := newH5pyReader(file, "/_version_data/versions/v0/data")
 	if err != nil {
@@ -125,6 +124,10 @@ func measureRates(reps int, vh5fs, file, plain, raw string) (*rates, error) {
 		if err != nil {
 			return nil, err
 		}
+		pc, err := ddRate(raw)
+		if err != nil {
+			return nil, err
+		}
 		v, err := vds.rate()
 		if err != nil {
 			return nil, err
@@ -135,16 +138,16 @@ func measureRates(reps int, vh5fs, file, plain, raw string) (*rates, error) {
 		}
 		r.cold, r.warm = append(r.cold, c), append(r.warm, w)
 		r.loopCold, r.loopWarm = append(r.loopCold, lc), append(r.loopWarm, lw)
-		r.vds, r.plain = append(r.vds, v), append(r.plain, p)
+		r.vds, r.plain, r.page = append(r.vds, v), append(r.plain, p), append(r.page, pc)
 	}
 	return r, nil
 }
 
-// ratio is each repetition's cold vh5fs read over ref's.
-func (r *rates) ratio(ref []float64) []float64 {
+// ratio is each repetition's x over ref.
+func (r *rates) ratio(x, ref []float64) []float64 {
 	out := make([]float64, len(ref))
 	for i := range ref {
-		out[i] = r.cold[i] / ref[i]
+		out[i] = x[i] / ref[i]
 	}
 	return out
 }
@@ -154,18 +157,6 @@ func mid(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-func median(reps int, f func() (float64, error)) float64 {
-	var v []float64
-	for i := 0; i < reps; i++ {
-		x, err := f()
-		if err != nil {
-			fatal(err)
-		}
-		v = append(v, x)
-	}
-	return mid(v)
 }
 
 // ddRate reads path sequentially in 1 MiB blocks and returns GB/s.
