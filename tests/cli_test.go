@@ -85,6 +85,16 @@ func TestSignalsUnmount(t *testing.T) {
 			require.False(t, isMountpoint(t, m.Dir))
 		})
 	}
+	// A signal as soon as the mount shows, while the daemon may still be setting it up,
+	// also unmounts and exits cleanly (it once hung the daemon and the mount for good).
+	t.Run("at once", func(t *testing.T) {
+		for range 10 {
+			m := mount(t, "testdata/fixtures/basic_1d.h5")
+			m.signal(t, syscall.SIGINT)
+			require.NoError(t, m.wait(t), "stderr: %s", m.stderr)
+			require.False(t, isMountpoint(t, m.Dir))
+		}
+	})
 }
 
 // TestReadOnly: writes are refused with EROFS.

@@ -173,14 +173,20 @@ func runMount(args []string, stderr io.Writer) int {
 	}
 	defer f.Close()
 
+	// Catch the signals before mounting: the kernel shows the mount before fsnode.Mount
+	// returns, and go-fuse holds a file open on it meanwhile (its poll probe). A SIGINT's
+	// default action then would exit the process with that file open, and closing it waits
+	// for a FLUSH that no one is left to answer: the process and the mount hang for good.
+	// Caught, a signal waits in sigs and unmounts as soon as the mount is up.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	srv, err := fsnode.Mount(mnt, f, cfg)
 	if err != nil {
+		signal.Stop(sigs)
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 1
 	}
 	mountReady()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		for sig := range sigs {
 			slog.Info("unmounting", "signal", sig.String(), "mountpoint", mnt)
