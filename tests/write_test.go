@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pkg/xattr"
 	"github.com/stretchr/testify/require"
@@ -232,6 +233,9 @@ func TestWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 8*12, st.Size(), "fstat of the handle that grew")
 	require.NoError(t, grow.Close())
+	// Changed only by ftruncate, grow commits at its release, which the kernel sends after
+	// close(2) has returned.
+	require.Eventually(t, func() bool { return currentVersion(t, m.Dir) != vb }, 10*time.Second, 5*time.Millisecond)
 	commitAs(vb, []int64{9, -200, 123, 6, 5, 4, 3, 2, 1, -1, -1, -1})
 	require.NoError(t, idle.Close()) // never written: no commit
 
