@@ -265,13 +265,9 @@ func (d *Dataset) fileSpans(plan *staged.GetItemPlan) ([]span, bool) {
 	if !ok {
 		return nil, false
 	}
-	spans := make([]span, len(pieces))
+	var out []span
 	for i, pc := range pieces {
-		spans[i] = span{cis[i].Offset + pc.chunk, pc.dst, pc.n}
-	}
-	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.dst, b.dst) })
-	out := spans[:0]
-	for _, s := range spans {
+		s := span{cis[i].Offset + pc.chunk, pc.dst, pc.n}
 		if last := len(out) - 1; last >= 0 && s.at == out[last].at+out[last].n && s.dst == out[last].dst+out[last].n {
 			out[last].n += s.n
 			continue
@@ -285,8 +281,9 @@ func (d *Dataset) fileSpans(plan *staged.GetItemPlan) ([]span, bool) {
 // row slot; chunk is the byte offset in the chunk) and in the read's output (at dst).
 type piece struct{ slot, chunk, dst, n int64 }
 
-// pieces returns a plan's transfers as pieces; false if one is not on the base slab (fill
-// chunks, staged data) or not contiguous in both its chunk and the output.
+// pieces returns a plan's transfers as pieces in the read's order (transfers come in slot
+// order); false if one is not on the base slab (fill chunks, staged data) or not
+// contiguous in both its chunk and the output.
 func (d *Dataset) pieces(plan *staged.GetItemPlan) ([]piece, bool) {
 	isz := int64(d.Type.Size)
 	out := make([]piece, 0, len(plan.Transfers))
@@ -312,6 +309,7 @@ func (d *Dataset) pieces(plan *staged.GetItemPlan) ([]piece, bool) {
 		lo, hi := int64(t.ByteLo), (elems-1)*isz+int64(t.ByteHi)
 		out = append(out, piece{slot: t.SlabOffset, chunk: lin*isz + lo, dst: t.DstOff + lo, n: hi - lo})
 	}
+	slices.SortFunc(out, func(a, b piece) int { return cmp.Compare(a.dst, b.dst) })
 	return out, true
 }
 
@@ -336,8 +334,7 @@ func (d *Dataset) ReadSlices(off int64, n int) (vec [][]byte, ok bool, err error
 	if !ok || len(pieces) > maxSlices {
 		return nil, false, nil
 	}
-	// Transfers come in slot order; the reply needs them in the read's order, end to end.
-	slices.SortFunc(pieces, func(a, b piece) int { return cmp.Compare(a.dst, b.dst) })
+	// The reply is the pieces end to end.
 	var end int64
 	offs := make([]int64, len(pieces))
 	for i, pc := range pieces {
