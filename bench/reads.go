@@ -18,6 +18,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vh5fs/vh5fs/fsnode"
 )
 
 // readConfig is one dataset layout of the read suite.
@@ -353,10 +355,24 @@ func serveLoopback(src, mnt string) error {
 		return &keepCacheNode{fs.LoopbackNode{RootData: r}}
 	}
 	root.RootNode = root.NewNode(root, nil, "", &st)
-	// Passthrough off: the daemon serves every READ, as a chunk-assembling file system must.
-	srv, err := fs.Mount(mnt, root.RootNode, &fs.Options{MountOptions: fuse.MountOptions{DisabledCapabilities: fuse.CAP_PASSTHROUGH}})
+	// vh5fs's read settings, with the timeouts of its committed versions (the served file
+	// never changes); passthrough off: the daemon serves every READ, as a chunk-assembling
+	// file system must.
+	timeout := fsnode.ImmutableTimeout
+	opts := &fs.Options{
+		MountOptions:    fuse.MountOptions{DisabledCapabilities: fuse.CAP_PASSTHROUGH},
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
+	}
+	fsnode.TuneReads(&opts.MountOptions)
+	srv, err := fs.Mount(mnt, root.RootNode, opts)
 	if err != nil {
 		return err
+	}
+	if err := fsnode.RaiseReadAhead(mnt); err != nil {
+		srv.Unmount()
+		return fmt.Errorf("loopback read-ahead: %w", err)
 	}
 	srv.Wait()
 	return nil

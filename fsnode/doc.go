@@ -18,7 +18,7 @@
 // object keeps its number across lookups and remounts.
 //
 // Caching. A committed version never changes, so everything under versions/<v> is served
-// with long entry and attribute timeouts (immutableTimeout) and its files are opened with
+// with long entry and attribute timeouts (ImmutableTimeout) and its files are opened with
 // FOPEN_KEEP_CACHE: the kernel's page cache keeps their bytes across opens. The root, the
 // versions directory and the current symlink can change when a version is committed, so
 // they get short timeouts (mutableTimeout); so does the plain tree, which another process

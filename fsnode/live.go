@@ -49,11 +49,11 @@ func (m *mount) mutable() time.Duration {
 	return mutableTimeout
 }
 
-// timeoutFor is the timeout of a node: immutableTimeout inside committed versions, else
+// timeoutFor is the timeout of a node: ImmutableTimeout inside committed versions, else
 // mutable().
 func (m *mount) timeoutFor(immutable bool) time.Duration {
 	if immutable {
-		return immutableTimeout
+		return ImmutableTimeout
 	}
 	return m.mutable()
 }

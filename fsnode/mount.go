@@ -62,9 +62,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 			// mount(2) flags: the kernel takes access-time options only as flags, never in
 			// the option string (which would fail the mount with EINVAL).
 			DirectMountFlags: mountFlags(cfg),
-			MaxReadAhead:     1 << 20,
 			Options:          append(mountOpts, cfg.KernelOptions()...),
-			MaxWrite:         1 << 20,
 			// security.* lookups never reach vh5fs.
 			IgnoreSecurityLabels: true,
 			// mmap of FOPEN_DIRECT_IO files (numpy.memmap in read-write mounts);
@@ -82,6 +80,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		// would otherwise make it 0644/0755).
 		NullPermissions: true,
 	}
+	TuneReads(&opts.MountOptions)
 	if cfg.Debug {
 		opts.Logger = log.New(os.Stderr, "fuse: ", log.Lmicroseconds)
 	}
@@ -89,10 +88,19 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
-	if err := raiseReadAhead(mountpoint, readAheadKB); err != nil {
+	if err := RaiseReadAhead(mountpoint); err != nil {
 		slog.Debug("read-ahead left as it is", "err", err)
 	}
 	return srv, nil
+}
+
+// TuneReads sets the options that shape reads and writes through a mount: requests of up
+// to 1 MiB (the kernel's read-ahead, which sizes buffered READs, is RaiseReadAhead's, once
+// mounted). The benchmark's loopback reference mounts with them too, so that vh5fs is
+// measured against a ceiling with the same settings.
+func TuneReads(o *fuse.MountOptions) {
+	o.MaxReadAhead = 1 << 20
+	o.MaxWrite = 1 << 20
 }
 
 // mountFlags are the mount(2) flags of the direct mount: MS_NOSUID|MS_NODEV as fusermount3

@@ -17,7 +17,9 @@ import (
 )
 
 const (
-	immutableTimeout = time.Hour
+	// ImmutableTimeout is how long the kernel keeps the entries and attributes of
+	// committed versions, which never change (the benchmark's loopback uses it too).
+	ImmutableTimeout = time.Hour
 	mutableTimeout   = time.Second
 )
 
@@ -238,8 +240,8 @@ func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryO
 		return nil, syscall.ENOENT
 	}
 	n.m.dirAttr(&out.Attr, v.Time())
-	out.SetEntryTimeout(immutableTimeout)
-	out.SetAttrTimeout(immutableTimeout)
+	out.SetEntryTimeout(ImmutableTimeout)
+	out.SetAttrTimeout(ImmutableTimeout)
 	child := &groupNode{m: n.m, path: v.Path(), version: v.Name, immutable: true, mtime: v.Time()}
 	return n.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", v.Path())}), 0
 }

@@ -16,9 +16,10 @@ import (
 // sequential reader pay one round trip per 128 KiB.
 const readAheadKB = 512
 
-// raiseReadAhead sets the mount's backing-device read-ahead (needs root; harmless
-// otherwise).
-func raiseReadAhead(mountpoint string, kb int) error {
+// RaiseReadAhead sets the backing-device read-ahead of the mount at mountpoint to
+// readAheadKB unless it is already larger (needs root).
+func RaiseReadAhead(mountpoint string) error {
+	const kb = readAheadKB
 	var st unix.Stat_t
 	if err := unix.Stat(mountpoint, &st); err != nil {
 		return err
