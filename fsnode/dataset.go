@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,16 +183,46 @@ func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, o
 	} else if ok {
 		return fuse.ReadResultVector(vec), 0
 	}
-	// Unfiltered bytes that sit contiguously in the file go straight from it (splice, which
-	// a pipe of the default maximum size can carry up to a little under 1 MiB).
-	nr, fileOff, located, err := d.ReadOrLocate(dest, off, len(dest) <= maxSplice)
-	if err != nil {
+	// Unfiltered bytes go straight from the file: spliced when they sit contiguously in it
+	// (a pipe of the default maximum size carries up to a little under 1 MiB), else
+	// written from its mapping.
+	r, err := d.ReadOrLocate(dest, off, maxSplice)
+	switch {
+	case err != nil:
 		return nil, errno(err)
+	case r.Located:
+		return fuse.ReadResultFd(n.m.file.Fd(), r.FileOff, r.N), 0
+	case r.Vec != nil:
+		return mappedResult{r}, 0
 	}
-	if located {
-		return fuse.ReadResultFd(n.m.file.Fd(), fileOff, nr), 0
+	return bytesResult(dest[:r.N]), 0
+}
+
+// mappedResult is a reply written (writev) from slices of the HDF5 file's mapping; it
+// holds the Reply, which keeps them mapped, until go-fuse has written them.
+type mappedResult struct{ r versions.Reply }
+
+// Slices makes go-fuse write the reply with writev, straight from the mapping.
+func (m mappedResult) Slices() ([][]byte, fuse.Status) { return m.r.Vec, fuse.OK }
+
+func (m mappedResult) Size() int { return m.r.N }
+
+func (m mappedResult) Done() {}
+
+// Bytes copies the slices (go-fuse asks only when it cannot write slices); a page the
+// file lost since it was mapped is EIO, not a crash.
+func (m mappedResult) Bytes(buf []byte) (out []byte, st fuse.Status) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			out, st = nil, fuse.EIO
+		}
+	}()
+	buf = buf[:0]
+	for _, v := range m.r.Vec {
+		buf = append(buf, v...)
 	}
-	return bytesResult(dest[:nr]), 0
+	return buf, fuse.OK
 }
 
 var _ fs.NodeWriter = (*datasetNode)(nil)

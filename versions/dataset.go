@@ -480,42 +480,37 @@ func (d *Dataset) renderText(h *h5.Dataset) error {
 // ReadAt reads the dataset's bytes [off, off+len(p)), clipped to Size; it returns the
 // number of bytes read and no io.EOF.
 func (d *Dataset) ReadAt(p []byte, off int64) (int, error) {
-	n, _, _, err := d.ReadOrLocate(p, off, false)
-	return n, err
+	r, err := d.ReadOrLocate(p, off, 0)
+	return r.N, err
 }
 
-// ReadOrLocate is ReadAt for a reader that can also take bytes straight from the file
-// (File.Fd): with locate set, a range stored contiguously and unfiltered in one chunk is
-// not read but located (located true, fileOff its position; n is its length). The byte
-// range is planned once for all the routes.
-func (d *Dataset) ReadOrLocate(p []byte, off int64, locate bool) (n int, fileOff int64, located bool, err error) {
+// ReadOrLocate is ReadAt for a reader that can also take bytes straight from the file:
+// with maxRange > 0, an unfiltered range is not read but located (Reply), as one range of
+// the file of up to maxRange bytes or as slices of the file's mapping. The byte range is
+// planned once for all the routes.
+func (d *Dataset) ReadOrLocate(p []byte, off int64, maxRange int) (Reply, error) {
 	switch {
 	case off >= d.size || off < 0:
-		return 0, 0, false, nil
+		return Reply{}, nil
 	case d.text != nil || d.Strings:
-		return copy(p, d.text[off:]), 0, false, nil
+		return Reply{N: copy(p, d.text[off:])}, nil
 	case d.arr == nil:
 		n, err := d.readVDS(p, off)
-		return n, 0, false, err
+		return Reply{N: n}, err
 	}
 	p = p[:min(int64(len(p)), d.size-off)]
 	plan, err := d.arr.GetItemPlan(off, int64(len(p)))
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("%s: %w", d.Path, err)
+		return Reply{}, fmt.Errorf("%s: %w", d.Path, err)
 	}
-	if locate {
-		if fo, ok := d.fileRange(plan); ok {
-			return len(p), fo, true, nil
-		}
-	}
-	if n, ok, err := d.readDirect(plan, p); ok || err != nil {
-		return n, 0, false, err
+	if r, ok, err := d.locate(plan, p, maxRange); ok || err != nil {
+		return r, err
 	}
 	if err := d.arr.ReadPlan(plan, p, rawSource{d}); err != nil {
-		return 0, 0, false, fmt.Errorf("%s: %w", d.Path, err)
+		return Reply{}, fmt.Errorf("%s: %w", d.Path, err)
 	}
 	d.readAhead(off, off+int64(len(p)))
-	return len(p), 0, false, nil
+	return Reply{N: len(p)}, nil
 }
 
 // readVDS reads through libhdf5, one hyperslab read per box of the byte range.

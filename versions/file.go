@@ -59,6 +59,7 @@ type File struct {
 	indexes  map[string]*rawIndex   // raw_data path -> slot storage; GUARDED_BY(mu)
 	gen      atomic.Uint64          // bumped by each commit (BeginWrite) and reload: slot indexes made before are stale
 	raw      *os.File               // the file's bytes, for the fast path (read-only)
+	fmap     *fileMap               // raw's bytes at open, mapped (nil if it could not be)
 	writeMu  sync.RWMutex           // held by commits; readers of raw's metadata take it shared
 	ahead    chan struct{}          // slots for background read-ahead decodes
 	scratch  sync.Pool              // *[]byte: inflated chunks on their way to unshuffle
@@ -84,7 +85,7 @@ func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
 		h.Close()
 		return nil, err
 	}
-	f := &File{h: h, raw: raw, ahead: make(chan struct{}, runtime.GOMAXPROCS(0)), chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, indexes: map[string]*rawIndex{}}
+	f := &File{h: h, raw: raw, fmap: mapFile(raw), ahead: make(chan struct{}, runtime.GOMAXPROCS(0)), chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, indexes: map[string]*rawIndex{}}
 	if err := f.checkLayout(); err != nil {
 		h.Close()
 		raw.Close()

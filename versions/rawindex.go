@@ -205,39 +205,70 @@ func (f *File) BeginWrite() {
 // EndWrite ends what BeginWrite began.
 func (f *File) EndWrite() { f.writeMu.Unlock() }
 
-// fileRange reports whether a planned byte range lies, unfiltered and contiguous, inside
-// one stored chunk, and where in the file: a reader may then copy it straight from the
-// file (File.Fd), e.g. by splicing. (Splicing ranges across chunks stored in order measured
-// no faster than reading them: readDirect serves those.)
-func (d *Dataset) fileRange(plan *staged.GetItemPlan) (fileOff int64, ok bool) {
-	if len(plan.Transfers) != 1 {
-		return 0, false
-	}
-	spans, ok := d.fileSpans(plan)
-	if !ok || len(spans) != 1 || spans[0].dst != 0 || spans[0].n != plan.N {
-		return 0, false
-	}
-	return spans[0].at, true
-}
-
 // Fd is the descriptor of the HDF5 file's bytes, opened read-only, that located ranges
 // refer to.
 func (f *File) Fd() uintptr { return f.raw.Fd() }
 
-// readDirect serves a read of an unfiltered dataset by reading it straight from the file
-// into p: no chunk buffers, no cache, one pread per span (fileSpans). It reports false,
-// having read nothing, when fileSpans does (then the chunk route serves the read).
-func (d *Dataset) readDirect(plan *staged.GetItemPlan, p []byte) (int, bool, error) {
+// Reply is how ReadOrLocate answered a read of N bytes: copied into the caller's buffer,
+// or located in the file, as one range at FileOff (Located; for splicing from File.Fd) or
+// as Vec, slices of the file's mapping in the read's order. Vec stays mapped as long as
+// the Reply is reachable: keep it until the slices are written.
+type Reply struct {
+	N       int
+	Located bool
+	FileOff int64
+	Vec     [][]byte
+	keep    *fileMap
+}
+
+// fileMap is a read-only mapping of the file's bytes (mapFile), unmapped when garbage.
+// Go code never reads it (a page the file lost would fault): its slices go to the kernel
+// (writev), which reports such a page as an error.
+type fileMap struct{ b []byte }
+
+// slices returns the spans' bytes in the mapping, or nil if one lies beyond it (bytes
+// the file gained after it was mapped).
+func (m *fileMap) slices(spans []span) [][]byte {
+	if m == nil {
+		return nil
+	}
+	vec := make([][]byte, len(spans))
+	for i, s := range spans {
+		if s.at+s.n > int64(len(m.b)) {
+			return nil
+		}
+		vec[i] = m.b[s.at : s.at+s.n : s.at+s.n]
+	}
+	return vec
+}
+
+// locate answers a read of an unfiltered dataset from where its bytes are in the file
+// (fileSpans), for a caller that takes ranges of up to maxRange bytes: one range when the
+// read is one span (a read inside one chunk, or of chunks stored in the order they are
+// read), else slices of the file's mapping; else the spans are read into p, one pread
+// each. ok is false, with nothing read, when fileSpans is (the chunk route serves those).
+func (d *Dataset) locate(plan *staged.GetItemPlan, p []byte, maxRange int) (r Reply, ok bool, err error) {
 	spans, ok := d.fileSpans(plan)
 	if !ok {
-		return 0, false, nil
+		return Reply{}, false, nil
+	}
+	r.N = int(plan.N)
+	if maxRange > 0 {
+		if len(spans) == 1 && r.N <= maxRange {
+			r.Located, r.FileOff = true, spans[0].at
+			return r, true, nil
+		}
+		if r.Vec = d.f.fmap.slices(spans); r.Vec != nil {
+			r.keep = d.f.fmap
+			return r, true, nil
+		}
 	}
 	for _, s := range spans {
 		if _, err := d.f.raw.ReadAt(p[s.dst:s.dst+s.n], s.at); err != nil {
-			return 0, false, fmt.Errorf("%s: reading %d bytes of chunks at file offset %d: %w", d.Path, s.n, s.at, err)
+			return Reply{}, false, fmt.Errorf("%s: reading %d bytes of chunks at file offset %d: %w", d.Path, s.n, s.at, err)
 		}
 	}
-	return int(plan.N), true, nil
+	return r, true, nil
 }
 
 // span is a run of a read's bytes stored contiguously in the file: at in the file, dst in

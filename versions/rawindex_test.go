@@ -59,7 +59,8 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 	}
 }
 
-// TestLocate: every range ReadOrLocate places in the file holds the dataset's bytes.
+// TestLocate: every range ReadOrLocate places in the file, and every answer from the
+// file's mapping, holds the dataset's bytes.
 func TestLocate(t *testing.T) {
 	f, err := Open(fixture.Dir() + "/basic_1d.h5")
 	require.NoError(t, err)
@@ -75,9 +76,16 @@ func TestLocate(t *testing.T) {
 		require.NoError(t, err)
 		for off := int64(0); off < d.Size(); off++ {
 			for n := int64(1); off+n <= d.Size(); n++ {
-				if _, fo, ok, err := d.ReadOrLocate(make([]byte, n), off, true); err == nil && ok {
+				r, err := d.ReadOrLocate(make([]byte, n), off, 1<<20)
+				require.NoError(t, err)
+				require.Equal(t, int(n), r.N)
+				switch {
+				case r.Located:
 					hits++
-					require.Equal(t, all[off:off+n], raw[fo:fo+n], "%s [%d, +%d)", v, off, n)
+					require.Equal(t, all[off:off+n], raw[r.FileOff:r.FileOff+n], "%s [%d, +%d)", v, off, n)
+				case r.Vec != nil:
+					hits++
+					require.Equal(t, all[off:off+n], bytes.Join(r.Vec, nil), "%s [%d, +%d) mapped", v, off, n)
 				}
 			}
 		}
@@ -130,12 +138,12 @@ func TestReadAhead(t *testing.T) {
 
 // makeGzip writes a versioned file whose dataset "data" of the given shape and chunks is
 // stored with gzip + shuffle (tests/py/make_versioned.py).
-func makeGzip(t *testing.T, shape, chunks string) string {
+func makeGzip(t testing.TB, shape, chunks string) string {
 	return makeVersioned(t, "--shape", shape, "--chunks", chunks, "--gzip", "--versions", "2")
 }
 
 // makeVersioned writes a versioned file with tests/py/make_versioned.py.
-func makeVersioned(t *testing.T, args ...string) string {
+func makeVersioned(t testing.TB, args ...string) string {
 	py, err := exec.LookPath("/usr/bin/python3")
 	if err != nil {
 		t.Skip("python3 with h5py not available")
@@ -148,8 +156,9 @@ func makeVersioned(t *testing.T, args ...string) string {
 
 // TestReadDirect: reads of an unfiltered dataset straight from the file (one pread for
 // chunks stored one after another) give what the chunk route gives, also where versions
-// rewrote chunks into slots out of the reading order; a read inside one chunk is located
-// in the file.
+// rewrote chunks into slots out of the reading order. Located, a read stored in one run of
+// the file is one range of it, up to the caller's limit; others are slices of the file's
+// mapping, one per run.
 func TestReadDirect(t *testing.T) {
 	path := makeVersioned(t, "--shape", "20000", "--chunks", "512", "--versions", "3")
 	raw, err := os.ReadFile(path)
@@ -164,19 +173,32 @@ func TestReadDirect(t *testing.T) {
 			plan, err := d.arr.GetItemPlan(r[0], min(r[1], d.Size()-r[0]))
 			require.NoError(t, err)
 			direct := make([]byte, plan.N)
-			n, ok, err := d.readDirect(plan, direct)
+			rep, ok, err := d.locate(plan, direct, 0)
 			require.NoError(t, err)
 			require.True(t, ok, "%s %v", v, r)
-			require.Equal(t, int(plan.N), n)
+			require.Equal(t, int(plan.N), rep.N)
+			require.False(t, rep.Located || rep.Vec != nil, "nothing located with maxRange 0")
 			chunked := make([]byte, plan.N)
 			require.NoError(t, d.arr.ReadPlan(plan, chunked, rawSource{d}))
 			require.Equal(t, chunked, direct, "%s %v", v, r)
 
-			n, fo, located, err := d.ReadOrLocate(make([]byte, r[1]), r[0], true)
-			require.NoError(t, err)
-			require.Equal(t, len(plan.Transfers) == 1, located, "%s %v: located iff inside one chunk", v, r)
-			if located {
-				require.Equal(t, chunked, raw[fo:fo+int64(n)], "%s %v located at %d", v, r, fo)
+			spans, ok := d.fileSpans(plan)
+			require.True(t, ok)
+			for _, maxRange := range []int{int(plan.N), int(plan.N) - 1} {
+				rep, err := d.ReadOrLocate(make([]byte, r[1]), r[0], maxRange)
+				require.NoError(t, err)
+				require.Equal(t, int(plan.N), rep.N)
+				oneRange := len(spans) == 1 && maxRange >= rep.N
+				require.Equal(t, oneRange, rep.Located, "%s %v max %d: one range iff one span that fits", v, r, maxRange)
+				if rep.Located {
+					require.Equal(t, chunked, raw[rep.FileOff:rep.FileOff+int64(rep.N)], "%s %v located at %d", v, r, rep.FileOff)
+				} else {
+					require.Len(t, rep.Vec, len(spans), "%s %v: a slice per run", v, r)
+					require.Equal(t, chunked, bytes.Join(rep.Vec, nil), "%s %v mapped", v, r)
+				}
+			}
+			if v != "v0" && r[0] == 0 && r[1] > 8192 { // across the rewritten chunks 0 and 1
+				require.Greater(t, len(spans), 1, "%s %v: rewritten chunks stored apart", v, r)
 			}
 		}
 	}
@@ -234,4 +256,56 @@ func TestReadSlices(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, ok, "unfiltered reads are copied or spliced from the file")
 	})
+}
+
+// TestFileMapSlices: spans inside the mapping become slices of it; one that reaches past
+// it (bytes the file gained after it was mapped), or no mapping, leaves the read to pread.
+func TestFileMapSlices(t *testing.T) {
+	m := &fileMap{b: []byte("0123456789")}
+	for _, tc := range []struct {
+		name  string
+		m     *fileMap
+		spans []span
+		want  []string
+	}{
+		{"inside", m, []span{{at: 2, n: 3}, {at: 7, dst: 3, n: 3}}, []string{"234", "789"}},
+		{"to the end", m, []span{{at: 0, n: 10}}, []string{"0123456789"}},
+		{"past the end", m, []span{{at: 2, n: 3}, {at: 8, dst: 3, n: 3}}, nil},
+		{"no mapping", nil, []span{{at: 0, n: 1}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vec := tc.m.slices(tc.spans)
+			if tc.want == nil {
+				require.Nil(t, vec)
+				return
+			}
+			require.Len(t, vec, len(tc.want))
+			for i, w := range tc.want {
+				require.Equal(t, w, string(vec[i]))
+				require.Equal(t, len(w), cap(vec[i]), "a slice cannot reach past its span")
+			}
+		})
+	}
+}
+
+// BenchmarkLocate4KiB: what the mount does per 512 KiB READ of a dataset of 4 KiB chunks,
+// the kernel's copies aside: plan, find the slots, make the spans.
+func BenchmarkLocate4KiB(b *testing.B) {
+	path := makeVersioned(b, "--shape", "1048576", "--chunks", "512", "--versions", "1")
+	f, err := Open(path)
+	require.NoError(b, err)
+	defer f.Close()
+	d, err := f.Dataset("/_version_data/versions/v0/data")
+	require.NoError(b, err)
+	p := make([]byte, 512<<10)
+	b.SetBytes(int64(len(p)))
+	off := int64(0)
+	for b.Loop() {
+		if _, err := d.ReadOrLocate(p, off, 1<<20); err != nil {
+			b.Fatal(err)
+		}
+		if off += int64(len(p)); off >= d.Size() {
+			off = 0
+		}
+	}
 }

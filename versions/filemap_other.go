@@ -1,0 +1,8 @@
+//go:build !unix
+
+package versions
+
+import "os"
+
+// mapFile: mapping is for Unix systems; reads take the pread route.
+func mapFile(*os.File) *fileMap { return nil }
