@@ -212,23 +212,79 @@ func (x *ChunkIndex) Lookup(off []int64) (c Chunk, ok bool, err error) {
 	if x.root == 0 {
 		return x.lookupList(off)
 	}
+	nd, i, err := x.leaf(off)
+	if err != nil || nd == nil || !slices.Equal(nd.key(i, x.rank), off) {
+		return Chunk{}, false, err
+	}
+	return Chunk{Offset: slices.Clone(off), Addr: int64(nd.children[i]), Size: int64(nd.sizes[i]), FilterMask: nd.masks[i]}, true, nil
+}
+
+// LookupRows finds the chunks whose first elements are at rows[i] on the first axis and 0
+// on the others, as Lookup, into out[i] (Offset left nil); found is false, with out
+// partly set, as soon as one is missing. A B-tree is descended once per leaf: rows in the
+// leaf of the row before (a sequential read's) cost a step or a search of that leaf.
+func (x *ChunkIndex) LookupRows(rows []int64, out []Chunk) (found bool, err error) {
+	off := make([]int64, x.rank)
+	if x.root == 0 {
+		for i, r := range rows {
+			off[0] = r
+			c, ok, err := x.lookupList(off)
+			if err != nil || !ok {
+				return false, err
+			}
+			out[i] = Chunk{Addr: c.Addr, Size: c.Size, FilterMask: c.FilterMask}
+		}
+		return true, nil
+	}
+	var leaf *chunkNode
+	at := 0 // entry of leaf that held the row before
+	for i, r := range rows {
+		off[0] = r
+		switch {
+		case leaf == nil || !leaf.covers(off, x.rank):
+			if leaf, at, err = x.leaf(off); err != nil || leaf == nil {
+				return false, err
+			}
+		case at+1 < len(leaf.children) && slices.Equal(leaf.key(at+1, x.rank), off):
+			at++
+		default:
+			at = leaf.last(off, x.rank)
+		}
+		if !slices.Equal(leaf.key(at, x.rank), off) {
+			return false, nil
+		}
+		out[i] = Chunk{Addr: int64(leaf.children[at]), Size: int64(leaf.sizes[at]), FilterMask: leaf.masks[at]}
+	}
+	return true, nil
+}
+
+// last returns the last entry whose key is at most off, or -1.
+func (nd *chunkNode) last(off []int64, rank int) int {
+	return sort.Search(len(nd.children), func(i int) bool { return slices.Compare(nd.key(i, rank), off) > 0 }) - 1
+}
+
+// covers reports whether off lies between a leaf's first and last keys: the chunk at off,
+// if there is one, is then in it.
+func (nd *chunkNode) covers(off []int64, rank int) bool {
+	n := len(nd.children)
+	return n > 0 && slices.Compare(nd.key(0, rank), off) <= 0 && slices.Compare(off, nd.key(n-1, rank)) <= 0
+}
+
+// leaf descends the B-tree to the leaf that holds the chunk at off, if any, and the entry
+// of that leaf whose key is the last at most off; a nil leaf when no leaf can hold it.
+func (x *ChunkIndex) leaf(off []int64) (*chunkNode, int, error) {
 	addr, want := x.root, -1
 	for {
 		nd, err := x.node(addr, want)
 		if err != nil {
-			return Chunk{}, false, fmt.Errorf("h5meta: chunk B-tree of dataset at %d: %w", x.ohdr, err)
+			return nil, 0, fmt.Errorf("h5meta: chunk B-tree of dataset at %d: %w", x.ohdr, err)
 		}
-		// The last entry whose key is at most off holds it, if anything does.
-		n := len(nd.children)
-		i := sort.Search(n, func(i int) bool { return slices.Compare(nd.key(i, x.rank), off) > 0 }) - 1
+		i := nd.last(off, x.rank)
 		if i < 0 {
-			return Chunk{}, false, nil
+			return nil, 0, nil
 		}
 		if nd.level == 0 {
-			if !slices.Equal(nd.key(i, x.rank), off) {
-				return Chunk{}, false, nil
-			}
-			return Chunk{Offset: slices.Clone(off), Addr: int64(nd.children[i]), Size: int64(nd.sizes[i]), FilterMask: nd.masks[i]}, true, nil
+			return nd, i, nil
 		}
 		// Levels strictly decrease (chunkNode checks want), which bounds this loop.
 		addr, want = nd.children[i], nd.level-1

@@ -51,6 +51,7 @@ func exercise(data []byte, addrs []uint64) {
 			for _, off := range [][]int64{{0}, {0, 0}, {4, 3}, {8, 6}, {1 << 40, 0}} {
 				_, _, _ = x.Lookup(off)
 			}
+			_, _ = x.LookupRows([]int64{0, 4, 8, 4, 1 << 40}, make([]Chunk, 5))
 		}
 		_, _ = f.Links(a)
 		_, _ = f.Inspect(a)

@@ -98,13 +98,17 @@ func (a *Array) GetItemPlan(off, n int64) (*GetItemPlan, error) {
 	for i := range p.Hyperslabs {
 		a.addTransfers(p, &p.Hyperslabs[i])
 	}
-	// Stable: transfers of one chunk stay in output order.
-	slices.SortStableFunc(p.Transfers, func(x, y Transfer) int {
+	// Stable: transfers of one chunk stay in output order. A sequential read of chunks
+	// stored in order is sorted already.
+	bySlab := func(x, y Transfer) int {
 		if c := cmp.Compare(x.Slab, y.Slab); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.SlabOffset, y.SlabOffset)
-	})
+	}
+	if !slices.IsSortedFunc(p.Transfers, bySlab) {
+		slices.SortStableFunc(p.Transfers, bySlab)
+	}
 	return p, nil
 }
 
@@ -192,13 +196,22 @@ func (a *Array) addTransfers(p *GetItemPlan, h *Hyperslab) {
 	for i := range nd {
 		c := a.chunks[i]
 		s, e := h.Start[i], h.Start[i]+h.Count[i]
+		pieces[i] = make([]piece, 0, (e-1)/c-s/c+1)
 		for g := s / c; g*c < e; g++ {
 			pieces[i] = append(pieces[i], piece{g, max(s, g*c) - g*c, min(e, (g+1)*c) - g*c})
 		}
 	}
+	// One allocation for the coordinates of all the hyperslab's transfers.
+	total := 1
+	for i := range nd {
+		total *= len(pieces[i])
+	}
+	p.Transfers = slices.Grow(p.Transfers, total)
+	coords := make([]int64, 3*nd*total)
 	idx := make([]int, nd)
 	for {
-		buf := make([]int64, 3*nd)
+		buf := coords[: 3*nd : 3*nd]
+		coords = coords[3*nd:]
 		t := Transfer{
 			Chunk:      buf[:nd:nd],
 			Start:      buf[nd : 2*nd : 2*nd],

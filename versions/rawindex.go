@@ -24,8 +24,7 @@ import (
 type rawIndex struct {
 	chunks   *h5meta.ChunkIndex // nil: h5meta cannot read this index (libhdf5 then)
 	base     int64              // file offset of HDF5 address 0
-	rank     int
-	gen      uint64 // File.gen when made
+	gen      uint64             // File.gen when made
 	pipeline []filters.Filter
 	decode   bool // every filter of the pipeline decodes in Go
 }
@@ -68,7 +67,7 @@ func (f *File) index(d *Dataset) *rawIndex {
 	if ix != nil && ix.gen == f.gen.Load() {
 		return ix
 	}
-	ix = &rawIndex{rank: len(d.Chunks)}
+	ix = &rawIndex{}
 	for _, fl := range d.Filters {
 		ix.pipeline = append(ix.pipeline, filters.Filter{ID: fl.ID, Params: fl.Params})
 	}
@@ -110,12 +109,13 @@ func (f *File) slots(d *Dataset, offs ...int64) (cis []h5.ChunkInfo, ix *rawInde
 
 // lookup finds the slots at rows offs; call with File.writeMu held for reading.
 func (ix *rawIndex) lookup(offs []int64) ([]h5.ChunkInfo, bool) {
+	cs := make([]h5meta.Chunk, len(offs))
+	if found, err := ix.chunks.LookupRows(offs, cs); err != nil || !found {
+		return nil, false
+	}
 	out := make([]h5.ChunkInfo, len(offs))
-	coord := make([]int64, ix.rank)
-	for i, off := range offs {
-		coord[0] = off
-		c, found, err := ix.chunks.Lookup(coord)
-		if err != nil || !found || c.Addr < 0 {
+	for i, c := range cs {
+		if c.Addr < 0 {
 			return nil, false
 		}
 		out[i] = h5.ChunkInfo{Offset: ix.base + c.Addr, Size: c.Size, FilterMask: c.FilterMask}

@@ -2,6 +2,7 @@ package versions
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,5 +308,54 @@ func BenchmarkLocate4KiB(b *testing.B) {
 		if off += int64(len(p)); off >= d.Size() {
 			off = 0
 		}
+	}
+}
+
+// TestSlotsMatchLibhdf5: slots found in one batch, in ascending, descending and shuffled
+// order, across the leaves of a chunk B-tree of two levels, are where libhdf5 says they
+// are; a batch with a row that holds no chunk is not found.
+func TestSlotsMatchLibhdf5(t *testing.T) {
+	// 1,563 chunks of 64 elements, and two versions rewriting chunks into later slots.
+	path := makeVersioned(t, "--shape", "100000", "--chunks", "64", "--versions", "3")
+	f, err := Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	d, err := f.Dataset("/_version_data/versions/v2/data")
+	require.NoError(t, err)
+	rows := d.raw.Info().Shape[0]
+	var offs []int64
+	var coords [][]int64
+	for off := int64(0); off < rows; off += d.Chunks[0] {
+		offs = append(offs, off)
+		coords = append(coords, []int64{off})
+	}
+	want, err := d.raw.ChunkInfo(coords)
+	require.NoError(t, err)
+	require.Greater(t, len(offs), 64*2, "enough chunks for several leaves")
+
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(len(offs))
+	for _, tc := range []struct {
+		name  string
+		order func(i int) int // the batch's i-th slot is offs[order(i)]
+	}{
+		{"ascending", func(i int) int { return i }},
+		{"descending", func(i int) int { return len(offs) - 1 - i }},
+		{"shuffled", func(i int) int { return perm[i] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := make([]int64, len(offs))
+			for i := range batch {
+				batch[i] = offs[tc.order(i)]
+			}
+			got, _, ok := f.slots(d, batch...)
+			require.True(t, ok)
+			for i := range batch {
+				require.Equal(t, want[tc.order(i)], got[i], "slot at row %d", batch[i])
+			}
+			_, _, ok = f.slots(d, append(batch[:10:10], rows+d.Chunks[0], offs[0])...)
+			require.False(t, ok, "a row past raw_data")
+			_, _, ok = f.slots(d, offs[0], 1, offs[1])
+			require.False(t, ok, "a row inside a chunk")
+		})
 	}
 }
