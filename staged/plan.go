@@ -112,6 +112,43 @@ func (a *Array) GetItemPlan(off, n int64) (*GetItemPlan, error) {
 	return p, nil
 }
 
+// Run is a piece of a byte range that is contiguous both in one chunk and in the range:
+// N bytes at byte ChunkOff of the chunk on slab Slab at row SlabOffset, and at DstOff of
+// the range.
+type Run struct {
+	Slab       int32
+	SlabOffset int64
+	ChunkOff   int64
+	DstOff     int64
+	N          int64
+}
+
+// Runs plans bytes [off, off+n) of the C-order stream, clipped to Size(), as one Run per
+// chunk touched, in order, without a GetItemPlan: it applies when every chunk is one
+// contiguous run of the stream (1-D arrays, or chunks as wide as the array on every axis
+// after the first), the layout of most arrays read sequentially. ok is false for other
+// arrays. The runs are appended to buf.
+func (a *Array) Runs(off, n int64, buf []Run) (runs []Run, ok bool) {
+	for i := 1; i < len(a.shape); i++ {
+		if a.chunks[i] != a.shape[i] {
+			return nil, false
+		}
+	}
+	if off < 0 || n < 0 {
+		return nil, false
+	}
+	end := min(off+n, a.size)
+	// A chunk's rows are the stream's rows chunks[0]*k onwards; the last may be cut short.
+	span := int64(a.chunkBytes)
+	for pos := off; pos < end; {
+		k := pos / span
+		m := min(end, (k+1)*span) - pos
+		buf = append(buf, Run{Slab: a.slabIndices[k], SlabOffset: a.slabOffsets[k], ChunkOff: pos - k*span, DstOff: pos - off, N: m})
+		pos += m
+	}
+	return buf, true
+}
+
 // addElement appends a one-element hyperslab keeping bytes [lo, hi) of
 // element e.
 func (p *GetItemPlan) addElement(a *Array, e int64, lo, hi int) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -410,4 +411,63 @@ func FuzzReadAt(f *testing.F) {
 		}
 		fixtures[i].check(t, int64(off)%(fixtures[i].size()+8), int64(n))
 	})
+}
+
+// TestRuns: where every chunk is one run of the stream, Runs gives one run per chunk a
+// range touches, in order, whose bytes (from the chunk's slab) are the reference's; on
+// other layouts it declines.
+func TestRuns(t *testing.T) {
+	for ci, c := range []config{
+		{[]int64{10}, []int64{3}, 1},
+		{[]int64{5}, []int64{8}, 3},
+		{[]int64{0}, []int64{4}, 8},
+		{[]int64{17}, []int64{4}, 8},
+		{[]int64{4, 4}, []int64{4, 4}, 3},
+		{[]int64{9, 5}, []int64{4, 5}, 3},
+		{[]int64{7, 2, 3}, []int64{3, 2, 3}, 2},
+		{[]int64{5, 7}, []int64{2, 3}, 8},   // declined: chunks narrower than the array
+		{[]int64{6, 5}, []int64{10, 10}, 1}, // declined: chunks wider than the array
+	} {
+		t.Run(fmt.Sprintf("%v/%v/is%d", c.shape, c.chunks, c.itemSize), func(t *testing.T) {
+			f := newFixture(t, c, uint64(ci))
+			size := f.size()
+			rowBytes := prod(f.chunks[1:]) * int64(f.itemSize)
+			cb := int64(f.src.chunkBytes)
+			rng := rand.New(rand.NewPCG(uint64(ci), 3))
+			for range 300 {
+				off, n := rng.Int64N(size+3), rng.Int64N(size+3)
+				runs, ok := f.arr.Runs(off, n, nil)
+				if !slices.Equal(c.shape[1:], c.chunks[1:]) {
+					require.False(t, ok)
+					return
+				}
+				require.True(t, ok)
+				want := max(0, min(n, size-off))
+				var next int64
+				for i, r := range runs {
+					require.Equal(t, next, r.DstOff, "run %d", i)
+					require.Positive(t, r.N)
+					require.LessOrEqual(t, r.ChunkOff+r.N, cb, "run %d inside its chunk", i)
+					if i > 0 {
+						require.Zero(t, r.ChunkOff, "run %d starts its chunk", i)
+					}
+					for b := range r.N {
+						var got byte
+						switch r.Slab {
+						case FullSlab:
+							got = f.fill[(r.ChunkOff+b)%int64(f.itemSize)]
+						case BaseSlab:
+							got = f.raw[r.SlabOffset*rowBytes+r.ChunkOff+b]
+						default:
+							got = f.staged[r.SlabOffset*rowBytes+r.ChunkOff+b]
+						}
+						exp, _ := f.ref(off + r.DstOff + b)
+						require.Equal(t, exp, got, "byte %d of [%d,+%d)", r.DstOff+b, off, n)
+					}
+					next += r.N
+				}
+				require.Equal(t, want, next, "the runs cover [%d,+%d)", off, n)
+			}
+		})
+	}
 }

@@ -499,12 +499,24 @@ func (d *Dataset) ReadOrLocate(p []byte, off int64, maxRange int) (Reply, error)
 		return Reply{N: n}, err
 	}
 	p = p[:min(int64(len(p)), d.size-off)]
-	plan, err := d.arr.GetItemPlan(off, int64(len(p)))
-	if err != nil {
-		return Reply{}, fmt.Errorf("%s: %w", d.Path, err)
+	var plan *staged.GetItemPlan
+	if len(d.Filters) == 0 {
+		pieces, pl, ok, err := d.piecesOf(off, int64(len(p)))
+		if err != nil {
+			return Reply{}, err
+		}
+		if ok {
+			if r, ok, err := d.locate(pieces, p, maxRange); ok || err != nil {
+				return r, err
+			}
+		}
+		plan = pl
 	}
-	if r, ok, err := d.locate(plan, p, maxRange); ok || err != nil {
-		return r, err
+	if plan == nil {
+		var err error
+		if plan, err = d.arr.GetItemPlan(off, int64(len(p))); err != nil {
+			return Reply{}, fmt.Errorf("%s: %w", d.Path, err)
+		}
 	}
 	if err := d.arr.ReadPlan(plan, p, rawSource{d}); err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", d.Path, err)

@@ -242,17 +242,18 @@ func (m *fileMap) slices(spans []span) [][]byte {
 	return vec
 }
 
-// locate answers a read of an unfiltered dataset from where its bytes are in the file
-// (fileSpans), for a caller that takes ranges of up to maxRange bytes: one range when the
-// read is one span (a read inside one chunk, or of chunks stored in the order they are
-// read), else slices of the file's mapping; else the spans are read into p, one pread
-// each. ok is false, with nothing read, when fileSpans is (the chunk route serves those).
-func (d *Dataset) locate(plan *staged.GetItemPlan, p []byte, maxRange int) (r Reply, ok bool, err error) {
-	spans, ok := d.fileSpans(plan)
+// locate answers a read of an unfiltered dataset, made of pieces (piecesOf), from where
+// its bytes are in the file (fileSpans), for a caller that takes ranges of up to maxRange
+// bytes: one range when the read is one span (a read inside one chunk, or of chunks stored
+// in the order they are read), else slices of the file's mapping; else the spans are read
+// into p, one pread each. ok is false, with nothing read, when fileSpans is (the chunk
+// route serves those).
+func (d *Dataset) locate(pieces []staged.Run, p []byte, maxRange int) (r Reply, ok bool, err error) {
+	spans, ok := d.fileSpans(pieces)
 	if !ok {
 		return Reply{}, false, nil
 	}
-	r.N = int(plan.N)
+	r.N = len(p)
 	if maxRange > 0 {
 		if len(spans) == 1 && r.N <= maxRange {
 			r.Located, r.FileOff = true, spans[0].at
@@ -275,22 +276,15 @@ func (d *Dataset) locate(plan *staged.GetItemPlan, p []byte, maxRange int) (r Re
 // the read.
 type span struct{ at, dst, n int64 }
 
-// fileSpans returns where the bytes of a read of an unfiltered dataset are in the file, in
-// the read's order; pieces that follow each other both in the file and in the read (chunks
-// stored in the order they are read, as a sequential writer leaves them) make one span, so
-// that a 512 KiB read of 4 KiB chunks is one pread or splice, not 128. False when a piece
-// is not contiguous in both its chunk and the read (pieces), or a chunk is not found.
-func (d *Dataset) fileSpans(plan *staged.GetItemPlan) ([]span, bool) {
-	if len(d.Filters) > 0 {
-		return nil, false
-	}
-	pieces, ok := d.pieces(plan)
-	if !ok {
-		return nil, false
-	}
+// fileSpans returns where the bytes of a read of an unfiltered dataset, made of pieces
+// (piecesOf), are in the file, in the read's order; pieces that follow each other both in
+// the file and in the read (chunks stored in the order they are read, as a sequential
+// writer leaves them) make one span, so that a 512 KiB read of 4 KiB chunks is one pread
+// or splice, not 128. False when a chunk is not found.
+func (d *Dataset) fileSpans(pieces []staged.Run) ([]span, bool) {
 	offs := make([]int64, len(pieces))
 	for i, pc := range pieces {
-		offs[i] = pc.slot
+		offs[i] = pc.SlabOffset
 	}
 	cis, _, ok := d.f.slots(d, offs...)
 	if !ok {
@@ -298,7 +292,7 @@ func (d *Dataset) fileSpans(plan *staged.GetItemPlan) ([]span, bool) {
 	}
 	var out []span
 	for i, pc := range pieces {
-		s := span{cis[i].Offset + pc.chunk, pc.dst, pc.n}
+		s := span{cis[i].Offset + pc.ChunkOff, pc.DstOff, pc.N}
 		if last := len(out) - 1; last >= 0 && s.at == out[last].at+out[last].n && s.dst == out[last].dst+out[last].n {
 			out[last].n += s.n
 			continue
@@ -308,16 +302,33 @@ func (d *Dataset) fileSpans(plan *staged.GetItemPlan) ([]span, bool) {
 	return out, true
 }
 
-// piece is one transfer of a read that is contiguous both in its stored chunk (of raw_data
-// row slot; chunk is the byte offset in the chunk) and in the read's output (at dst).
-type piece struct{ slot, chunk, dst, n int64 }
+// piecesOf splits the read [off, off+n) into pieces, each contiguous both in a chunk of
+// raw_data and in the read, in the read's order: from the chunk grid alone when every
+// chunk is one run of the dataset's bytes (staged.Array.Runs: 1-D datasets, or chunks as
+// wide as the dataset), else from a plan, which it returns too (nil when it made none).
+// ok is false when a piece is not on raw_data (fill chunks, staged data) or not
+// contiguous in both.
+func (d *Dataset) piecesOf(off, n int64) (pieces []staged.Run, plan *staged.GetItemPlan, ok bool, err error) {
+	if runs, ok := d.arr.Runs(off, n, nil); ok {
+		for _, r := range runs {
+			if r.Slab != staged.BaseSlab {
+				return nil, nil, false, nil
+			}
+		}
+		return runs, nil, true, nil
+	}
+	if plan, err = d.arr.GetItemPlan(off, n); err != nil {
+		return nil, nil, false, fmt.Errorf("%s: %w", d.Path, err)
+	}
+	pieces, ok = planPieces(d, plan)
+	return pieces, plan, ok, nil
+}
 
-// pieces returns a plan's transfers as pieces in the read's order (transfers come in slot
-// order); false if one is not on the base slab (fill chunks, staged data) or not
-// contiguous in both its chunk and the output.
-func (d *Dataset) pieces(plan *staged.GetItemPlan) ([]piece, bool) {
+// planPieces returns a plan's transfers as pieces (piecesOf) in the read's order
+// (transfers come in slot order), or false.
+func planPieces(d *Dataset, plan *staged.GetItemPlan) ([]staged.Run, bool) {
 	isz := int64(d.Type.Size)
-	out := make([]piece, 0, len(plan.Transfers))
+	out := make([]staged.Run, 0, len(plan.Transfers))
 	for i := range plan.Transfers {
 		t := &plan.Transfers[i]
 		if t.Slab != staged.BaseSlab {
@@ -338,9 +349,9 @@ func (d *Dataset) pieces(plan *staged.GetItemPlan) ([]piece, bool) {
 			elems *= t.Count[k]
 		}
 		lo, hi := int64(t.ByteLo), (elems-1)*isz+int64(t.ByteHi)
-		out = append(out, piece{slot: t.SlabOffset, chunk: lin*isz + lo, dst: t.DstOff + lo, n: hi - lo})
+		out = append(out, staged.Run{Slab: t.Slab, SlabOffset: t.SlabOffset, ChunkOff: lin*isz + lo, DstOff: t.DstOff + lo, N: hi - lo})
 	}
-	slices.SortFunc(out, func(a, b piece) int { return cmp.Compare(a.dst, b.dst) })
+	slices.SortFunc(out, func(a, b staged.Run) int { return cmp.Compare(a.DstOff, b.DstOff) })
 	return out, true
 }
 
@@ -357,41 +368,38 @@ func (d *Dataset) ReadSlices(off int64, n int) (vec [][]byte, ok bool, err error
 	if d.arr == nil || len(d.Filters) == 0 || off < 0 || off >= d.size {
 		return nil, false, nil
 	}
-	plan, err := d.arr.GetItemPlan(off, min(int64(n), d.size-off))
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", d.Path, err)
-	}
-	pieces, ok := d.pieces(plan)
-	if !ok || len(pieces) > maxSlices {
-		return nil, false, nil
+	size := min(int64(n), d.size-off)
+	pieces, _, ok, err := d.piecesOf(off, size)
+	if err != nil || !ok || len(pieces) > maxSlices {
+		return nil, false, err
 	}
 	// The reply is the pieces end to end.
 	var end int64
 	offs := make([]int64, len(pieces))
 	for i, pc := range pieces {
-		if pc.dst != end {
+		if pc.DstOff != end {
 			return nil, false, nil
 		}
-		end += pc.n
-		offs[i] = pc.slot
+		end += pc.N
+		offs[i] = pc.SlabOffset
 	}
-	if end != plan.N {
+	if end != size {
 		return nil, false, nil
 	}
 	src := rawSource{d}
 	src.Prefetch(offs)
 	out := make([][]byte, len(pieces))
 	for i, pc := range pieces {
-		data, err := src.Chunk(pc.slot)
+		data, err := src.Chunk(pc.SlabOffset)
 		if err != nil {
 			return nil, false, fmt.Errorf("%s: %w", d.Path, err)
 		}
-		if pc.chunk+pc.n > int64(len(data)) {
-			return nil, false, fmt.Errorf("%s: slot at row %d: %d bytes decoded, %d needed", d.RawData, pc.slot, len(data), pc.chunk+pc.n)
+		if pc.ChunkOff+pc.N > int64(len(data)) {
+			return nil, false, fmt.Errorf("%s: slot at row %d: %d bytes decoded, %d needed", d.RawData, pc.SlabOffset, len(data), pc.ChunkOff+pc.N)
 		}
-		out[i] = data[pc.chunk : pc.chunk+pc.n]
+		out[i] = data[pc.ChunkOff : pc.ChunkOff+pc.N]
 	}
-	d.readAhead(off, off+plan.N)
+	d.readAhead(off, off+size)
 	return out, true, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/internal/fixture"
+	"github.com/vh5fs/vh5fs/staged"
 )
 
 // TestFastPathMatchesLibhdf5 reads every stored chunk of every fixture version both ways —
@@ -173,8 +174,16 @@ func TestReadDirect(t *testing.T) {
 		for _, r := range [][2]int64{{0, 4096}, {0, 512 << 10}, {5, 20000}, {4093, 70000}, {159000, 4096}} {
 			plan, err := d.arr.GetItemPlan(r[0], min(r[1], d.Size()-r[0]))
 			require.NoError(t, err)
+			pieces, pl, ok, err := d.piecesOf(r[0], plan.N)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Nil(t, pl, "1-D: pieces straight from the chunk grid")
+			fromPlan, ok := planPieces(d, plan)
+			require.True(t, ok)
+			require.Equal(t, joinRuns(fromPlan), pieces, "%s %v: the grid's pieces are the plan's", v, r)
+
 			direct := make([]byte, plan.N)
-			rep, ok, err := d.locate(plan, direct, 0)
+			rep, ok, err := d.locate(pieces, direct, 0)
 			require.NoError(t, err)
 			require.True(t, ok, "%s %v", v, r)
 			require.Equal(t, int(plan.N), rep.N)
@@ -183,7 +192,7 @@ func TestReadDirect(t *testing.T) {
 			require.NoError(t, d.arr.ReadPlan(plan, chunked, rawSource{d}))
 			require.Equal(t, chunked, direct, "%s %v", v, r)
 
-			spans, ok := d.fileSpans(plan)
+			spans, ok := d.fileSpans(pieces)
 			require.True(t, ok)
 			for _, maxRange := range []int{int(plan.N), int(plan.N) - 1} {
 				rep, err := d.ReadOrLocate(make([]byte, r[1]), r[0], maxRange)
@@ -203,6 +212,20 @@ func TestReadDirect(t *testing.T) {
 			}
 		}
 	}
+}
+
+// joinRuns merges runs that continue each other in one chunk and in the read (a plan
+// splits a read at partial elements; staged.Array.Runs does not).
+func joinRuns(runs []staged.Run) []staged.Run {
+	var out []staged.Run
+	for _, r := range runs {
+		if k := len(out) - 1; k >= 0 && out[k].SlabOffset == r.SlabOffset && out[k].ChunkOff+out[k].N == r.ChunkOff && out[k].DstOff+out[k].N == r.DstOff {
+			out[k].N += r.N
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // TestReadSlices: where ReadSlices answers, its slices hold exactly what ReadAt reads, end
