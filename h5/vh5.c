@@ -3,6 +3,9 @@
 #include <string.h>
 #include <lzf.h>
 #include "vh5.h"
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 // ---- errors ----------------------------------------------------------------------------
 
@@ -775,6 +778,13 @@ done:
 	if (space >= 0) H5Sclose(space);
 	if (type >= 0) H5Tclose(type);
 	return rc;
+}
+
+// vh5_release_memory hands the pages malloc holds free back to the system (glibc only).
+void vh5_release_memory(void) {
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }
 
 // vh5_flush_sync flushes HDF5's buffers for the file and makes them durable (vh5u_sync:

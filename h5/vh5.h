@@ -89,6 +89,7 @@ int vh5_create_group(hid_t file, const char *path);
 int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, const hsize_t *dims,
                        const void *fill, const char *srcname, const hsize_t *srcdims, size_t n,
                        const hsize_t *vstart, const hsize_t *count, const hsize_t *sstart);
+void vh5_release_memory(void);
 int vh5_flush_sync(hid_t file);
 
 int vh5_object_addr(hid_t obj, haddr_t *addr);

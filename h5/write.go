@@ -218,5 +218,6 @@ func (f *File) CreateVirtual(path string, src *Dataset, shape []int64, fill []by
 		C.size_t(n), hptr(vs), hptr(cs), hptr(ss)) < 0 {
 		return fail("create virtual dataset", path, nil)
 	}
+	f.releaseLater()
 	return nil
 }
