@@ -207,7 +207,8 @@ func (m mappedResult) Slices() ([][]byte, fuse.Status) { return m.r.Vec, fuse.OK
 
 func (m mappedResult) Size() int { return m.r.N }
 
-func (m mappedResult) Done() {}
+// Done unmaps the slices' pages from the daemon (Reply.Release).
+func (m mappedResult) Done() { m.r.Release() }
 
 // Bytes copies the slices (go-fuse asks only when it cannot write slices); a page the
 // file lost since it was mapped is EIO, not a crash.

@@ -23,3 +23,26 @@ func mapFile(f *os.File) *fileMap {
 	runtime.AddCleanup(m, func(b []byte) { _ = syscall.Munmap(b) }, b)
 	return m
 }
+
+// release records spans as written and, once releaseBytes have been since the last time,
+// drops the mapping's page table entries over the range they lay in (a reply still being
+// written maps its pages again).
+func (m *fileMap) release(spans []span) {
+	m.mu.Lock()
+	for _, s := range spans {
+		if m.written == 0 {
+			m.lo, m.hi = s.at, s.at+s.n
+		}
+		m.lo, m.hi = min(m.lo, s.at), max(m.hi, s.at+s.n)
+		m.written += s.n
+	}
+	if m.written < releaseBytes {
+		m.mu.Unlock()
+		return
+	}
+	page := int64(os.Getpagesize())
+	lo, hi := m.lo&^(page-1), min((m.hi+page-1)&^(page-1), int64(len(m.b)))
+	m.written = 0
+	m.mu.Unlock()
+	_ = syscall.Madvise(m.b[lo:hi], syscall.MADV_DONTNEED)
+}

@@ -212,19 +212,39 @@ func (f *File) Fd() uintptr { return f.raw.Fd() }
 // Reply is how ReadOrLocate answered a read of N bytes: copied into the caller's buffer,
 // or located in the file, as one range at FileOff (Located; for splicing from File.Fd) or
 // as Vec, slices of the file's mapping in the read's order. Vec stays mapped as long as
-// the Reply is reachable: keep it until the slices are written.
+// the Reply is reachable: keep it until the slices are written, then call Release.
 type Reply struct {
 	N       int
 	Located bool
 	FileOff int64
 	Vec     [][]byte
 	keep    *fileMap
+	spans   []span // Vec's, in the file
+}
+
+// Release tells the mapping Vec's bytes are written. Their pages are unmapped from the
+// process (they stay in the page cache) every releaseBytes: a stream of reads would
+// otherwise count every page of the file it touched in the mount's resident set.
+func (r Reply) Release() {
+	if r.keep != nil {
+		r.keep.release(r.spans)
+	}
 }
 
 // fileMap is a read-only mapping of the file's bytes (mapFile), unmapped when garbage.
 // Go code never reads it (a page the file lost would fault): its slices go to the kernel
 // (writev), which reports such a page as an error.
-type fileMap struct{ b []byte }
+type fileMap struct {
+	b []byte
+
+	mu      sync.Mutex
+	lo, hi  int64 // the range of the file replies were written from since the last release; GUARDED_BY(mu)
+	written int64 // their bytes; GUARDED_BY(mu)
+}
+
+// releaseBytes is how many bytes replies write from the mapping before the pages they
+// used are unmapped from the process, in one system call.
+const releaseBytes = 32 << 20
 
 // slices returns the spans' bytes in the mapping, or nil if one lies beyond it (bytes
 // the file gained after it was mapped).
@@ -260,7 +280,7 @@ func (d *Dataset) locate(pieces []staged.Run, p []byte, maxRange int) (r Reply, 
 			return r, true, nil
 		}
 		if r.Vec = d.f.fmap.slices(spans); r.Vec != nil {
-			r.keep = d.f.fmap
+			r.keep, r.spans = d.f.fmap, spans
 			return r, true, nil
 		}
 	}
