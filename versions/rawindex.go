@@ -275,6 +275,11 @@ func (d *Dataset) locate(pieces []staged.Run, p []byte, maxRange int) (r Reply, 
 	}
 	r.N = len(p)
 	if maxRange > 0 {
+		// Bytes the file no longer has would reach the reader as a short read (splice) or
+		// none (writev faults): the file must still hold them, else the read fails (EIO).
+		if err := d.f.holds(spans); err != nil {
+			return Reply{}, false, fmt.Errorf("%s: %w", d.Path, err)
+		}
 		if len(spans) == 1 && r.N <= maxRange {
 			r.Located, r.FileOff = true, spans[0].at
 			return r, true, nil
@@ -290,6 +295,23 @@ func (d *Dataset) locate(pieces []staged.Run, p []byte, maxRange int) (r Reply, 
 		}
 	}
 	return r, true, nil
+}
+
+// holds reports an error unless the file is still long enough for spans (it was cut
+// short after it was opened).
+func (f *File) holds(spans []span) error {
+	var end int64
+	for _, s := range spans {
+		end = max(end, s.at+s.n)
+	}
+	st, err := f.raw.Stat()
+	if err != nil {
+		return fmt.Errorf("stat of the file: %w", err)
+	}
+	if st.Size() < end {
+		return fmt.Errorf("chunks end at file offset %d, but the file now has %d bytes", end, st.Size())
+	}
+	return nil
 }
 
 // span is a run of a read's bytes stored contiguously in the file: at in the file, dst in

@@ -382,3 +382,37 @@ func TestSlotsMatchLibhdf5(t *testing.T) {
 		})
 	}
 }
+
+// TestLocateTruncated: a read whose chunks lie beyond the end of a file cut short after it
+// was opened fails, by every route, instead of coming back short or empty.
+func TestLocateTruncated(t *testing.T) {
+	path := makeVersioned(t, "--shape", "200000", "--chunks", "512", "--versions", "2")
+	f, err := Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	d, err := f.Dataset("/_version_data/versions/v1/data") // v1 rewrote chunk 0: reads from 0 are two runs
+	require.NoError(t, err)
+	p := make([]byte, 512<<10)
+	end := d.Size() - int64(len(p))
+	for _, off := range []int64{0, end} { // the chunk index is read now, before the cut
+		_, err := d.ReadAt(p, off)
+		require.NoError(t, err)
+	}
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(path, st.Size()/2))
+	for _, tc := range []struct {
+		name     string
+		off, n   int64
+		maxRange int
+	}{
+		{"one range", d.Size() - 4096, 4096, 1 << 20}, // the last chunk
+		{"mapped runs", 0, 512 << 10, 1 << 20},
+		{"read", end, 512 << 10, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := d.ReadOrLocate(p[:tc.n], tc.off, tc.maxRange)
+			require.Error(t, err, "located %v, %d mapped slices", r.Located, len(r.Vec))
+		})
+	}
+}
