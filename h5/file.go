@@ -61,7 +61,7 @@ type File struct {
 	rw   bool
 	f    *hdf5.File // nil once closed; GUARDED_BY(mu)
 
-	releaseMu sync.Mutex
+	releaseMu sync.Mutex  // taken after the HDF5 lock (CreateVirtual, Close)
 	release   *time.Timer // releaseLater's; GUARDED_BY(releaseMu)
 }
 
@@ -85,8 +85,13 @@ func (f *File) releaseLater() {
 	f.release.Reset(releaseDelay)
 }
 
-// releaseMemory hands the pages malloc holds free back to the system.
-func releaseMemory() { C.vh5_release_memory() }
+// releaseMemory empties libhdf5's free lists and hands the pages malloc holds free back
+// to the system.
+func releaseMemory() {
+	lock()
+	defer unlock()
+	C.vh5_release_memory()
+}
 
 // Writable reports whether the file was opened with OpenRW.
 func (f *File) Writable() bool { return f.rw }
@@ -173,7 +178,7 @@ func (f *File) Close() error {
 	f.f = nil
 	f.releaseMu.Lock()
 	if f.release != nil && f.release.Stop() {
-		releaseMemory() // now, rather than later
+		C.vh5_release_memory() // now, rather than later
 	}
 	f.releaseMu.Unlock()
 	if err != nil {
