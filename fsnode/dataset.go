@@ -207,7 +207,7 @@ func (m mappedResult) Slices() ([][]byte, fuse.Status) { return m.r.Vec, fuse.OK
 
 func (m mappedResult) Size() int { return m.r.N }
 
-// Done unmaps the slices' pages from the daemon (Reply.Release).
+// Done hands the written slices back (Reply.Release unmaps their pages in batches).
 func (m mappedResult) Done() { m.r.Release() }
 
 // Bytes copies the slices (go-fuse asks only when it cannot write slices); a page the

@@ -68,9 +68,9 @@ type File struct {
 // releaseDelay is how long after creating a virtual dataset the memory libhdf5 took to
 // create it goes back to the system, unless another is created meanwhile. Creating one
 // copies its mapping list several times (about 23 KiB a mapping at the peak: 230 MB for
-// 10,000 mappings), and glibc keeps what is freed: commits in a row reuse those pages (a
-// commit at 10k chunks took 250-390 ms releasing them each time, 150-210 ms reusing
-// them), and an idle mount gives them back.
+// 10,000 mappings), and libhdf5's free lists and glibc keep what is freed: commits in a
+// row reuse it (a commit at 10k chunks took 250-390 ms releasing it each time, 150-210 ms
+// reusing glibc's pages), and an idle mount gives it back.
 const releaseDelay = time.Second
 
 // releaseLater schedules releaseMemory releaseDelay from now, replacing a schedule not yet
