@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vh5fs/vh5fs/internal/procstatus"
 )
 
 func getxattr(path, name string) ([]byte, error) {
@@ -21,17 +21,8 @@ func getxattr(path, name string) ([]byte, error) {
 
 // peakRSS is a process's VmHWM in bytes (0 if unknown).
 func peakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	kb, _ := procstatus.KiB(strconv.Itoa(pid), "VmHWM")
+	return kb << 10
 }
 
 func runOut(name string, args ...string) (string, error) {

@@ -1,18 +1,16 @@
 package commit_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/internal/procstatus"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -65,17 +63,9 @@ func TestCommitsKeepNoMemory(t *testing.T) {
 
 // rss is the process's resident set size in KiB.
 func rss(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	kb, err := procstatus.KiB("self", "VmRSS")
 	if err != nil {
-		t.Skip("no /proc/self/status")
+		t.Skip(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Skip("no VmRSS")
-	return 0
+	return kb
 }

@@ -10,10 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/internal/procstatus"
 )
 
 // makeVersioned writes a versioned-hdf5 file with tests/py/make_versioned.py.
@@ -94,15 +95,7 @@ func TestStreamingMemoryBounded(t *testing.T) {
 
 // peakRSS reads VmHWM of a process, in bytes.
 func peakRSS(t *testing.T, pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	kb, err := procstatus.KiB(strconv.Itoa(pid), "VmHWM")
 	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
+	return kb << 10
 }

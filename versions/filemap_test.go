@@ -5,11 +5,11 @@ package versions
 import (
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/internal/procstatus"
 )
 
 // TestFileMapRelease: pages replies were written from stay mapped until releaseBytes have
@@ -45,15 +45,7 @@ func TestFileMapRelease(t *testing.T) {
 
 // rssFile is the process's resident file-backed memory in KiB.
 func rssFile(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	kb, err := procstatus.KiB("self", "RssFile")
 	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Fatal("no RssFile in /proc/self/status")
-	return 0
+	return kb
 }
