@@ -24,25 +24,23 @@ func mapFile(f *os.File) *fileMap {
 	return m
 }
 
-// release records spans as written and, once releaseBytes have been since the last time,
-// drops the mapping's page table entries over the range they lay in (a reply still being
-// written maps its pages again).
+// release records spans as written and, once the range of the file they lie in since the
+// last time spans releaseBytes, drops the mapping's page table entries over that range,
+// widened to whole folios (a reply still being written maps its pages again).
 func (m *fileMap) release(spans []span) {
 	m.mu.Lock()
 	for _, s := range spans {
-		if m.written == 0 {
+		if m.hi == 0 {
 			m.lo, m.hi = s.at, s.at+s.n
 		}
 		m.lo, m.hi = min(m.lo, s.at), max(m.hi, s.at+s.n)
-		m.written += s.n
 	}
-	if m.written < releaseBytes {
+	if m.hi-m.lo < releaseBytes {
 		m.mu.Unlock()
 		return
 	}
-	page := int64(os.Getpagesize())
-	lo, hi := m.lo&^(page-1), min((m.hi+page-1)&^(page-1), int64(len(m.b)))
-	m.written = 0
+	lo, hi := m.lo&^(folioBytes-1), min((m.hi+folioBytes-1)&^(folioBytes-1), int64(len(m.b)))
+	m.lo, m.hi = 0, 0
 	m.mu.Unlock()
 	_ = syscall.Madvise(m.b[lo:hi], syscall.MADV_DONTNEED)
 }

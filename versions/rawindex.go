@@ -223,8 +223,9 @@ type Reply struct {
 }
 
 // Release tells the mapping Vec's bytes are written. Their pages are unmapped from the
-// process (they stay in the page cache) every releaseBytes: a stream of reads would
-// otherwise count every page of the file it touched in the mount's resident set.
+// process (they stay in the page cache) once replies have spanned releaseBytes of the
+// file: a stream of reads would otherwise count every page of the file it touched in the
+// mount's resident set.
 func (r Reply) Release() {
 	if r.keep != nil {
 		r.keep.release(r.spans)
@@ -237,14 +238,19 @@ func (r Reply) Release() {
 type fileMap struct {
 	b []byte
 
-	mu      sync.Mutex
-	lo, hi  int64 // the range of the file replies were written from since the last release; GUARDED_BY(mu)
-	written int64 // their bytes; GUARDED_BY(mu)
+	mu     sync.Mutex
+	lo, hi int64 // the range of the file replies were written from since the last release (hi 0: none); GUARDED_BY(mu)
 }
 
-// releaseBytes is how many bytes replies write from the mapping before the pages they
-// used are unmapped from the process, in one system call.
+// releaseBytes bounds the range of the file that replies write from before the pages they
+// used are unmapped from the process, in one system call. The range, not the bytes
+// written: a fault on a page of a large folio of the page cache maps the whole folio
+// (megabytes of ext4's), so a reply of 512 KiB can leave several times that mapped.
 const releaseBytes = 32 << 20
+
+// folioBytes is what a range to unmap is widened to on both sides: the largest folio a
+// fault maps entirely (a PMD's worth).
+const folioBytes = 2 << 20
 
 // slices returns the spans' bytes in the mapping, or nil if one lies beyond it (bytes
 // the file gained after it was mapped).
