@@ -127,8 +127,8 @@ type Run struct {
 // chunk touched, in order, without a GetItemPlan: it applies when every chunk is one
 // contiguous run of the stream (1-D arrays, or chunks as wide as the array on every axis
 // after the first), the layout of most arrays read sequentially. ok is false for other
-// arrays. The runs are appended to buf.
-func (a *Array) Runs(off, n int64, buf []Run) (runs []Run, ok bool) {
+// arrays.
+func (a *Array) Runs(off, n int64) (runs []Run, ok bool) {
 	for i := 1; i < len(a.shape); i++ {
 		if a.chunks[i] != a.shape[i] {
 			return nil, false
@@ -143,10 +143,10 @@ func (a *Array) Runs(off, n int64, buf []Run) (runs []Run, ok bool) {
 	for pos := off; pos < end; {
 		k := pos / span
 		m := min(end, (k+1)*span) - pos
-		buf = append(buf, Run{Slab: a.slabIndices[k], SlabOffset: a.slabOffsets[k], ChunkOff: pos - k*span, DstOff: pos - off, N: m})
+		runs = append(runs, Run{Slab: a.slabIndices[k], SlabOffset: a.slabOffsets[k], ChunkOff: pos - k*span, DstOff: pos - off, N: m})
 		pos += m
 	}
-	return buf, true
+	return runs, true
 }
 
 // addElement appends a one-element hyperslab keeping bytes [lo, hi) of

@@ -436,7 +436,7 @@ func TestRuns(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(ci), 3))
 			for range 300 {
 				off, n := rng.Int64N(size+3), rng.Int64N(size+3)
-				runs, ok := f.arr.Runs(off, n, nil)
+				runs, ok := f.arr.Runs(off, n)
 				if !slices.Equal(c.shape[1:], c.chunks[1:]) {
 					require.False(t, ok)
 					return
