@@ -19,6 +19,8 @@ type message struct {
 	typ   uint16
 	flags uint8
 	data  []byte
+	at    uint64 // address of data
+	sums  bool   // data lies in a block with a checksum (version 2 headers)
 }
 
 type block struct{ addr, length uint64 }
@@ -137,6 +139,7 @@ func (f *File) messages(ohdr uint64, want ...uint16) ([]message, error) {
 					b.skip(2)
 				}
 			}
+			m.at, m.sums = blk.addr+uint64(b.off), version >= 2
 			m.data = b.bytes(size)
 			if b.err != nil {
 				break
