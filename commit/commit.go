@@ -127,9 +127,9 @@ type newChunk struct {
 //
 // Order of writes (crash safety): chunks and hash rows are appended first and
 // largest_index is written last among them (spec section 4); then the version group is
-// created with committed=False, filled, and flagged committed=True; current_version moves
-// last. A commit cut short leaves either nothing visible or an uncommitted group, which
-// readers ignore.
+// created with committed=False, filled, its new virtual dataset checked (h5's
+// CheckMappingLists), and flagged committed=True; current_version moves last. A commit cut
+// short leaves either nothing visible or an uncommitted group, which readers ignore.
 func (c *Committer) Commit(ch Change) (Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -240,6 +240,9 @@ func (c *Committer) write(ch Change, base versions.Version, ds *versions.Dataset
 	if err := c.copyTree(base.Path(), vpath, "", ch.Dataset, func(dst string) error {
 		return c.createVirtual(ds, dst, ch.Array.Shape(), plan.blocks)
 	}); err != nil {
+		return err
+	}
+	if err := h.CheckMappingLists(); err != nil { // before anything marks it complete
 		return err
 	}
 	if err := setAttrs(h, vpath, []attr{{"committed", true}, {"timestamp", c.now().UTC().Format(TimestampLayout)}}); err != nil {

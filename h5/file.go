@@ -61,13 +61,15 @@ type File struct {
 	rw   bool
 	f    *hdf5.File // nil once closed; GUARDED_BY(mu)
 
+	lists []writtenList // mapping lists CreateVirtual wrote, not yet checked; under the HDF5 lock
+
 	releaseMu sync.Mutex  // taken after the HDF5 lock (CreateVirtual, Close)
 	release   *time.Timer // releaseLater's; GUARDED_BY(releaseMu)
 }
 
-// releaseDelay is how long after creating a virtual dataset the memory libhdf5 took to
-// create it goes back to the system, unless another is created meanwhile. Creating one
-// copies its mapping list several times (about 23 KiB a mapping at the peak: 230 MB for
+// releaseDelay is how long after libhdf5 created a virtual dataset's mappings (lists
+// CreateVirtual does not write itself) the memory it took goes back to the system, unless
+// another is created meanwhile. Creating one copies its mapping list several times (about 23 KiB a mapping at the peak: 230 MB for
 // 10,000 mappings), and libhdf5's free lists and glibc keep what is freed: commits in a
 // row reuse it (a commit at 10k chunks took 250-390 ms releasing it each time, 150-210 ms
 // reusing glibc's pages), and an idle mount gives it back.

@@ -743,14 +743,17 @@ int vh5_create_group(hid_t file, const char *path) {
 }
 
 // vh5_create_virtual creates the dataset at path with the element type of typesrc (a
-// dataset), shape dims (maxdims = dims) and, if fill is not NULL, that fill value. With
-// n > 0 it is a virtual dataset with one mapping per block: virtual [vstart, +count) from
-// source dataset srcname in this file (".") at [sstart, +count) of a source space srcdims.
-// With n == 0 it is a contiguous dataset whose storage is never allocated: it reads as fill,
-// the most portable form of "no mappings".
+// dataset), shape dims (maxdims = dims) and, if fill is not NULL, that fill value, and sets
+// *addr to its object header's address. With n > 0 it is a virtual dataset with one mapping
+// per block: virtual [vstart, +count) from source dataset srcname in this file (".") at
+// [sstart, +count) of a source space srcdims. With n == 0 it is a virtual dataset without
+// mappings if virt is set (the caller writes the mapping list), else a contiguous dataset
+// whose storage is never allocated: it reads as fill, the most portable form of "no
+// mappings".
 int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, const hsize_t *dims,
                        const void *fill, const char *srcname, const hsize_t *srcdims, size_t n,
-                       const hsize_t *vstart, const hsize_t *count, const hsize_t *sstart) {
+                       const hsize_t *vstart, const hsize_t *count, const hsize_t *sstart, int virt,
+                       haddr_t *addr) {
 	int rc = -1;
 	hid_t type = H5Dget_type(typesrc);
 	hid_t space = H5Screate_simple(rank, dims, NULL);
@@ -759,13 +762,15 @@ int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, co
 	hid_t d = -1;
 	if (type < 0 || space < 0 || src < 0 || dcpl < 0) goto done;
 	if (fill && H5Pset_fill_value(dcpl, type, fill) < 0) goto done;
-	if (n == 0) {
+	if (n == 0 && virt) {
+		if (H5Pset_layout(dcpl, H5D_VIRTUAL) < 0) goto done;
+	} else if (n == 0) {
 		if (H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 || H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE) < 0) goto done;
 	}
 	// Creating the dataset copies every mapping's selections several times: libhdf5's free
 	// lists, unbounded, hand the copies' blocks back instead of malloc and free (a quarter
 	// of the time at 10k mappings); vh5_release_memory empties them.
-	H5set_free_list_limits(-1, -1, -1, -1, -1, -1);
+	if (n > 0) H5set_free_list_limits(-1, -1, -1, -1, -1, -1);
 	for (size_t i = 0; i < n; i++) {
 		if (H5Sselect_hyperslab(space, H5S_SELECT_SET, vstart + i * rank, NULL, count + i * rank, NULL) < 0) goto done;
 		if (H5Sselect_hyperslab(src, H5S_SELECT_SET, sstart + i * rank, NULL, count + i * rank, NULL) < 0) goto done;
@@ -773,10 +778,12 @@ int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, co
 	}
 	if (H5Sselect_all(space) < 0) goto done;
 	d = H5Dcreate2(file, path, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-	if (d < 0) goto done;
+	if (d < 0 || vh5_object_addr(d, addr) < 0) goto done;
 	rc = 0;
 done:
-	if (d >= 0) H5Dclose(d);
+	// Closing it evicts its object header from libhdf5's cache (the file is opened with
+	// evict-on-close): the caller may then change the header on disk.
+	if (d >= 0 && H5Dclose(d) < 0) rc = -1;
 	if (dcpl >= 0) H5Pclose(dcpl);
 	if (src >= 0) H5Sclose(src);
 	if (space >= 0) H5Sclose(space);

@@ -88,7 +88,8 @@ int vh5_copy_object(hid_t file, const char *src, const char *dst);
 int vh5_create_group(hid_t file, const char *path);
 int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, const hsize_t *dims,
                        const void *fill, const char *srcname, const hsize_t *srcdims, size_t n,
-                       const hsize_t *vstart, const hsize_t *count, const hsize_t *sstart);
+                       const hsize_t *vstart, const hsize_t *count, const hsize_t *sstart, int virt,
+                       haddr_t *addr);
 void vh5_release_memory(void);
 int vh5_flush_sync(hid_t file);
 
@@ -101,4 +102,8 @@ int vh5u_recover(const char *path);
 int vh5u_pending(const char *path);
 hid_t vh5u_open(const char *path);
 int vh5u_sync(hid_t file);
+haddr_t vh5u_eoa(hid_t file);
+int vh5u_read(hid_t file, haddr_t addr, size_t n, void *buf);
+int vh5u_write(hid_t file, haddr_t addr, size_t n, const void *buf);
+int vh5u_reserve(hid_t file, hsize_t n, haddr_t *addr);
 #endif

@@ -265,7 +265,9 @@ static int undo_cmp(const H5FD_t *a, const H5FD_t *b) {
 
 static herr_t undo_query(const H5FD_t *f, unsigned long *flags) {
 	(void)f;
-	*flags = H5FD_FEAT_AGGREGATE_METADATA | H5FD_FEAT_ACCUMULATE_METADATA | H5FD_FEAT_DATA_SIEVE |
+	// No metadata accumulator: it keeps copies of metadata bytes it wrote and may write them
+	// again later, over what vh5u_write changed meanwhile.
+	*flags = H5FD_FEAT_AGGREGATE_METADATA | H5FD_FEAT_DATA_SIEVE |
 	         H5FD_FEAT_AGGREGATE_SMALLDATA | H5FD_FEAT_POSIX_COMPAT_HANDLE | H5FD_FEAT_DEFAULT_VFD_COMPATIBLE;
 	return 0;
 }
@@ -447,27 +449,79 @@ hid_t vh5u_open(const char *path) {
 	if (fapl < 0) return -1;
 	hid_t id = -1;
 	// Evict on close: libhdf5 otherwise keeps the object header of each virtual dataset a
-	// commit creates in its metadata cache with the mapping list decoded (about 6 KiB a
-	// mapping, which its size accounting does not see), until the file is closed.
+	// commit creates in its metadata cache (with the mapping list decoded, about 6 KiB a
+	// mapping its size accounting does not see) until the file is closed; and CreateVirtual
+	// changes a new dataset's header in the file once libhdf5 has closed it (mappings.go).
 	if (H5Pset_driver(fapl, undo_driver, NULL) >= 0 && H5Pset_evict_on_close(fapl, 1) >= 0)
 		id = H5Fopen(path, H5F_ACC_RDWR, fapl);
 	H5Pclose(fapl);
 	return id;
 }
 
-// vh5u_sync makes what libhdf5 wrote to file durable; file must be flushed (H5Fflush)
-// first. Files opened otherwise are fsynced. 0, or -1 with errno set.
-int vh5u_sync(hid_t file) {
-	int *fd = NULL;
-	if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) < 0 || fd == NULL) {
-		errno = EBADF;
-		return -1;
-	}
+// undo_of returns the driver's state for file, or NULL if file is not open through this
+// driver; then *fd, if fd is not NULL, is the file's descriptor (NULL if unknown).
+static undo_file *undo_of(hid_t file, int **fd) {
+	int *h = NULL;
+	if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&h) < 0) h = NULL;
+	if (fd) *fd = h;
+	if (h == NULL) return NULL;
 	hid_t fapl = H5Fget_access_plist(file);
 	hid_t drv = fapl >= 0 ? H5Pget_driver(fapl) : -1;
 	if (fapl >= 0) H5Pclose(fapl);
-	if (undo_driver >= 0 && drv == undo_driver) {
-		return undo_sync((undo_file *)((char *)fd - offsetof(undo_file, fd)));
+	return undo_driver >= 0 && drv == undo_driver ? (undo_file *)((char *)h - offsetof(undo_file, fd)) : NULL;
+}
+
+// vh5u_sync makes what libhdf5 wrote to file durable; file must be flushed (H5Fflush)
+// first. Files opened otherwise are fsynced. 0, or -1 with errno set.
+int vh5u_sync(hid_t file) {
+	int *fd;
+	undo_file *f = undo_of(file, &fd);
+	if (f) return undo_sync(f);
+	if (fd == NULL) {
+		errno = EBADF;
+		return -1;
 	}
 	return fsync(*fd);
+}
+
+// vh5u_eoa is the end of the space allocated in file (libhdf5's EOA), or 0 if file is not
+// open through this driver.
+haddr_t vh5u_eoa(hid_t file) {
+	undo_file *f = undo_of(file, NULL);
+	return f ? f->eoa : 0;
+}
+
+// vh5u_read and vh5u_write read and write file's bytes as libhdf5 does through this
+// driver (held writes included): 0, or -1 (errno set).
+int vh5u_read(hid_t file, haddr_t addr, size_t n, void *buf) {
+	undo_file *f = undo_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	return undo_read(&f->pub, H5FD_MEM_DEFAULT, H5P_DEFAULT, addr, n, buf) < 0 ? -1 : 0;
+}
+
+int vh5u_write(hid_t file, haddr_t addr, size_t n, const void *buf) {
+	undo_file *f = undo_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	return undo_write(&f->pub, H5FD_MEM_DEFAULT, H5P_DEFAULT, addr, n, buf) < 0 ? -1 : 0;
+}
+
+// vh5u_reserve allocates n bytes at the end of file's allocated space, outside libhdf5's
+// knowledge: libhdf5 asks the driver for the EOA whenever it extends the file, so it never
+// allocates them again. The caller must make the superblock record the new EOA. 0 and
+// *addr, or -1.
+int vh5u_reserve(hid_t file, hsize_t n, haddr_t *addr) {
+	undo_file *f = undo_of(file, NULL);
+	if (!f || f->eoa + n < f->eoa || f->eoa + n > undo_class.maxaddr) {
+		errno = f ? EFBIG : EBADF;
+		return -1;
+	}
+	*addr = f->eoa;
+	f->eoa += n;
+	return 0;
 }

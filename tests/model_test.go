@@ -567,9 +567,13 @@ func mdlGeometry(rng *rand.Rand, maxElems int64) (shape, chunks []int64) {
 				shape[i] = 0
 			}
 		}
-		if dims == 1 && rng.IntN(4) == 0 { // fewer, bigger chunks
+		switch r := rng.IntN(4); {
+		case dims == 1 && r == 0: // fewer, bigger chunks
 			chunks[0] = 16 + rng.Int64N(48)
 			shape[0] = rng.Int64N(4 * chunks[0])
+		case dims == 1 && r == 1: // many chunks: mapping lists vh5fs writes without libhdf5
+			chunks[0] = 1 + rng.Int64N(2)
+			shape[0] = maxElems/2 + rng.Int64N(maxElems/2)
 		}
 		if prod(shape) <= maxElems && (prod(shape) > 0 || rng.IntN(3) == 0) {
 			return shape, chunks

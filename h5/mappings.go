@@ -1,0 +1,157 @@
+package h5
+
+// #include "vh5.h"
+import "C"
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/vh5fs/vh5fs/h5meta"
+)
+
+// Writing a virtual dataset's mapping list without libhdf5's per-mapping cost.
+//
+// libhdf5 creates the dataset with no mappings; its layout message then refers to no
+// mapping list (an undefined global heap address). Closing the dataset evicts its object
+// header from libhdf5's cache (files open read-write are opened with evict-on-close), and
+// the driver keeps no copy of metadata bytes (no metadata accumulator, vh5_undo.c). Then,
+// through the driver, so that the undo journal covers it:
+//  1. the list, encoded as libhdf5 1.10 encodes it, goes in a new global heap collection
+//     of its own (as libhdf5 would put it: the list is larger than a shared collection)
+//     in space reserved at the end of the file;
+//  2. the layout message's global heap ID is set to that collection's object 1;
+//  3. the superblock's end-of-file address is set to cover the collection (libhdf5 writes
+//     the same value whenever it writes the superblock, as it asks the driver).
+//
+// libhdf5 reads the header from the file the next time it needs it (to add the dataset's
+// attributes, for one). CheckMappingLists verifies, after a flush, that the header in the
+// file still refers to the list: the proof that libhdf5 kept no copy of its own.
+
+// writtenList is a mapping list CreateVirtual wrote, for CheckMappingLists.
+type writtenList struct {
+	path       string
+	ohdr, heap uint64 // the dataset's object header, the list's collection
+}
+
+// vfdReader reads the file as libhdf5 does, through the undo driver (held writes
+// included). Its user holds the HDF5 lock.
+type vfdReader struct{ id C.hid_t }
+
+func (r vfdReader) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if rc, err := C.vh5u_read(r.id, C.haddr_t(off), C.size_t(len(p)), ptr(p)); rc < 0 {
+		return 0, fmt.Errorf("read %d bytes at %d: %w", len(p), off, err)
+	}
+	return len(p), nil
+}
+
+// metadata opens the file's metadata as the undo driver has it, or returns nil if the file
+// is not open through it. Under the HDF5 lock.
+func metadata(id C.hid_t) (*h5meta.File, error) {
+	eoa := C.vh5u_eoa(id)
+	if eoa == 0 {
+		return nil, nil
+	}
+	return h5meta.Open(vfdReader{id}, int64(eoa))
+}
+
+// mappingList returns the encoded mapping list when CreateVirtual writes the list itself: the file is open read-write (through the undo driver), has a
+// superblock of version 0 or 1 (no checksum), 8-byte offsets and lengths, no user block,
+// and the list is large enough that libhdf5 would give it a collection of its own. Else it
+// returns nil: libhdf5 creates the mappings. Under the HDF5 lock.
+func (f *File) mappingList(id C.hid_t, srcName string, rank int, vs, cs, ss []int64) []byte {
+	if !f.rw || len(cs) == 0 {
+		return nil
+	}
+	meta, err := metadata(id)
+	if err != nil || meta == nil || meta.Base() != 0 || meta.SizeOfOffsets() != 8 || meta.SizeOfLengths() != 8 {
+		return nil
+	}
+	if _, err := meta.EOAField(); err != nil {
+		return nil
+	}
+	list, err := meta.EncodeMappingList(".", srcName, rank, vs, cs, ss)
+	if err != nil || !meta.OwnHeapCollection(len(list)) {
+		return nil
+	}
+	return list
+}
+
+// writeMappingList gives the mapping-less virtual dataset at ohdr the encoded list (see
+// the top of this file) and returns the address of the collection that holds it. Under
+// the HDF5 lock.
+func writeMappingList(id C.hid_t, ohdr uint64, list []byte) (uint64, error) {
+	meta, err := metadata(id) // anew: libhdf5 has allocated the header since
+	if err != nil {
+		return 0, err
+	}
+	ref, err := meta.MappingListRef(ohdr)
+	if err != nil {
+		return 0, err
+	}
+	if !ref.Undefined(meta) {
+		return 0, fmt.Errorf("the new dataset refers to a mapping list already (collection %d)", ref.Addr)
+	}
+	eoaAt, err := meta.EOAField()
+	if err != nil {
+		return 0, err
+	}
+	coll := meta.HeapCollection(list)
+	var addr C.haddr_t
+	if rc, err := C.vh5u_reserve(id, C.hsize_t(len(coll)), &addr); rc < 0 {
+		return 0, fmt.Errorf("reserving %d bytes: %w", len(coll), err)
+	}
+	heapID := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(nil, uint64(addr)), 1)
+	eoa := binary.LittleEndian.AppendUint64(nil, uint64(addr)+uint64(len(coll)))
+	// The collection first, then what refers to it.
+	for _, w := range []struct {
+		at   int64
+		data []byte
+	}{{int64(addr), coll}, {ref.At, heapID}, {eoaAt, eoa}} {
+		if rc, err := C.vh5u_write(id, C.haddr_t(w.at), C.size_t(len(w.data)), ptr(w.data)); rc < 0 {
+			return 0, fmt.Errorf("writing %d bytes at %d: %w", len(w.data), w.at, err)
+		}
+	}
+	return uint64(addr), nil
+}
+
+// CheckMappingLists flushes libhdf5's metadata, then checks that every virtual dataset
+// whose mapping list CreateVirtual wrote since the last check still refers to it in the
+// file. Call it after the last change to those datasets and before anything marks them
+// complete: an error means the datasets must not be used.
+func (f *File) CheckMappingLists() error {
+	lock()
+	defer unlock()
+	if len(f.lists) == 0 {
+		return nil
+	}
+	lists := f.lists
+	f.lists = nil
+	id, err := f.id()
+	if err != nil {
+		return err
+	}
+	if C.H5Fflush(id, C.H5F_SCOPE_LOCAL) < 0 {
+		return fail("flush", f.path, nil)
+	}
+	meta, err := metadata(id)
+	if err == nil && meta == nil {
+		err = fmt.Errorf("not open read-write")
+	}
+	if err != nil {
+		return &Error{Op: "check the mapping lists written in", Path: f.path, Err: err}
+	}
+	for _, l := range lists {
+		ref, err := meta.MappingListRef(l.ohdr)
+		if err == nil && (ref.Addr != l.heap || ref.Index != 1) {
+			err = fmt.Errorf("its layout refers to global heap object %d of collection %d, not to object 1 of %d", ref.Index, ref.Addr, l.heap)
+		}
+		if err != nil {
+			return &Error{Op: "check the mapping list of", Path: l.path, Err: err}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package h5
+
+import (
+	"encoding/binary"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/h5meta"
+)
+
+// copyFixture copies fixture name into a temporary directory.
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	in, err := os.Open(filepath.Join(fixtures, name))
+	require.NoError(t, err)
+	defer in.Close()
+	path := filepath.Join(t.TempDir(), name)
+	out, err := os.Create(path)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+	return path
+}
+
+// TestCreateVirtualWritesList: a virtual dataset whose mapping list CreateVirtual wrote
+// itself reads through libhdf5, in the same open and after reopening, as its blocks say,
+// and later writers of the file (libhdf5 through h5py) leave it intact.
+func TestCreateVirtualWritesList(t *testing.T) {
+	path := copyFixture(t, "basic_1d.h5")
+	f, err := OpenRW(path)
+	require.NoError(t, err)
+	src, err := f.OpenDataset("/_version_data/x/raw_data")
+	require.NoError(t, err)
+	rows := src.Info().Shape[0]
+	srcData := make([]byte, 8*rows)
+	require.NoError(t, src.ReadBox([]int64{0}, []int64{rows}, []int64{rows}, []int64{0}, srcData))
+
+	// 300 one-element mappings, the last 50 elements unmapped (fill -1).
+	const n, size = 300, 350
+	var blocks []VirtualBlock
+	want := make([]byte, 8*size)
+	for i := range size {
+		binary.LittleEndian.PutUint64(want[8*i:], ^uint64(0))
+	}
+	for i := range int64(n) {
+		s := (i * 7) % rows
+		blocks = append(blocks, VirtualBlock{VStart: []int64{i}, Count: []int64{1}, SrcStart: []int64{s}})
+		copy(want[8*i:8*i+8], srcData[8*s:])
+	}
+	fill := want[8*n : 8*n+8]
+	// Two, each made durable: libhdf5 writes the superblock when an allocation of its own
+	// marked it changed, which the second creation need not do.
+	for _, name := range []string{"/big", "/big2"} {
+		require.NoError(t, f.CreateVirtual(name, src, []int64{size}, fill, blocks))
+		require.Len(t, f.lists, 1, "CreateVirtual wrote the list itself")
+		require.NoError(t, f.CheckMappingLists())
+		require.NoError(t, f.FlushSync())
+	}
+
+	check := func(f *File) {
+		t.Helper()
+		for _, name := range []string{"/big", "/big2"} {
+			checkVirtual(t, f, name, blocks, src.Path(), want)
+		}
+	}
+	check(f) // libhdf5 reads the headers from the file, as changed
+	// What the machine stopping now would leave: libhdf5 writes the superblock again when
+	// it closes the file.
+	stopped := filepath.Join(t.TempDir(), "stopped.h5")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(stopped, b, 0o644))
+	require.NoError(t, src.Close())
+	require.NoError(t, f.Close())
+
+	for _, p := range []string{stopped, path} {
+		// Another program extends the file: it must allocate after the lists.
+		out, err := exec.Command("/usr/bin/python3", "-c", `import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    f.create_dataset("after", data=np.arange(100000.0))
+    f.attrs["after"] = "x" * 1000`, p).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		f, err := Open(p)
+		require.NoError(t, err)
+		check(f)
+		require.NoError(t, f.Close())
+	}
+}
+
+// checkVirtual checks, through libhdf5, the mappings and the data of the virtual dataset
+// at path.
+func checkVirtual(t *testing.T, f *File, path string, blocks []VirtualBlock, src string, want []byte) {
+	t.Helper()
+	d, err := f.OpenDataset(path)
+	require.NoError(t, err)
+	defer d.Close()
+	ms, err := d.Mappings()
+	require.NoError(t, err)
+	require.Len(t, ms, len(blocks))
+	for i, m := range ms {
+		b := blocks[i]
+		require.Equal(t, Mapping{VStart: b.VStart, VCount: b.Count, SrcFile: ".", SrcDataset: src, SrcStart: b.SrcStart, SrcCount: b.Count}, m)
+	}
+	shape := d.Info().Shape
+	got := make([]byte, len(want))
+	require.NoError(t, d.ReadBox([]int64{0}, shape, shape, []int64{0}, got))
+	require.Equal(t, want, got)
+}
+
+// TestCheckMappingLists: a dataset header that no longer refers to the list written for
+// it (as if libhdf5 had written back the header it created) fails the check.
+func TestCheckMappingLists(t *testing.T) {
+	path := copyFixture(t, "basic_1d.h5")
+	f, err := OpenRW(path)
+	require.NoError(t, err)
+	defer f.Close()
+	src, err := f.OpenDataset("/_version_data/x/raw_data")
+	require.NoError(t, err)
+	defer src.Close()
+	var blocks []VirtualBlock
+	for i := range int64(100) {
+		blocks = append(blocks, VirtualBlock{VStart: []int64{i}, Count: []int64{1}, SrcStart: []int64{0}})
+	}
+	require.NoError(t, f.CreateVirtual("/big", src, []int64{100}, nil, blocks))
+	require.Len(t, f.lists, 1)
+	addr := f.lists[0].ohdr
+
+	disk, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer disk.Close()
+	st, err := disk.Stat()
+	require.NoError(t, err)
+	meta, err := h5meta.Open(disk, st.Size())
+	require.NoError(t, err)
+	ref, err := meta.MappingListRef(addr)
+	require.NoError(t, err)
+	require.EqualValues(t, f.lists[0].heap, ref.Addr)
+	undef := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
+	_, err = disk.WriteAt(undef, ref.At)
+	require.NoError(t, err)
+
+	err = f.CheckMappingLists()
+	require.ErrorContains(t, err, "/big")
+	require.ErrorContains(t, err, "not to object 1 of")
+}
+
+// TestCreateVirtualByLibhdf5: lists libhdf5 encodes otherwise (coordinates past 32 bits)
+// or keeps in a shared collection (a few mappings) are created by libhdf5.
+func TestCreateVirtualByLibhdf5(t *testing.T) {
+	path := copyFixture(t, "basic_1d.h5")
+	f, err := OpenRW(path)
+	require.NoError(t, err)
+	defer f.Close()
+	src, err := f.OpenDataset("/_version_data/x/raw_data")
+	require.NoError(t, err)
+	defer src.Close()
+	for _, tc := range []struct {
+		name   string
+		shape  int64
+		blocks []VirtualBlock
+	}{
+		{"few", 10, []VirtualBlock{{VStart: []int64{0}, Count: []int64{4}, SrcStart: []int64{0}}}},
+		{"past 32 bits", 1<<32 + 200, func() (bs []VirtualBlock) {
+			for i := range int64(100) {
+				bs = append(bs, VirtualBlock{VStart: []int64{1<<32 + i}, Count: []int64{1}, SrcStart: []int64{0}})
+			}
+			return bs
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, f.CreateVirtual("/"+tc.name, src, []int64{tc.shape}, nil, tc.blocks))
+			require.Empty(t, f.lists)
+			d, err := f.OpenDataset("/" + tc.name)
+			require.NoError(t, err)
+			defer d.Close()
+			ms, err := d.Mappings()
+			require.NoError(t, err)
+			require.Len(t, ms, len(tc.blocks))
+			require.Equal(t, tc.blocks[len(tc.blocks)-1].VStart, ms[len(ms)-1].VStart)
+		})
+	}
+}
