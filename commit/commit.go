@@ -430,6 +430,18 @@ type plan struct {
 	blocks []h5.VirtualBlock
 	fresh  []newChunk
 	remap  []remap
+	arena  []int64 // what ints carves the chunks' coordinates from
+}
+
+// ints returns n zeroed int64s carved from a block shared with later calls: a plan holds
+// a few small slices per chunk of the dataset.
+func (p *plan) ints(n int) []int64 {
+	if len(p.arena) < n {
+		p.arena = make([]int64, max(n, 1<<13))
+	}
+	s := p.arena[:n:n]
+	p.arena = p.arena[n:]
+	return s
 }
 
 // plan is the CommitPlan: it decides, for every chunk of the staged array, which slot the
@@ -438,7 +450,8 @@ type plan struct {
 // existing slot with the same digest (including slots no version uses any more); then the
 // first identical chunk of this commit.
 func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (plan, Result, error) {
-	var p plan
+	n := arr.NumChunks()
+	p := plan{blocks: make([]h5.VirtualBlock, 0, n), remap: make([]remap, 0, n)}
 	var res Result
 	chunks, isz := arr.Chunks(), arr.ItemSize()
 	type candidate struct {
@@ -455,7 +468,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		if slab != staged.BaseSlab {
 			return nil // full: unmapped; staged: a candidate
 		}
-		grid := slices.Clone(g)
+		grid := append(p.ints(len(g))[:0], g...)
 		trimmed := arr.Trimmed(grid)
 		if slices.Equal(trimmed, baseTrimmed(ds.Shape, chunks, grid)) {
 			p.map1(grid, chunks, trimmed, off)
@@ -474,6 +487,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	if err != nil {
 		return p, res, err
 	}
+	base := len(p.blocks) // the base's own chunks, mapped in grid order
 	// New chunks are appended in staging order, as versioned-hdf5 appends its staged slabs.
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
 	pending := map[[32]byte]int64{}
@@ -501,14 +515,32 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
 		p.map1(cd.grid, chunks, cd.trimmed, row)
 	}
-	// One mapping per chunk, in grid order, as versioned-hdf5 creates them.
-	slices.SortFunc(p.blocks, func(a, b h5.VirtualBlock) int { return slices.Compare(a.VStart, b.VStart) })
+	// One mapping per chunk, in grid order, as versioned-hdf5 creates them: the chunks
+	// mapped since the base's are sorted and merged in.
+	p.blocks = mergeBlocks(p.blocks[:base], p.blocks[base:])
 	return p, res, nil
 }
 
+// mergeBlocks merges b into a, which is sorted by virtual start, after sorting b.
+func mergeBlocks(a, b []h5.VirtualBlock) []h5.VirtualBlock {
+	if len(b) == 0 {
+		return a
+	}
+	cmpStart := func(x, y h5.VirtualBlock) int { return slices.Compare(x.VStart, y.VStart) }
+	slices.SortFunc(b, cmpStart)
+	out := make([]h5.VirtualBlock, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if cmpStart(a[0], b[0]) <= 0 {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
 func (p *plan) map1(grid, chunks, trimmed []int64, row int64) {
-	vstart := make([]int64, len(grid))
-	src := make([]int64, len(grid))
+	vstart, src := p.ints(len(grid)), p.ints(len(grid))
 	for i := range grid {
 		vstart[i] = grid[i] * chunks[i]
 	}
