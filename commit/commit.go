@@ -200,7 +200,7 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 			return Result{Name: ch.Base, Skipped: true}, nil
 		}
 	}
-	if err := c.write(ch, base, ds, ix, plan, name, now, &res); err != nil {
+	if err := c.write(ch, base, ds, ix, plan, c.loadUnchanged(base, ch.Dataset), name, now, &res); err != nil {
 		return Result{}, err
 	}
 	c.next = ""
@@ -219,7 +219,7 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 // write is the part of a commit that writes the file. libhdf5 may rewrite metadata on disk
 // meanwhile, so it holds the File's write lock: nothing reads metadata from the file's
 // bytes until the new version is flushed.
-func (c *Committer) write(ch Change, base versions.Version, ds *versions.Dataset, ix *index, plan plan, name string, now time.Time, res *Result) error {
+func (c *Committer) write(ch Change, base versions.Version, ds *versions.Dataset, ix *index, plan plan, unchanged map[string]*versions.Dataset, name string, now time.Time, res *Result) error {
 	h := c.f.HDF5()
 	c.f.BeginWrite()
 	defer c.f.EndWrite()
@@ -237,7 +237,7 @@ func (c *Committer) write(ch Change, base versions.Version, ds *versions.Dataset
 	if err := setAttrs(h, vpath, []attr{{"prev_version", base.Name}, {"committed", false}, {"timestamp", stamp}}); err != nil {
 		return err
 	}
-	if err := c.copyTree(base.Path(), vpath, "", ch.Dataset, func(dst string) error {
+	if err := c.copyTree(base.Path(), vpath, "", ch.Dataset, unchanged, func(dst string) error {
 		return c.createVirtual(ds, dst, ch.Array.Shape(), plan.blocks)
 	}); err != nil {
 		return err
@@ -599,9 +599,9 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 }
 
 // copyTree recreates the base version's tree under dst: groups with their attributes,
-// unchanged datasets copied whole (H5Ocopy keeps mappings and attributes), and the changed
-// dataset created by create.
-func (c *Committer) copyTree(srcDir, dstDir, rel, changed string, create func(dst string) error) error {
+// unchanged datasets copied whole (mappings and attributes; those in unchanged by
+// copyVirtual, the rest by H5Ocopy), and the changed dataset created by create.
+func (c *Committer) copyTree(srcDir, dstDir, rel, changed string, unchanged map[string]*versions.Dataset, create func(dst string) error) error {
 	h := c.f.HDF5()
 	entries, err := c.f.List(srcDir)
 	if err != nil {
@@ -617,7 +617,7 @@ func (c *Committer) copyTree(srcDir, dstDir, rel, changed string, create func(ds
 			if err := h.CopyAttrs(src, dst); err != nil {
 				return err
 			}
-			if err := c.copyTree(src, dst, r, changed, create); err != nil {
+			if err := c.copyTree(src, dst, r, changed, unchanged, create); err != nil {
 				return err
 			}
 		case r == changed:
@@ -628,12 +628,51 @@ func (c *Committer) copyTree(srcDir, dstDir, rel, changed string, create func(ds
 				return err
 			}
 		default:
-			if err := h.CopyObject(src, dst); err != nil {
+			copied, err := c.copyVirtual(unchanged[src], src, dst)
+			if err == nil && !copied {
+				err = h.CopyObject(src, dst)
+			} else if err == nil {
+				err = h.CopyAttrs(src, dst)
+			}
+			if err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// loadUnchanged loads the base version's datasets other than the changed one that a
+// commit could have created (fixed-size elements), for copyVirtual; once the commit's
+// write has begun, datasets can no longer be loaded.
+func (c *Committer) loadUnchanged(base versions.Version, changed string) map[string]*versions.Dataset {
+	paths, err := c.f.DatasetPaths(base.Name)
+	if err != nil {
+		return nil // H5Ocopy copies them all
+	}
+	out := map[string]*versions.Dataset{}
+	for _, p := range paths {
+		if p == changed {
+			continue
+		}
+		if ds, err := c.f.Dataset(base.Path() + "/" + p); err == nil && ds.Stageable() {
+			out[base.Path()+"/"+p] = ds
+		}
+	}
+	return out
+}
+
+// copyVirtual copies ds, the version dataset at src, to dst with its mapping list as
+// stored (h5's CopyVirtual, attributes aside); false if H5Ocopy must copy it.
+func (c *Committer) copyVirtual(ds *versions.Dataset, src, dst string) (bool, error) {
+	if ds == nil {
+		return false, nil
+	}
+	fill := ds.Fill
+	if !ds.FillDefined() {
+		fill = nil
+	}
+	return c.f.HDF5().CopyVirtual(dst, src, ds.RawDataset(), ds.Shape, fill)
 }
 
 func (c *Committer) createVirtual(ds *versions.Dataset, dst string, shape []int64, blocks []h5.VirtualBlock) error {

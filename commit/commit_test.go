@@ -1,6 +1,8 @@
 package commit
 
 import (
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -124,4 +126,56 @@ func TestCarriesTree(t *testing.T) {
 		names = append(names, a.Name)
 	}
 	require.ElementsMatch(t, []string{"committed", "prev_version", "timestamp"}, names)
+}
+
+// TestCopiesMappingLists: a commit that changes one dataset carries a large unchanged one
+// over with its mapping list as stored (h5's CopyVirtual): libhdf5 (h5py) reads the same
+// mappings, attributes and data in both versions, and so does vh5fs after reopening.
+func TestCopiesMappingLists(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f.h5")
+	out, err := exec.Command("/usr/bin/python3", "../tests/py/make_versioned.py", file,
+		"--shape", "3000,5", "--chunks", "7,5", "--history", "2", "--log-everywhere").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	f, err := versions.OpenRW(file)
+	require.NoError(t, err)
+	c, err := New(f)
+	require.NoError(t, err)
+	d, err := f.Dataset(versions.VersionsGroup + "/v0/log")
+	require.NoError(t, err)
+	arr, err := d.NewStaged()
+	require.NoError(t, err)
+	_, err = arr.WriteAt([]byte{7, 0, 0, 0, 0, 0, 0, 0}, 0, d.ChunkSource())
+	require.NoError(t, err)
+	res, err := c.Commit(Change{Base: "v0", Dataset: "log", Array: arr})
+	require.NoError(t, err)
+	c.Close()
+	require.NoError(t, f.Close())
+
+	out, err = exec.Command("/usr/bin/python3", "-c", `import h5py, numpy as np, sys
+f = h5py.File(sys.argv[1], "r")
+a, b = f["_version_data/versions/v0/data"], f["_version_data/versions/" + sys.argv[2] + "/data"]
+assert b.is_virtual and len(b.virtual_sources()) == 429, len(b.virtual_sources())
+for x, y in zip(a.virtual_sources(), b.virtual_sources()):
+    assert x.vspace.get_select_bounds() == y.vspace.get_select_bounds()
+    assert x.src_space.get_select_bounds() == y.src_space.get_select_bounds()
+    assert (x.file_name, x.dset_name) == (y.file_name, y.dset_name)
+assert dict(a.attrs) .keys() == dict(b.attrs).keys() and a.attrs["raw_data"] == b.attrs["raw_data"]
+assert (a.attrs["chunks"] == b.attrs["chunks"]).all() and a.fillvalue == b.fillvalue
+assert (a[...] == b[...]).all() and a[-1, -1] == 14999
+assert f["_version_data/versions/" + sys.argv[2] + "/log"][0] == 7
+`, file, res.Name).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	f, err = versions.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	read := func(v string) []byte {
+		d, err := f.Dataset(versions.VersionsGroup + "/" + v + "/data")
+		require.NoError(t, err)
+		b := make([]byte, d.Size())
+		_, err = d.ReadAt(b, 0)
+		require.NoError(t, err)
+		return b
+	}
+	require.Equal(t, read("v0"), read(res.Name))
 }

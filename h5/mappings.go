@@ -5,7 +5,9 @@ import "C"
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/vh5fs/vh5fs/h5meta"
 )
@@ -15,8 +17,8 @@ import (
 // libhdf5 creates the dataset with no mappings; its layout message then refers to no
 // mapping list (an undefined global heap address). Closing the dataset evicts its object
 // header from libhdf5's cache (files open read-write are opened with evict-on-close), and
-// the driver keeps no copy of metadata bytes (no metadata accumulator, vh5_undo.c). Then,
-// through the driver, so that the undo journal covers it:
+// libhdf5 keeps no other copy of the bytes it wrote (the undo driver does not offer it the
+// metadata accumulator). Then, through the driver, so that the undo journal covers it:
 //  1. the list, encoded as libhdf5 1.10 encodes it, goes in a new global heap collection
 //     of its own (as libhdf5 would put it: the list is larger than a shared collection)
 //     in space reserved at the end of the file;
@@ -58,12 +60,11 @@ func metadata(id C.hid_t) (*h5meta.File, error) {
 	return h5meta.Open(vfdReader{id}, int64(eoa))
 }
 
-// mappingList returns the encoded mapping list when CreateVirtual writes the list itself: the file is open read-write (through the undo driver), has a
-// superblock of version 0 or 1 (no checksum), 8-byte offsets and lengths, no user block,
-// and the list is large enough that libhdf5 would give it a collection of its own. Else it
-// returns nil: libhdf5 creates the mappings. Under the HDF5 lock.
-func (f *File) mappingList(id C.hid_t, srcName string, rank int, vs, cs, ss []int64) []byte {
-	if !f.rw || len(cs) == 0 {
+// listWriter returns the file's metadata if vh5fs writes mapping lists in it itself: it is
+// open read-write (through the undo driver) and has a superblock of version 0 or 1 (no
+// checksum), 8-byte offsets and lengths and no user block. Else nil. Under the HDF5 lock.
+func (f *File) listWriter(id C.hid_t) *h5meta.File {
+	if !f.rw {
 		return nil
 	}
 	meta, err := metadata(id)
@@ -73,11 +74,73 @@ func (f *File) mappingList(id C.hid_t, srcName string, rank int, vs, cs, ss []in
 	if _, err := meta.EOAField(); err != nil {
 		return nil
 	}
+	return meta
+}
+
+// mappingList returns the encoded mapping list when CreateVirtual writes it itself: the
+// file takes lists (listWriter) and this one is large enough that libhdf5 would give it a
+// collection of its own. Else nil: libhdf5 creates the mappings. Under the HDF5 lock.
+func (f *File) mappingList(id C.hid_t, srcName string, rank int, vs, cs, ss []int64) []byte {
+	meta := f.listWriter(id)
+	if meta == nil || len(cs) == 0 {
+		return nil
+	}
 	list, err := meta.EncodeMappingList(".", srcName, rank, vs, cs, ss)
 	if err != nil || !meta.OwnHeapCollection(len(list)) {
 		return nil
 	}
 	return list
+}
+
+// CopyVirtual creates at dst a copy of the virtual dataset at src, as CreateVirtual would
+// create it (element type of typeSrc, shape, fill; attributes are not copied), with src's
+// mapping list as stored: mappings identical, as with H5Ocopy, which instead decodes and
+// encodes every mapping again (it costs about as much as creating them). It creates
+// nothing and returns false where CreateVirtual would leave the list to libhdf5 (see
+// mappingList) or src has no list; then CopyObject is the way. CheckMappingLists applies
+// as after CreateVirtual.
+func (f *File) CopyVirtual(dst, src string, typeSrc *Dataset, shape []int64, fill []byte) (bool, error) {
+	csrc := C.CString(src)
+	defer C.free(unsafe.Pointer(csrc))
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return false, err
+	}
+	meta := f.listWriter(id)
+	if meta == nil {
+		return false, nil
+	}
+	var srcAddr C.haddr_t
+	if C.vh5_object_addr_by_name(id, csrc, &srcAddr) < 0 {
+		return false, fail("object address", src, nil)
+	}
+	list, err := meta.MappingListBytes(uint64(srcAddr))
+	switch {
+	case errors.Is(err, h5meta.ErrUnsupported):
+		return false, nil
+	case err != nil:
+		return false, &Error{Op: "copy the mapping list of", Path: src, Err: err}
+	case list == nil || !meta.OwnHeapCollection(len(list)):
+		return false, nil
+	}
+	return true, f.createListed(id, dst, typeSrc, shape, fill, list)
+}
+
+// createListed creates the virtual dataset at path without mappings and writes list as its
+// mapping list. Under the HDF5 lock.
+func (f *File) createListed(id C.hid_t, path string, typeSrc *Dataset, shape []int64, fill, list []byte) error {
+	addr, err := f.createVirtual(id, path, typeSrc, shape, fill, nil, true)
+	if err != nil {
+		return err
+	}
+	heap, err := writeMappingList(id, addr, list)
+	if err != nil {
+		return &Error{Op: "write the mapping list of", Path: path, Err: err}
+	}
+	f.lists = append(f.lists, writtenList{path: path, ohdr: addr, heap: heap})
+	return nil
 }
 
 // writeMappingList gives the mapping-less virtual dataset at ohdr the encoded list (see

@@ -62,10 +62,17 @@ func TestCreateVirtualWritesList(t *testing.T) {
 		require.NoError(t, f.CheckMappingLists())
 		require.NoError(t, f.FlushSync())
 	}
+	// A copy takes the list as stored.
+	copied, err := f.CopyVirtual("/copy", "/big", src, []int64{size}, fill)
+	require.NoError(t, err)
+	require.True(t, copied)
+	require.Len(t, f.lists, 1)
+	require.NoError(t, f.CheckMappingLists())
+	require.NoError(t, f.FlushSync())
 
 	check := func(f *File) {
 		t.Helper()
-		for _, name := range []string{"/big", "/big2"} {
+		for _, name := range []string{"/big", "/big2", "/copy"} {
 			checkVirtual(t, f, name, blocks, src.Path(), want)
 		}
 	}
@@ -151,7 +158,8 @@ func TestCheckMappingLists(t *testing.T) {
 }
 
 // TestCreateVirtualByLibhdf5: lists libhdf5 encodes otherwise (coordinates past 32 bits)
-// or keeps in a shared collection (a few mappings) are created by libhdf5.
+// or keeps in a shared collection (a few mappings) are created by libhdf5. CopyVirtual
+// copies any list in a collection of its own, whatever its encoding.
 func TestCreateVirtualByLibhdf5(t *testing.T) {
 	path := copyFixture(t, "basic_1d.h5")
 	f, err := OpenRW(path)
@@ -164,25 +172,42 @@ func TestCreateVirtualByLibhdf5(t *testing.T) {
 		name   string
 		shape  int64
 		blocks []VirtualBlock
+		copies bool
 	}{
-		{"few", 10, []VirtualBlock{{VStart: []int64{0}, Count: []int64{4}, SrcStart: []int64{0}}}},
+		{"few", 10, []VirtualBlock{{VStart: []int64{0}, Count: []int64{4}, SrcStart: []int64{0}}}, false},
 		{"past 32 bits", 1<<32 + 200, func() (bs []VirtualBlock) {
 			for i := range int64(100) {
 				bs = append(bs, VirtualBlock{VStart: []int64{1<<32 + i}, Count: []int64{1}, SrcStart: []int64{0}})
 			}
 			return bs
-		}()},
+		}(), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, f.CreateVirtual("/"+tc.name, src, []int64{tc.shape}, nil, tc.blocks))
 			require.Empty(t, f.lists)
-			d, err := f.OpenDataset("/" + tc.name)
-			require.NoError(t, err)
-			defer d.Close()
-			ms, err := d.Mappings()
-			require.NoError(t, err)
+			mappings := func(path string) []Mapping {
+				d, err := f.OpenDataset(path)
+				require.NoError(t, err)
+				defer d.Close()
+				ms, err := d.Mappings()
+				require.NoError(t, err)
+				return ms
+			}
+			ms := mappings("/" + tc.name)
 			require.Len(t, ms, len(tc.blocks))
 			require.Equal(t, tc.blocks[len(tc.blocks)-1].VStart, ms[len(ms)-1].VStart)
+
+			copied, err := f.CopyVirtual("/"+tc.name+"-copy", "/"+tc.name, src, []int64{tc.shape}, nil)
+			require.NoError(t, err)
+			require.Equal(t, tc.copies, copied)
+			if !copied {
+				k, err := f.Kind("/" + tc.name + "-copy")
+				require.NoError(t, err)
+				require.Equal(t, KindMissing, k, "nothing created: left to H5Ocopy")
+				return
+			}
+			require.NoError(t, f.CheckMappingLists())
+			require.Equal(t, ms, mappings("/"+tc.name+"-copy"))
 		})
 	}
 }

@@ -190,9 +190,6 @@ func (f *File) CreateVirtual(path string, src *Dataset, shape []int64, fill []by
 	if len(src.info.Shape) != rank || rank == 0 {
 		return &Error{Op: "create virtual dataset", Path: path, Err: fmt.Errorf("rank mismatch")}
 	}
-	if fill != nil && len(fill) != src.info.Type.Size {
-		return &Error{Op: "create virtual dataset", Path: path, Err: fmt.Errorf("fill of %d bytes for %d-byte elements", len(fill), src.info.Type.Size)}
-	}
 	n := len(blocks)
 	flat := make([]int64, 3*n*rank)
 	vs, cs, ss := flat[:n*rank], flat[n*rank:2*n*rank], flat[2*n*rank:]
@@ -211,24 +208,19 @@ func (f *File) CreateVirtual(path string, src *Dataset, shape []int64, fill []by
 		return err
 	}
 	list := f.mappingList(id, src.path, rank, vs, cs, ss)
-	if list != nil {
-		n = 0 // libhdf5 creates the dataset without them
-	}
-	addr, err := f.createVirtual(id, path, src, shape, fill, n, hsizes(flat), list != nil)
-	if err != nil || list == nil {
+	if list == nil {
+		_, err := f.createVirtual(id, path, src, shape, fill, hsizes(flat), false)
 		return err
 	}
-	heap, err := writeMappingList(id, addr, list)
-	if err != nil {
-		return &Error{Op: "write the mapping list of", Path: path, Err: err}
-	}
-	f.lists = append(f.lists, writtenList{path: path, ohdr: addr, heap: heap})
-	return nil
+	return f.createListed(id, path, src, shape, fill, list)
 }
 
-// createVirtual is vh5_create_virtual: n blocks from flat (virtual starts, counts, source
+// createVirtual is vh5_create_virtual, the blocks in flat (virtual starts, counts, source
 // starts, rank each); it returns the object header's address.
-func (f *File) createVirtual(id C.hid_t, path string, src *Dataset, shape []int64, fill []byte, n int, flat []C.hsize_t, virt bool) (uint64, error) {
+func (f *File) createVirtual(id C.hid_t, path string, src *Dataset, shape []int64, fill []byte, flat []C.hsize_t, virt bool) (uint64, error) {
+	if fill != nil && len(fill) != src.info.Type.Size {
+		return 0, &Error{Op: "create virtual dataset", Path: path, Err: fmt.Errorf("fill of %d bytes for %d-byte elements", len(fill), src.info.Type.Size)}
+	}
 	sid, err := src.id()
 	if err != nil {
 		return 0, err
@@ -244,6 +236,7 @@ func (f *File) createVirtual(id C.hid_t, path string, src *Dataset, shape []int6
 	}
 	var addr C.haddr_t
 	m := len(flat) / 3
+	n := m / rank
 	if C.vh5_create_virtual(id, cpath, sid, C.int(rank), hptr(dims), ptr(fill), csrc, hptr(srcDims),
 		C.size_t(n), hptr(flat[:m]), hptr(flat[m:2*m]), hptr(flat[2*m:]), cvirt, &addr) < 0 {
 		return 0, fail("create virtual dataset", path, nil)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Writing a virtual dataset's mapping list without libhdf5. Creating a virtual dataset,
@@ -133,6 +134,31 @@ func (f *File) MappingListRef(ohdr uint64) (HeapRef, error) {
 	b := &buf{b: m.data[2:], what: "layout message of the object", at: ohdr}
 	ref := HeapRef{At: int64(f.base + m.at + 2), Addr: b.offset(f.so), Index: uint32(b.u32())}
 	return ref, b.err
+}
+
+// MappingListBytes returns the mapping list of the virtual dataset at ohdr as stored (its
+// checksum checked), or nil if the dataset has none.
+func (f *File) MappingListBytes(ohdr uint64) ([]byte, error) {
+	l, err := f.layoutOf(ohdr, classVirtual)
+	if err != nil || l.heapAddr == f.undef() {
+		return nil, err
+	}
+	var obj []byte
+	at, n, large, err := f.largeHeapObject(l.heapAddr, l.heapIndex)
+	switch {
+	case err == nil && large:
+		obj, err = f.read(at, int(n), "mapping list")
+	case err == nil:
+		obj, err = f.globalHeapObject(l.heapAddr, l.heapIndex)
+		obj = slices.Clone(obj) // not the cached collection's bytes
+	}
+	if err != nil {
+		return nil, fmt.Errorf("h5meta: mappings of dataset at %d: %w", ohdr, err)
+	}
+	if len(obj) < 4 || checksum(obj[:len(obj)-4]) != binary.LittleEndian.Uint32(obj[len(obj)-4:]) {
+		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: wrong checksum", ohdr)
+	}
+	return obj, nil
 }
 
 // EOAField is the file position of the superblock's end-of-file address (the end of the

@@ -2,7 +2,7 @@
 benchmarks that need sizes the reference fixtures do not have.
 
 usage: make_versioned.py OUT.h5 --shape R[,C] --chunks R[,C] [--gzip|--lzf] [--versions N]
-           [--dtype DTYPE [--modulo M] [--fillvalue JSON]]
+           [--dtype DTYPE [--modulo M] [--fillvalue JSON]] [--history N [--log-everywhere]]
 
 Dataset "data" (float64) holds element (i, j) = i * C + j (its C-order index) in the first
 version "v0"; version vK (K >= 1) rewrites chunk K-1 (mod the number of chunks) with -K.
@@ -44,6 +44,8 @@ def main():
     ap.add_argument("--versions", type=int, default=1)
     ap.add_argument("--history", type=int, default=0,
                     help="versions h0.. before v0 that hold only a one-element dataset 'log'")
+    ap.add_argument("--log-everywhere", action="store_true",
+                    help="the versions vK hold 'log' too (h0..'s last element) beside 'data'")
     ap.add_argument("--dtype", default="<f8", help="numpy dtype of 'data'")
     ap.add_argument("--modulo", type=int, default=0, help="values are taken modulo M (see above)")
     ap.add_argument("--fillvalue", default="0", help="fill value of 'data', JSON")
@@ -177,6 +179,12 @@ def main():
                 ds = g.create_virtual_dataset("data", layout, fillvalue=fill)
             ds.attrs["raw_data"] = "/_version_data/data/raw_data"
             ds.attrs["chunks"] = np.array(chunks, dtype=np.int64)
+            if a.history and a.log_everywhere:
+                lay = h5py.VirtualLayout(shape=(1,), dtype="<i8", maxshape=(1,))
+                lay[0:1] = h5py.VirtualSource(".", "/_version_data/log/raw_data", shape=(a.history,))[a.history - 1:]
+                ds = g.create_virtual_dataset("log", lay, fillvalue=0)
+                ds.attrs["raw_data"] = "/_version_data/log/raw_data"
+                ds.attrs["chunks"] = np.array([1], dtype=np.int64)
             prev = name
         ht.resize((len(rows),))
         ht[:] = np.array(rows, dtype=hdt)
