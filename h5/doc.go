@@ -7,6 +7,8 @@
 // bytes the file held at its last sync wait in memory until FlushSync, which journals the
 // old bytes beside the file, applies the writes and removes the journal, so that a power
 // loss never leaves the file torn (Recover, and OpenRW, roll an interrupted sync back).
+// Through the same driver, CreateVirtual and CopyVirtual write long virtual-dataset mapping
+// lists themselves instead of paying libhdf5's cost per mapping (mappings.go).
 //
 // Locking: libhdf5 is one global lock even in thread-safe builds, so every call into it goes
 // through lock()/unlock() here, the only global of the project. The calling goroutine is

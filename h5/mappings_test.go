@@ -28,6 +28,20 @@ func copyFixture(t *testing.T, name string) string {
 	return path
 }
 
+// openRW opens a copy of fixture basic_1d.h5 read-write, and its raw_data, until the test
+// ends.
+func openRW(t *testing.T) (string, *File, *Dataset) {
+	t.Helper()
+	path := copyFixture(t, "basic_1d.h5")
+	f, err := OpenRW(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	src, err := f.OpenDataset("/_version_data/x/raw_data")
+	require.NoError(t, err)
+	t.Cleanup(func() { src.Close() })
+	return path, f, src
+}
+
 // TestCreateVirtualWritesList: a virtual dataset whose mapping list CreateVirtual wrote
 // itself reads through libhdf5, in the same open and after reopening, as its blocks say,
 // and later writers of the file (libhdf5 through h5py) leave it intact.
@@ -123,13 +137,7 @@ func checkVirtual(t *testing.T, f *File, path string, blocks []VirtualBlock, src
 // TestCheckMappingLists: a dataset header that no longer refers to the list written for
 // it (as if libhdf5 had written back the header it created) fails the check.
 func TestCheckMappingLists(t *testing.T) {
-	path := copyFixture(t, "basic_1d.h5")
-	f, err := OpenRW(path)
-	require.NoError(t, err)
-	defer f.Close()
-	src, err := f.OpenDataset("/_version_data/x/raw_data")
-	require.NoError(t, err)
-	defer src.Close()
+	path, f, src := openRW(t)
 	var blocks []VirtualBlock
 	for i := range int64(100) {
 		blocks = append(blocks, VirtualBlock{VStart: []int64{i}, Count: []int64{1}, SrcStart: []int64{0}})
@@ -161,13 +169,7 @@ func TestCheckMappingLists(t *testing.T) {
 // or keeps in a shared collection (a few mappings) are created by libhdf5. CopyVirtual
 // copies any list in a collection of its own, whatever its encoding.
 func TestCreateVirtualByLibhdf5(t *testing.T) {
-	path := copyFixture(t, "basic_1d.h5")
-	f, err := OpenRW(path)
-	require.NoError(t, err)
-	defer f.Close()
-	src, err := f.OpenDataset("/_version_data/x/raw_data")
-	require.NoError(t, err)
-	defer src.Close()
+	_, f, src := openRW(t)
 	for _, tc := range []struct {
 		name   string
 		shape  int64

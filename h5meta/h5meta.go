@@ -1,6 +1,8 @@
 // Package h5meta reads a few HDF5 metadata structures directly from the file's bytes, in
 // linear time: the mappings of a virtual dataset, the chunk index of a chunked dataset, the
-// links of a group and the attributes of an object.
+// links of a group and the attributes of an object. It also encodes a virtual dataset's
+// mapping list and its global heap collection as libhdf5 1.10 stores them (mapwrite.go),
+// for package h5 to write.
 //
 // libhdf5 1.10 answers the first two in quadratic time (H5Pget_virtual_* re-walks the
 // mapping list, H5Dget_chunk_info re-walks the chunk index on every call) and the last two
