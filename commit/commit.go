@@ -642,9 +642,9 @@ func (c *Committer) copyTree(srcDir, dstDir, rel, changed string, unchanged map[
 	return nil
 }
 
-// loadUnchanged loads the base version's datasets other than the changed one that a
-// commit could have created (fixed-size elements), for copyVirtual; once the commit's
-// write has begun, datasets can no longer be loaded.
+// loadUnchanged loads the base version's datasets other than the changed one whose lists
+// copyVirtual would copy (and which a commit could have created: fixed-size elements);
+// once the commit's write has begun, datasets can no longer be loaded.
 func (c *Committer) loadUnchanged(base versions.Version, changed string) map[string]*versions.Dataset {
 	paths, err := c.f.DatasetPaths(base.Name)
 	if err != nil {
@@ -652,11 +652,15 @@ func (c *Committer) loadUnchanged(base versions.Version, changed string) map[str
 	}
 	out := map[string]*versions.Dataset{}
 	for _, p := range paths {
+		src := base.Path() + "/" + p
 		if p == changed {
 			continue
 		}
-		if ds, err := c.f.Dataset(base.Path() + "/" + p); err == nil && ds.Stageable() {
-			out[base.Path()+"/"+p] = ds
+		if copies, err := c.f.HDF5().CopiesMappingList(src); err != nil || !copies {
+			continue // H5Ocopy copies it; loading it would only add to that
+		}
+		if ds, err := c.f.Dataset(src); err == nil && ds.Stageable() {
+			out[src] = ds
 		}
 	}
 	return out

@@ -92,6 +92,32 @@ func (f *File) mappingList(id C.hid_t, srcName string, rank int, vs, cs, ss []in
 	return list
 }
 
+// CopiesMappingList reports whether CopyVirtual would copy the mapping list of the
+// virtual dataset at path (without reading it).
+func (f *File) CopiesMappingList(path string) (bool, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return false, err
+	}
+	meta := f.listWriter(id)
+	if meta == nil {
+		return false, nil
+	}
+	var addr C.haddr_t
+	if C.vh5_object_addr_by_name(id, cpath, &addr) < 0 {
+		return false, fail("object address", path, nil)
+	}
+	n, err := meta.MappingListLen(uint64(addr))
+	if err != nil {
+		return false, nil // CopyVirtual would leave it to H5Ocopy, or report the error
+	}
+	return n > 0 && meta.OwnHeapCollection(n), nil
+}
+
 // CopyVirtual creates at dst a copy of the virtual dataset at src, as CreateVirtual would
 // create it (element type of typeSrc, shape, fill; attributes are not copied), with src's
 // mapping list as stored: mappings identical, as with H5Ocopy, which instead decodes and

@@ -77,6 +77,9 @@ func TestCreateVirtualWritesList(t *testing.T) {
 		require.NoError(t, f.FlushSync())
 	}
 	// A copy takes the list as stored.
+	copies, err := f.CopiesMappingList("/big")
+	require.NoError(t, err)
+	require.True(t, copies)
 	copied, err := f.CopyVirtual("/copy", "/big", src, []int64{size}, fill)
 	require.NoError(t, err)
 	require.True(t, copied)
@@ -199,6 +202,9 @@ func TestCreateVirtualByLibhdf5(t *testing.T) {
 			require.Len(t, ms, len(tc.blocks))
 			require.Equal(t, tc.blocks[len(tc.blocks)-1].VStart, ms[len(ms)-1].VStart)
 
+			copies, err := f.CopiesMappingList("/" + tc.name)
+			require.NoError(t, err)
+			require.Equal(t, tc.copies, copies)
 			copied, err := f.CopyVirtual("/"+tc.name+"-copy", "/"+tc.name, src, []int64{tc.shape}, nil)
 			require.NoError(t, err)
 			require.Equal(t, tc.copies, copied)

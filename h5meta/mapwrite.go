@@ -161,6 +161,25 @@ func (f *File) MappingListBytes(ohdr uint64) ([]byte, error) {
 	return obj, nil
 }
 
+// MappingListLen is the stored length of the mapping list of the virtual dataset at ohdr
+// (0 if it has none); a list in a collection of its own is not read.
+func (f *File) MappingListLen(ohdr uint64) (int, error) {
+	l, err := f.layoutOf(ohdr, classVirtual)
+	if err != nil || l.heapAddr == f.undef() {
+		return 0, err
+	}
+	_, n, large, err := f.largeHeapObject(l.heapAddr, l.heapIndex)
+	if err == nil && !large {
+		var obj []byte
+		obj, err = f.globalHeapObject(l.heapAddr, l.heapIndex)
+		n = uint64(len(obj))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("h5meta: mappings of dataset at %d: %w", ohdr, err)
+	}
+	return int(n), nil
+}
+
 // EOAField is the file position of the superblock's end-of-file address (the end of the
 // space allocated in the file). Superblocks of version 2 and 3 carry a checksum and are
 // ErrUnsupported.
