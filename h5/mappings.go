@@ -95,27 +95,36 @@ func (f *File) mappingList(id C.hid_t, srcName string, rank int, vs, cs, ss []in
 // CopiesMappingList reports whether CopyVirtual would copy the mapping list of the
 // virtual dataset at path (without reading it).
 func (f *File) CopiesMappingList(path string) (bool, error) {
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
 	lock()
 	defer unlock()
-	id, err := f.id()
-	if err != nil {
+	meta, _, addr, err := f.listSource(path)
+	if meta == nil || err != nil {
 		return false, err
 	}
-	meta := f.listWriter(id)
-	if meta == nil {
-		return false, nil
-	}
-	var addr C.haddr_t
-	if C.vh5_object_addr_by_name(id, cpath, &addr) < 0 {
-		return false, fail("object address", path, nil)
-	}
-	n, err := meta.MappingListLen(uint64(addr))
+	n, err := meta.MappingListLen(addr)
 	if err != nil {
 		return false, nil // CopyVirtual would leave it to H5Ocopy, or report the error
 	}
 	return n > 0 && meta.OwnHeapCollection(n), nil
+}
+
+// listSource returns the file's metadata (nil if the file takes no lists, see listWriter),
+// its identifier and the object header address of the dataset at path. Under the HDF5
+// lock.
+func (f *File) listSource(path string) (meta *h5meta.File, id C.hid_t, addr uint64, err error) {
+	if id, err = f.id(); err != nil {
+		return nil, 0, 0, err
+	}
+	if meta = f.listWriter(id); meta == nil {
+		return nil, 0, 0, nil
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var caddr C.haddr_t
+	if C.vh5_object_addr_by_name(id, cpath, &caddr) < 0 {
+		return nil, 0, 0, fail("object address", path, nil)
+	}
+	return meta, id, uint64(caddr), nil
 }
 
 // CopyVirtual creates at dst a copy of the virtual dataset at src, as CreateVirtual would
@@ -126,23 +135,13 @@ func (f *File) CopiesMappingList(path string) (bool, error) {
 // mappingList) or src has no list; then CopyObject is the way. CheckMappingLists applies
 // as after CreateVirtual.
 func (f *File) CopyVirtual(dst, src string, typeSrc *Dataset, shape []int64, fill []byte) (bool, error) {
-	csrc := C.CString(src)
-	defer C.free(unsafe.Pointer(csrc))
 	lock()
 	defer unlock()
-	id, err := f.id()
-	if err != nil {
+	meta, id, srcAddr, err := f.listSource(src)
+	if meta == nil || err != nil {
 		return false, err
 	}
-	meta := f.listWriter(id)
-	if meta == nil {
-		return false, nil
-	}
-	var srcAddr C.haddr_t
-	if C.vh5_object_addr_by_name(id, csrc, &srcAddr) < 0 {
-		return false, fail("object address", src, nil)
-	}
-	list, err := meta.MappingListBytes(uint64(srcAddr))
+	list, err := meta.MappingListBytes(srcAddr)
 	switch {
 	case errors.Is(err, h5meta.ErrUnsupported):
 		return false, nil
