@@ -629,10 +629,12 @@ func (c *Committer) copyTree(srcDir, dstDir, rel, changed string, unchanged map[
 			}
 		default:
 			copied, err := c.copyVirtual(unchanged[src], src, dst)
-			if err == nil && !copied {
-				err = h.CopyObject(src, dst)
-			} else if err == nil {
+			switch {
+			case err != nil:
+			case copied:
 				err = h.CopyAttrs(src, dst)
+			default:
+				err = h.CopyObject(src, dst)
 			}
 			if err != nil {
 				return err
@@ -672,24 +674,25 @@ func (c *Committer) copyVirtual(ds *versions.Dataset, src, dst string) (bool, er
 	if ds == nil {
 		return false, nil
 	}
-	fill := ds.Fill
-	if !ds.FillDefined() {
-		fill = nil
-	}
-	return c.f.HDF5().CopyVirtual(dst, src, ds.RawDataset(), ds.Shape, fill)
+	return c.f.HDF5().CopyVirtual(dst, src, ds.RawDataset(), ds.Shape, definedFill(ds))
 }
 
 func (c *Committer) createVirtual(ds *versions.Dataset, dst string, shape []int64, blocks []h5.VirtualBlock) error {
-	fill := ds.Fill
-	if !ds.FillDefined() {
-		fill = nil
-	}
+	fill := definedFill(ds)
 	for _, s := range shape {
 		if s == 0 {
 			blocks = nil // a zero-size dataset maps nothing
 		}
 	}
 	return c.f.HDF5().CreateVirtual(dst, ds.RawDataset(), shape, fill, blocks)
+}
+
+// definedFill is the fill value a new version of ds sets: nil if ds's creator set none.
+func definedFill(ds *versions.Dataset) []byte {
+	if !ds.FillDefined() {
+		return nil
+	}
+	return ds.Fill
 }
 
 type attr struct {
