@@ -3,10 +3,13 @@
 // fill values, filters, raw hyperslab reads in the file's own byte order, attribute decoding,
 // the HDF5 error stack, and the LZF filter (id 32000) on top of liblzf.
 //
-// Read-write files are opened through an undo-journal file driver (vh5_undo.c): writes over
-// bytes the file held at its last sync wait in memory until FlushSync, which journals the
-// old bytes beside the file, applies the writes and removes the journal, so that a power
-// loss never leaves the file torn (Recover, and OpenRW, roll an interrupted sync back).
+// Read-write files are opened through a redo-journal file driver (vh5_journal.c, journal.go):
+// writes over bytes the file held at its last sync wait in memory until FlushSync, which
+// makes the new bytes past the old end durable, records the old and new bytes of every
+// range it will overwrite in a journal beside the file (the commit point), applies them and
+// removes the journal; so neither a killed process nor a power loss leaves the file torn or
+// takes back a commit (Recover, and OpenRW, roll an interrupted one forward, but never over
+// bytes another program changed since).
 // Through the same driver, CreateVirtual and CopyVirtual write long virtual-dataset mapping
 // lists themselves instead of paying libhdf5's cost per mapping (mappings.go).
 //

@@ -22,11 +22,6 @@ var ErrNotHDF5 = errors.New("not an HDF5 file")
 // ErrTruncated is wrapped by Open's error for a file shorter than its superblock says.
 var ErrTruncated = errors.New("truncated")
 
-// ErrInterruptedCommit is returned by Open (read-only) for a file beside which a commit that
-// was interrupted mid-write (power loss) left its undo journal, FILE.vh5fs-undo: the file may
-// be torn until a read-write open (OpenRW) rolls it back.
-var ErrInterruptedCommit = errors.New("a commit was interrupted while writing (FILE.vh5fs-undo exists): open it read-write once (vh5fs mount -o rw, or vh5fs fsck --repair) to roll it back")
-
 // truncatedEOF is how libhdf5 reports a file shorter than its superblock's end-of-file address.
 var truncatedEOF = regexp.MustCompile(`truncated file: eof = (\d+), sblock->base_addr = \d+, stored_eof = (\d+)`)
 
@@ -62,6 +57,8 @@ type File struct {
 	f    *hdf5.File // nil once closed; GUARDED_BY(mu)
 
 	lists []writtenList // mapping lists CreateVirtual wrote, not yet checked; under the HDF5 lock
+
+	sync syncState // FlushSync's (journal.go)
 
 	releaseMu sync.Mutex  // taken after the HDF5 lock (CreateVirtual, Close)
 	release   *time.Timer // releaseLater's; GUARDED_BY(releaseMu)
@@ -122,11 +119,11 @@ func open(path string, rw bool) (*File, error) {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	if !rw {
-		if pending, err := C.vh5u_pending(cpath); pending != 0 {
+		if pending, err := C.vh5j_pending(cpath); pending != 0 {
 			if pending < 0 {
-				return nil, &Error{Op: "check for an undo journal of", Path: path, Err: err}
+				return nil, &Error{Op: "check for a journal of", Path: path, Err: err}
 			}
-			return nil, fmt.Errorf("%s: %w", path, ErrInterruptedCommit)
+			return nil, journalError(path, ErrInterruptedCommit)
 		}
 		f, err := hdf5.OpenFile(path, hdf5.F_ACC_RDONLY)
 		if err != nil {
@@ -134,36 +131,16 @@ func open(path string, rw bool) (*File, error) {
 		}
 		return &File{path: path, f: f}, nil
 	}
-	// Read-write: first roll back a sync that did not finish, then write through the
-	// undo-journal driver (vh5_undo.c), so that none can leave the file torn.
-	if _, err := recoverLocked(path, cpath); err != nil {
+	// Read-write: first complete a commit that was interrupted, then write through the
+	// journal driver (vh5_journal.c), so that no crash can leave the file torn.
+	if _, err := recoverLocked(path, cpath, false); err != nil {
 		return nil, err
 	}
-	id := C.vh5u_open(cpath)
+	id := C.vh5j_open(cpath)
 	if id < 0 {
 		return nil, openFailure(path, st.Size(), fail("open file", path, nil).(*Error))
 	}
 	return &File{path: path, f: gonumFile(id), rw: true}, nil
-}
-
-// Recover rolls path back to its state before a commit whose writes were interrupted (the
-// machine stopped), using the undo journal the commit left beside it (FILE.vh5fs-undo), and
-// reports whether it did. A journal that is itself incomplete was never acted on: it is
-// removed and the file left as it is. OpenRW does this first.
-func Recover(path string) (rolledBack bool, err error) {
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	lock()
-	defer unlock()
-	return recoverLocked(path, cpath)
-}
-
-func recoverLocked(path string, cpath *C.char) (bool, error) {
-	rc, err := C.vh5u_recover(cpath)
-	if rc < 0 {
-		return false, &Error{Op: "roll back the interrupted commit recorded beside", Path: path, Err: err}
-	}
-	return rc == 1, nil
 }
 
 // Path is the file's path as given to Open.
@@ -171,6 +148,8 @@ func (f *File) Path() string { return f.path }
 
 // Close closes the file; it is safe to call more than once.
 func (f *File) Close() error {
+	f.sync.mu.Lock() // a FlushSync in progress finishes first
+	defer f.sync.mu.Unlock()
 	lock()
 	defer unlock()
 	if f.f == nil {

@@ -17,8 +17,8 @@ import (
 // libhdf5 creates the dataset with no mappings; its layout message then refers to no
 // mapping list (an undefined global heap address). Closing the dataset evicts its object
 // header from libhdf5's cache (files open read-write are opened with evict-on-close), and
-// libhdf5 keeps no other copy of the bytes it wrote (the undo driver does not offer it the
-// metadata accumulator). Then, through the driver, so that the undo journal covers it:
+// libhdf5 keeps no other copy of the bytes it wrote (the journal driver does not offer it the
+// metadata accumulator). Then, through the driver, so that the journal covers it:
 //  1. the list, encoded as libhdf5 1.10 encodes it, goes in a new global heap collection
 //     of its own (as libhdf5 would put it: the list is larger than a shared collection)
 //     in space reserved at the end of the file;
@@ -36,7 +36,7 @@ type writtenList struct {
 	ohdr, heap uint64 // the dataset's object header, the list's collection
 }
 
-// vfdReader reads the file as libhdf5 does, through the undo driver (held writes
+// vfdReader reads the file as libhdf5 does, through the journal driver (held writes
 // included). Its user holds the HDF5 lock.
 type vfdReader struct{ id C.hid_t }
 
@@ -44,16 +44,16 @@ func (r vfdReader) ReadAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if rc, err := C.vh5u_read(r.id, C.haddr_t(off), C.size_t(len(p)), ptr(p)); rc < 0 {
+	if rc, err := C.vh5j_read(r.id, C.haddr_t(off), C.size_t(len(p)), ptr(p)); rc < 0 {
 		return 0, fmt.Errorf("read %d bytes at %d: %w", len(p), off, err)
 	}
 	return len(p), nil
 }
 
-// metadata opens the file's metadata as the undo driver has it, or returns nil if the file
+// metadata opens the file's metadata as the journal driver has it, or returns nil if the file
 // is not open through it. Under the HDF5 lock.
 func metadata(id C.hid_t) (*h5meta.File, error) {
-	eoa := C.vh5u_eoa(id)
+	eoa := C.vh5j_eoa(id)
 	if eoa == 0 {
 		return nil, nil
 	}
@@ -61,7 +61,7 @@ func metadata(id C.hid_t) (*h5meta.File, error) {
 }
 
 // listWriter returns the file's metadata if vh5fs writes mapping lists in it itself: it is
-// open read-write (through the undo driver) and has a superblock of version 0 or 1 (no
+// open read-write (through the journal driver) and has a superblock of version 0 or 1 (no
 // checksum), 8-byte offsets and lengths and no user block. Else nil. Under the HDF5 lock.
 func (f *File) listWriter(id C.hid_t) *h5meta.File {
 	if !f.rw {
@@ -189,7 +189,7 @@ func writeMappingList(id C.hid_t, ohdr uint64, list []byte) (uint64, error) {
 	}
 	coll := meta.HeapCollection(list)
 	var addr C.haddr_t
-	if rc, err := C.vh5u_reserve(id, C.hsize_t(len(coll)), &addr); rc < 0 {
+	if rc, err := C.vh5j_reserve(id, C.hsize_t(len(coll)), &addr); rc < 0 {
 		return 0, fmt.Errorf("reserving %d bytes: %w", len(coll), err)
 	}
 	heapID := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(nil, uint64(addr)), 1)
@@ -199,7 +199,7 @@ func writeMappingList(id C.hid_t, ohdr uint64, list []byte) (uint64, error) {
 		at   int64
 		data []byte
 	}{{int64(addr), coll}, {ref.At, heapID}, {eoaAt, eoa}} {
-		if rc, err := C.vh5u_write(id, C.haddr_t(w.at), C.size_t(len(w.data)), ptr(w.data)); rc < 0 {
+		if rc, err := C.vh5j_write(id, C.haddr_t(w.at), C.size_t(len(w.data)), ptr(w.data)); rc < 0 {
 			return 0, fmt.Errorf("writing %d bytes at %d: %w", len(w.data), w.at, err)
 		}
 	}

@@ -800,14 +800,6 @@ void vh5_release_memory(void) {
 #endif
 }
 
-// vh5_flush_sync flushes HDF5's buffers for the file and makes them durable (vh5u_sync:
-// through the undo journal for files opened with vh5u_open, else fsync): 0, -1 if the flush
-// failed, -2 if making it durable failed (errno set).
-int vh5_flush_sync(hid_t file) {
-	if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return -1;
-	return vh5u_sync(file) < 0 ? -2 : 0;
-}
-
 // vh5_object_addr returns the file address of an object's header.
 int vh5_object_addr(hid_t obj, haddr_t *addr) {
 	H5O_info_t info;

@@ -91,19 +91,48 @@ int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, co
                        const hsize_t *vstart, const hsize_t *count, const hsize_t *sstart, int virt,
                        haddr_t *addr);
 void vh5_release_memory(void);
-int vh5_flush_sync(hid_t file);
 
 int vh5_object_addr(hid_t obj, haddr_t *addr);
 
 int vh5_object_addr_by_name(hid_t loc, const char *path, haddr_t *addr);
 
-// vh5_undo.c: the undo-journal file driver for read-write opens.
-int vh5u_recover(const char *path);
-int vh5u_pending(const char *path);
-hid_t vh5u_open(const char *path);
-int vh5u_sync(hid_t file);
-haddr_t vh5u_eoa(hid_t file);
-int vh5u_read(hid_t file, haddr_t addr, size_t n, void *buf);
-int vh5u_write(hid_t file, haddr_t addr, size_t n, const void *buf);
-int vh5u_reserve(hid_t file, hsize_t n, haddr_t *addr);
+// vh5_journal.c: the redo-journal file driver for read-write opens (see its top).
+typedef struct vh5j_sync vh5j_sync;
+enum {  // a sync's steps, in order
+	VH5J_TAIL = 1,
+	VH5J_FSYNC,
+	VH5J_JOURNAL,
+	VH5J_JSYNC,
+	VH5J_DIRSYNC,  // the commit point
+	VH5J_APPLY,
+	VH5J_ASYNC,
+	VH5J_REMOVE,
+	VH5J_DONE,
+};
+enum {  // vh5j_recover's outcomes
+	VH5J_NONE = 0,
+	VH5J_INCOMPLETE,
+	VH5J_REPLAYED,
+	VH5J_APPLIED,
+	VH5J_CHANGED,
+	VH5J_LEGACY,
+	VH5J_ROLLED_BACK,
+};
+hid_t vh5j_open(const char *path);
+int vh5j_pending(const char *path);
+int vh5j_recover(const char *path, int legacy);
+int vh5j_discard(const char *path);
+vh5j_sync *vh5j_sync_begin_file(hid_t file);
+int vh5j_step(vh5j_sync *s);
+int vh5j_committed(const vh5j_sync *s);
+int vh5j_step_next(const vh5j_sync *s);
+void vh5j_sync_end(vh5j_sync *s);
+void vh5j_sync_free(vh5j_sync *s);
+void vh5j_set_fault(vh5j_sync *s, int step, int crash);
+int vh5j_fsync(hid_t file);
+int vh5j_failed(hid_t file);
+haddr_t vh5j_eoa(hid_t file);
+int vh5j_read(hid_t file, haddr_t addr, size_t n, void *buf);
+int vh5j_write(hid_t file, haddr_t addr, size_t n, const void *buf);
+int vh5j_reserve(hid_t file, hsize_t n, haddr_t *addr);
 #endif

@@ -101,24 +101,6 @@ func (f *File) pathOp(op, path string, fn func(id C.hid_t, cpath *C.char) C.int)
 	return nil
 }
 
-// FlushSync flushes HDF5's buffers and fsyncs the file: what was written is durable when it
-// returns.
-func (f *File) FlushSync() error {
-	lock()
-	defer unlock()
-	id, err := f.id()
-	if err != nil {
-		return err
-	}
-	switch rc, errno := C.vh5_flush_sync(id); rc {
-	case 0:
-		return nil
-	case -2:
-		return &Error{Op: "make durable (undo journal " + f.path + ".vh5fs-undo, fsync)", Path: f.path, Err: errno}
-	}
-	return fail("flush", f.path, nil)
-}
-
 // SetExtent resizes a chunked dataset.
 func (d *Dataset) SetExtent(dims []int64) error {
 	if len(dims) != len(d.info.Shape) {

@@ -1,0 +1,291 @@
+package h5
+
+// #include "vh5.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// JournalSuffix names a file's redo journal: FILE.vh5fs-journal, beside it while a commit is
+// between its commit point and its end (vh5_journal.c).
+const JournalSuffix = ".vh5fs-journal"
+
+// legacySuffix is the undo journal earlier versions of vh5fs left after a power loss.
+const legacySuffix = ".vh5fs-undo"
+
+// ErrInterruptedCommit is returned by Open (read-only) for a file beside which a commit left
+// its journal: until recovery the file may hold part of that commit's writes.
+var ErrInterruptedCommit = errors.New("a commit was interrupted while writing (its journal FILE" + JournalSuffix +
+	" is beside the file): run 'vh5fs fsck --repair FILE' (or mount it read-write) to complete it")
+
+// ErrJournalConflict is returned by Recover and OpenRW when a journal's commit cannot be
+// completed because another program wrote to the file since (or replaced it): nothing was
+// written, and the journal stays until the user decides.
+var ErrJournalConflict = errors.New("the file changed since a vh5fs commit was interrupted (another program wrote to it, " +
+	"or replaced it), so the commit recorded in its journal FILE" + JournalSuffix + " was not completed and the file " +
+	"was left as it is: 'vh5fs fsck --repair --discard-journal FILE' drops the journal and that commit with it")
+
+// ErrLegacyJournal is returned by OpenRW for a file beside which an earlier vh5fs left its
+// undo journal: only an explicit repair rolls it back.
+var ErrLegacyJournal = errors.New("an earlier vh5fs's commit was interrupted (its undo journal FILE" + legacySuffix +
+	" is beside the file): run 'vh5fs fsck --repair FILE' to roll that commit back")
+
+// ErrStopped wraps every write to a file whose journal driver stopped after an I/O error:
+// nothing more is written until the file is opened again (which recovers it).
+var ErrStopped = errors.New("an earlier write to the file failed; nothing more is written to it until it is recovered " +
+	"(unmount and mount again, or 'vh5fs fsck --repair FILE')")
+
+// Recovery is what Recover did.
+type Recovery int
+
+// Recover's outcomes.
+const (
+	RecoveryNone       Recovery = iota // no journal
+	RecoveryIncomplete                 // a journal cut short before its commit point: removed, file untouched
+	RecoveryReplayed                   // the commit was completed from its journal
+	RecoveryApplied                    // the commit had been completed; its journal was removed
+	RecoveryRolledBack                 // an earlier vh5fs's undo journal was rolled back
+)
+
+func (r Recovery) String() string {
+	return [...]string{
+		"no interrupted commit",
+		"removed the journal of a commit that was interrupted before its commit point (the file was not changed)",
+		"completed a commit that was interrupted after its commit point",
+		"removed the journal of a commit that had completed",
+		"rolled back a commit that an earlier vh5fs interrupted",
+	}[r]
+}
+
+// Recover finishes a commit that was interrupted (the process killed, the machine stopped)
+// from the journal it left beside path, rolling it forward, and reports what it did. A
+// journal whose file changed since is left alone: ErrJournalConflict. An undo journal of an
+// earlier vh5fs is rolled back. OpenRW recovers the same way, except for the latter.
+func Recover(path string) (Recovery, error) {
+	return recoverJournal(path, true)
+}
+
+// DiscardJournal removes path's journal without acting on it, and reports whether there
+// was one: the commit it records is dropped.
+func DiscardJournal(path string) (bool, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	lock()
+	defer unlock()
+	rc, err := C.vh5j_discard(cpath)
+	if rc < 0 {
+		return false, &Error{Op: "remove the journal of", Path: path, Err: err}
+	}
+	return rc == 1, nil
+}
+
+func recoverJournal(path string, legacy bool) (Recovery, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	lock()
+	defer unlock()
+	return recoverLocked(path, cpath, legacy)
+}
+
+func recoverLocked(path string, cpath *C.char, legacy bool) (Recovery, error) {
+	l := C.int(0)
+	if legacy {
+		l = 1
+	}
+	rc, err := C.vh5j_recover(cpath, l)
+	switch rc {
+	case C.VH5J_NONE:
+		return RecoveryNone, nil
+	case C.VH5J_INCOMPLETE:
+		return RecoveryIncomplete, nil
+	case C.VH5J_REPLAYED:
+		return RecoveryReplayed, nil
+	case C.VH5J_APPLIED:
+		return RecoveryApplied, nil
+	case C.VH5J_ROLLED_BACK:
+		return RecoveryRolledBack, nil
+	case C.VH5J_CHANGED:
+		return RecoveryNone, journalError(path, ErrJournalConflict)
+	case C.VH5J_LEGACY:
+		return RecoveryNone, journalError(path, ErrLegacyJournal)
+	}
+	return RecoveryNone, &Error{Op: "complete the interrupted commit recorded beside", Path: path, Err: err}
+}
+
+// journalError is err about the file at path, which its message names where it says FILE.
+func journalError(path string, err error) error { return &fileError{path, err} }
+
+type fileError struct {
+	path string
+	err  error
+}
+
+func (e *fileError) Error() string {
+	return e.path + ": " + strings.ReplaceAll(e.err.Error(), "FILE", e.path)
+}
+func (e *fileError) Unwrap() error { return e.err }
+
+// A sync's steps (vh5_journal.c), for fault injection in tests.
+type syncStep int
+
+const (
+	stepTail    syncStep = C.VH5J_TAIL
+	stepFsync   syncStep = C.VH5J_FSYNC
+	stepJournal syncStep = C.VH5J_JOURNAL
+	stepJsync   syncStep = C.VH5J_JSYNC
+	stepDirsync syncStep = C.VH5J_DIRSYNC
+	stepApply   syncStep = C.VH5J_APPLY
+	stepAsync   syncStep = C.VH5J_ASYNC
+	stepRemove  syncStep = C.VH5J_REMOVE
+	stepDone    syncStep = C.VH5J_DONE
+)
+
+// fault makes a sync fail at step (EIO), or stop there as a killed process would (crash).
+type fault struct {
+	step  syncStep
+	crash bool
+}
+
+// syncState orders syncs of one file: they run one at a time, and Close waits for them.
+type syncState struct {
+	mu        sync.Mutex  // taken before the HDF5 lock; held for a whole FlushSync
+	applyLock sync.Locker // taken around the apply step; GUARDED_BY(mu)
+	fault     *fault      // for tests; GUARDED_BY(mu)
+}
+
+// InjectSyncFault makes the next FlushSync fail (EIO) at step, or, with crash, stop before
+// it as a killed process would: for tests of recovery. The steps are named as in
+// vh5_journal.c: tail, fsync, journal, jsync, dirsync, apply, async, remove.
+func (f *File) InjectSyncFault(step string, crash bool) error {
+	for s, name := range stepIDs {
+		if name == step {
+			f.sync.mu.Lock()
+			f.sync.fault = &fault{s, crash}
+			f.sync.mu.Unlock()
+			return nil
+		}
+	}
+	return fmt.Errorf("h5: no sync step %q", step)
+}
+
+// SetApplyLock makes FlushSync hold l while it writes the journaled bytes over the file's
+// old ones, the only moment the bytes of the file's durable state change: whoever reads
+// those bytes without libhdf5 takes l to see either the old state or the new one whole.
+func (f *File) SetApplyLock(l sync.Locker) {
+	f.sync.mu.Lock()
+	f.sync.applyLock = l
+	f.sync.mu.Unlock()
+}
+
+// FlushSync flushes HDF5's buffers and makes what was written durable: through the redo
+// journal for files opened with OpenRW (see vh5_journal.c), else with an fsync. The HDF5
+// lock is held to flush and to plan the sync, not across its fsyncs: other goroutines read
+// the file through libhdf5 meanwhile, seeing the new state. An error before the commit
+// point leaves the file on disk at its last commit; any error stops further writes to the
+// file (ErrStopped). A journal that cannot be removed once the commit is durable is logged,
+// not an error: the next sync replaces it, and recovery finds it applied.
+func (f *File) FlushSync() error {
+	f.sync.mu.Lock()
+	defer f.sync.mu.Unlock()
+	s, err := f.beginSync()
+	if err != nil || s == nil {
+		return err
+	}
+	defer func() {
+		lock()
+		C.vh5j_sync_end(s)
+		unlock()
+	}()
+	for {
+		step := syncStep(C.vh5j_step_next(s))
+		if step == stepApply && f.sync.applyLock != nil {
+			f.sync.applyLock.Lock()
+		}
+		rc, errno := C.vh5j_step(s)
+		if step == stepApply && f.sync.applyLock != nil {
+			f.sync.applyLock.Unlock()
+		}
+		switch {
+		case rc == C.VH5J_DONE:
+			return nil
+		case rc == -2: // the journal's removal; the commit is durable
+			slog.Warn("the commit is durable, but its journal stays until the next sync or recovery",
+				"journal", f.path+JournalSuffix, "err", errno)
+			return nil
+		case rc < 0:
+			return f.syncError(step, C.vh5j_committed(s) != 0, errno)
+		}
+	}
+}
+
+// beginSync flushes and plans the sync under the HDF5 lock: nil (and no error) for a file
+// not open through the journal driver, which it fsyncs.
+func (f *File) beginSync() (*C.vh5j_sync, error) {
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return nil, err
+	}
+	if errno := C.vh5j_failed(id); errno != 0 {
+		return nil, f.stopped(syscall.Errno(errno))
+	}
+	if C.H5Fflush(id, C.H5F_SCOPE_GLOBAL) < 0 {
+		if errno := C.vh5j_failed(id); errno != 0 {
+			return nil, f.stopped(syscall.Errno(errno))
+		}
+		return nil, fail("flush", f.path, nil)
+	}
+	if !f.rw {
+		if rc, errno := C.vh5j_fsync(id); rc < 0 {
+			return nil, &Error{Op: "fsync", Path: f.path, Err: errno}
+		}
+		return nil, nil
+	}
+	s, errno := C.vh5j_sync_begin_file(id)
+	if s == nil {
+		return nil, f.stopped(errno)
+	}
+	if ft := f.sync.fault; ft != nil {
+		C.vh5j_set_fault(s, C.int(ft.step), boolInt(ft.crash))
+	}
+	return s, nil
+}
+
+// syncError is the error of a sync that failed at step.
+func (f *File) syncError(step syncStep, committed bool, errno error) error {
+	what := "before its commit point: the file on disk is as the last commit left it"
+	if committed {
+		what = "after its commit point: the commit is recorded in " + f.path + JournalSuffix +
+			" and completed when the file is next opened read-write (or by 'vh5fs fsck --repair')"
+	}
+	return fmt.Errorf("%w; the sync failed at its %s step, %s", f.stopped(errno), stepNames[step], what)
+}
+
+func (f *File) stopped(errno error) error {
+	return &Error{Op: "write", Path: f.path, Err: fmt.Errorf("%w (%v)", ErrStopped, errno)}
+}
+
+var stepIDs = map[syncStep]string{
+	stepTail: "tail", stepFsync: "fsync", stepJournal: "journal", stepJsync: "jsync",
+	stepDirsync: "dirsync", stepApply: "apply", stepAsync: "async", stepRemove: "remove",
+}
+
+var stepNames = map[syncStep]string{
+	stepTail: "write", stepFsync: "fsync", stepJournal: "journal write", stepJsync: "journal fsync",
+	stepDirsync: "directory fsync", stepApply: "apply", stepAsync: "final fsync", stepRemove: "journal removal",
+}
+
+func boolInt(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,326 @@
+package h5
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// change makes the kind of change a commit makes: raw_data grows by a chunk (new bytes past
+// the end, its chunk index rewritten in place), a new group with an attribute, and an
+// attribute of the root rewritten in place.
+func change(t *testing.T, f *File) {
+	t.Helper()
+	ds, err := f.OpenDataset("/_version_data/x/raw_data")
+	require.NoError(t, err)
+	defer ds.Close()
+	rows, chunk := ds.Info().Shape[0], ds.Info().Chunks[0]
+	require.NoError(t, ds.SetExtent([]int64{rows + chunk}))
+	data := make([]byte, 8*chunk)
+	for i := range chunk {
+		binary.LittleEndian.PutUint64(data[8*i:], uint64(1000+i))
+	}
+	require.NoError(t, ds.WriteBox([]int64{rows}, []int64{chunk}, []int64{chunk}, []int64{0}, data))
+	require.NoError(t, f.CreateGroup("/journal_test"))
+	require.NoError(t, f.SetAttrString("/journal_test", "k", "v"))
+	require.NoError(t, f.SetAttrInt64("/", "journal_test", 42))
+}
+
+// observed is what a reader sees of change: "old" (none of it) or "new" (all of it), else a
+// description of the mixture.
+func observed(t *testing.T, path string) string {
+	t.Helper()
+	f, err := Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	ds, err := f.OpenDataset("/_version_data/x/raw_data")
+	require.NoError(t, err)
+	defer ds.Close()
+	rows := ds.Info().Shape[0]
+	kind, err := f.Kind("/journal_test")
+	require.NoError(t, err)
+	a, ok, err := f.Attr("/", "journal_test")
+	require.NoError(t, err)
+	switch {
+	case rows == 24 && kind == KindMissing && !ok:
+		return "old"
+	case rows == 28 && kind == KindGroup && ok && a.Value == int64(42):
+		got := make([]byte, 16)
+		require.NoError(t, ds.ReadBox([]int64{24}, []int64{2}, []int64{2}, []int64{0}, got))
+		if binary.LittleEndian.Uint64(got) == 1000 && binary.LittleEndian.Uint64(got[8:]) == 1001 {
+			return "new"
+		}
+	}
+	return fmt.Sprintf("mixed: %d rows, group %s, attribute %v", rows, kind, ok)
+}
+
+// disk is a file's bytes and its journal's (nil if none), as they are on disk.
+type disk struct{ file, journal []byte }
+
+// snapshot reads what path and its journal hold now: what a process killed at this moment
+// leaves on disk.
+func snapshot(t *testing.T, path string) disk {
+	t.Helper()
+	var d disk
+	var err error
+	d.file, err = os.ReadFile(path)
+	require.NoError(t, err)
+	d.journal, err = os.ReadFile(path + JournalSuffix)
+	if !errors.Is(err, os.ErrNotExist) {
+		require.NoError(t, err)
+	}
+	return d
+}
+
+// restore puts d back at path, in the same inode (a journal names the inode it belongs to).
+func restore(t *testing.T, path string, d disk) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	require.NoError(t, err)
+	_, err = f.Write(d.file)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	os.Remove(path + JournalSuffix)
+	if d.journal != nil {
+		require.NoError(t, os.WriteFile(path+JournalSuffix, d.journal, 0o600))
+	}
+}
+
+// openChanged opens a copy of basic_1d.h5 read-write and makes change in it, with a fault
+// set for its next sync: the file and a function closing it.
+func openChanged(t *testing.T, ft *fault) (string, *File, func()) {
+	t.Helper()
+	path, f, src := openRW(t)
+	change(t, f)
+	f.sync.fault = ft
+	return path, f, func() {
+		src.Close()
+		f.Close()
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// TestJournalFaults injects a failure (EIO) and a crash (the process stops there) at every
+// step of a sync, and checks the error, what the file on disk holds before recovery, that
+// nothing more is written, and what recovery makes of it.
+func TestJournalFaults(t *testing.T) {
+	steps := []syncStep{stepTail, stepFsync, stepJournal, stepJsync, stepDirsync, stepApply, stepAsync, stepRemove}
+	type want struct {
+		syncErr  string   // "" for success
+		journal  bool     // a journal is beside the file after the sync (and after close, if it failed)
+		recovery Recovery // what Recover then does
+		after    string   // what a reader sees after recovery
+	}
+	before := want{"before its commit point", false, RecoveryNone, "old"}
+	after := want{"after its commit point", true, RecoveryReplayed, "new"}
+	cases := map[fault]want{
+		{stepTail, false}:    before,
+		{stepFsync, false}:   before,
+		{stepJournal, false}: before,
+		{stepJsync, false}:   before,
+		{stepDirsync, false}: before,
+		{stepApply, false}:   after,
+		{stepAsync, false}:   {"after its commit point", true, RecoveryApplied, "new"}, // applied, not fsynced
+		{stepRemove, false}:  {"", true, RecoveryNone, "new"},                          // durable: success; close's sync replaces the journal
+		// A process killed before each step: the journal, once written, is whole in the
+		// page cache, so from then on the commit survives.
+		{stepTail, true}:    before,
+		{stepFsync, true}:   before,
+		{stepJournal, true}: before,
+		{stepJsync, true}:   {"before its commit point", true, RecoveryReplayed, "new"},
+		{stepDirsync, true}: {"before its commit point", true, RecoveryReplayed, "new"},
+		{stepApply, true}:   after,
+		{stepAsync, true}:   {"after its commit point", true, RecoveryApplied, "new"},
+		{stepRemove, true}:  {"after its commit point", true, RecoveryApplied, "new"},
+	}
+	for _, crash := range []bool{false, true} {
+		for _, step := range steps {
+			ft := fault{step, crash}
+			w := cases[ft]
+			name := stepNames[step] + map[bool]string{false: " fails", true: " crash"}[crash]
+			t.Run(name, func(t *testing.T) {
+				path, f, closeFile := openChanged(t, &ft)
+				err := f.FlushSync()
+				if w.syncErr == "" {
+					require.NoError(t, err)
+				} else {
+					require.ErrorIs(t, err, ErrStopped)
+					require.ErrorContains(t, err, w.syncErr)
+				}
+				require.Equal(t, w.journal, exists(path+JournalSuffix), "journal beside the file")
+				was := snapshot(t, path)
+				if w.syncErr != "" {
+					// Fail-stop: nothing more reaches the file, not even at close.
+					f.SetAttrInt64("/", "later", 1) // may stay in libhdf5's cache
+					require.ErrorIs(t, f.FlushSync(), ErrStopped)
+				}
+				closeFile()
+				if w.syncErr != "" {
+					require.Equal(t, was, snapshot(t, path), "the file or its journal changed after the failure")
+				}
+				if w.journal && w.syncErr != "" {
+					_, err := Open(path)
+					require.ErrorIs(t, err, ErrInterruptedCommit, "read-only opens refuse a file with a journal")
+				}
+				rec, err := Recover(path)
+				require.NoError(t, err)
+				require.Equal(t, w.recovery, rec)
+				require.False(t, exists(path+JournalSuffix), "recovery removes the journal")
+				require.Equal(t, w.after, observed(t, path))
+				rec, err = Recover(path)
+				require.NoError(t, err)
+				require.Equal(t, RecoveryNone, rec, "recovery is idempotent")
+			})
+		}
+	}
+}
+
+// crashed returns a file as a process killed just before the apply step leaves it (the
+// journal complete, the file not yet changed below its old end), that state, and the file
+// as the finished sync leaves it.
+func crashed(t *testing.T) (path string, atApply disk, done []byte) {
+	t.Helper()
+	path, f, closeFile := openChanged(t, &fault{stepApply, true})
+	require.Error(t, f.FlushSync())
+	closeFile()
+	atApply = snapshot(t, path)
+	rec, err := Recover(path)
+	require.NoError(t, err)
+	require.Equal(t, RecoveryReplayed, rec)
+	done, err = os.ReadFile(path)
+	require.NoError(t, err)
+	restore(t, path, atApply)
+	return path, atApply, done
+}
+
+// TestJournalTornStates: a journal cut short is never acted on; a file whose overwritten
+// ranges hold any mixture of old and new sectors (a power loss in the apply) is completed.
+func TestJournalTornStates(t *testing.T) {
+	path, atApply, applied := crashed(t)
+	rng := rand.New(rand.NewSource(1))
+	for trial := range 20 {
+		// The journal cut anywhere, or one byte of it flipped: incomplete, removed.
+		torn := disk{atApply.file, bytes.Clone(atApply.journal)}
+		if trial%2 == 0 {
+			torn.journal = torn.journal[:rng.Intn(len(torn.journal))]
+		} else {
+			torn.journal[rng.Intn(len(torn.journal))] ^= 0x40
+		}
+		restore(t, path, torn)
+		rec, err := Recover(path)
+		require.NoError(t, err)
+		require.Equal(t, RecoveryIncomplete, rec, "trial %d", trial)
+		require.Equal(t, "old", observed(t, path))
+
+		// The file's sectors each old or new: completed.
+		img := bytes.Clone(atApply.file)
+		for s := 0; s < min(len(img), len(applied)); s += 512 {
+			if rng.Intn(2) == 0 {
+				copy(img[s:min(s+512, len(applied))], applied[s:min(s+512, len(applied))])
+			}
+		}
+		restore(t, path, disk{img, atApply.journal})
+		rec, err = Recover(path)
+		require.NoError(t, err)
+		require.Contains(t, []Recovery{RecoveryReplayed, RecoveryApplied}, rec, "trial %d", trial)
+		require.Equal(t, "new", observed(t, path))
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(applied, got), "trial %d: replay leaves the file as the sync would have", trial)
+	}
+}
+
+// TestJournalOtherWriter: another program (h5py) writes to the file between the crash and
+// the recovery. Recovery then writes nothing, keeps the journal, and says what happened;
+// read-write opens refuse the file; discarding the journal keeps the other program's data.
+func TestJournalOtherWriter(t *testing.T) {
+	python := "/usr/bin/python3"
+	atApply, _, _ := crashed(t)
+	out, err := exec.Command(python, "-c", `
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    f["other_program"] = np.arange(100.0)
+    f.attrs["other"] = "was here"
+`, atApply).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	theirs, err := os.ReadFile(atApply)
+	require.NoError(t, err)
+
+	_, err = Recover(atApply)
+	require.ErrorIs(t, err, ErrJournalConflict)
+	require.ErrorContains(t, err, atApply+": the file changed since")
+	require.ErrorContains(t, err, "fsck --repair --discard-journal "+atApply)
+	_, err = OpenRW(atApply)
+	require.ErrorIs(t, err, ErrJournalConflict)
+	_, err = Open(atApply)
+	require.ErrorIs(t, err, ErrInterruptedCommit)
+	got, err := os.ReadFile(atApply)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(theirs, got), "the other program's bytes are untouched")
+	require.True(t, exists(atApply+JournalSuffix), "the journal stays")
+
+	found, err := DiscardJournal(atApply)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.False(t, exists(atApply+JournalSuffix))
+	out, err = exec.Command(python, "-c", `
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    print(f["other_program"][99], f.attrs["other"], "journal_test" in f)
+`, atApply).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "99.0 was here False", strings.TrimSpace(string(out)))
+}
+
+// TestJournalReplacedFile: a journal whose file was replaced (another inode, same name) is
+// not replayed over it.
+func TestJournalReplacedFile(t *testing.T) {
+	atApply, _, _ := crashed(t)
+	b, err := os.ReadFile(atApply)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(atApply+".new", b, 0o644)) // a new inode while the old one lives
+	require.NoError(t, os.Rename(atApply+".new", atApply))
+	_, err = Recover(atApply)
+	require.ErrorIs(t, err, ErrJournalConflict)
+	got, err := os.ReadFile(atApply)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(b, got))
+}
+
+// TestJournalCommitsInARow: syncs in a row through one open, then a reopen: every change is
+// there, and no journal is left.
+func TestJournalCommitsInARow(t *testing.T) {
+	path, f, src := openRW(t)
+	require.NoError(t, src.Close())
+	for i := range 5 {
+		require.NoError(t, f.SetAttrInt64("/", "n", int64(i)))
+		require.NoError(t, f.CreateGroup("/g"+string(rune('0'+i))))
+		require.NoError(t, f.FlushSync())
+		require.False(t, exists(path+JournalSuffix))
+	}
+	require.NoError(t, f.Close())
+	g, err := Open(path)
+	require.NoError(t, err)
+	defer g.Close()
+	a, ok, err := g.Attr("/", "n")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(4), a.Value)
+	for i := range 5 {
+		k, err := g.Kind("/g" + string(rune('0'+i)))
+		require.NoError(t, err)
+		require.Equal(t, KindGroup, k)
+	}
+}
