@@ -56,13 +56,15 @@ range it covers (in V2; in V1 for removed chunks). Decided from the chunk maps: 
 raw_data slot holds the same data, different slots with equal hash-table digests too; data
 is read only when neither tells. Exit status 0 whether or not they differ.
 `, runDiff},
-		"fsck": {`usage: vh5fs fsck [--repair] FILE
+		"fsck": {`usage: vh5fs fsck [--repair [--discard-journal]] FILE
 
 Checks the file's invariants (version metadata, hash tables against slot contents,
 mappings). Prints each problem and exits 1 if there is any, else prints
 "ok: N versions checked". Shows a progress bar on stderr when it is a terminal.
---repair first rolls back a commit that a power loss interrupted while it wrote (its undo
-journal FILE.vh5fs-undo is beside the file; a read-write mount does the same).
+--repair first completes a commit that was interrupted (the process killed, the machine
+stopped) from the journal it left beside the file, FILE.vh5fs-journal, as a read-write mount
+does; if another program wrote to the file since, it leaves the file and the journal alone
+and says so. --discard-journal then removes the journal instead, dropping that commit.
 `, runFsck},
 	}
 }
@@ -608,7 +610,8 @@ func printDiff(w io.Writer, dd versions.DatasetDiff) {
 
 func runFsck(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("fsck", flag.ContinueOnError)
-	repair := fl.Bool("repair", false, "first roll back a commit a power loss interrupted")
+	repair := fl.Bool("repair", false, "first complete a commit that was interrupted")
+	discard := fl.Bool("discard-journal", false, "with --repair: drop an interrupted commit's journal instead")
 	ops, code := parseArgs("fsck", fl, args, stderr)
 	if code >= 0 {
 		return code
@@ -617,13 +620,25 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 		return badUsage("fsck", stderr, "needs one FILE")
 	}
 	file := ops[0]
-	if *repair {
-		rolled, err := h5.Recover(file)
+	if *discard && !*repair {
+		return badUsage("fsck", stderr, "--discard-journal needs --repair")
+	}
+	switch {
+	case *discard:
+		found, err := h5.DiscardJournal(file)
 		if err != nil {
 			return fail(stderr, file, err)
 		}
-		if rolled {
-			fmt.Fprintf(stdout, "%s: rolled back a commit that was interrupted while writing\n", file)
+		if found {
+			fmt.Fprintf(stdout, "%s: removed the journal of an interrupted commit without completing it\n", file)
+		}
+	case *repair:
+		done, err := h5.Recover(file)
+		if err != nil {
+			return fail(stderr, file, err)
+		}
+		if done != h5.RecoveryNone {
+			fmt.Fprintf(stdout, "%s: %s\n", file, done)
 		}
 	}
 	var progress func(string, int64, int64)
