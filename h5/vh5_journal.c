@@ -240,46 +240,79 @@ static vh5j_sync *plan(jfile *f) {
 			rs[m++] = rs[i];
 		}
 	}
-	// Split at base: below goes to the journal, at or past it to the tail.
+	// What the ranges will hold: the file's bytes with the held operations applied in order,
+	// each found by binary search (a read of the view per range would cost ranges x ops).
+	size_t total = 0, *at = malloc((m ? m : 1) * sizeof *at);
+	if (!at) goto fail;
+	for (size_t i = 0; i < m; i++) at[i] = total, total += rs[i].hi - rs[i].lo;
+	unsigned char *final = malloc(total ? total : 1);
+	if (!final) {
+		free(at);
+		goto fail;
+	}
+	int ok = 1;
+	for (size_t i = 0; i < m && ok; i++) ok = read_all(f->fd, final + at[i], rs[i].hi - rs[i].lo, (off_t)rs[i].lo) == 0;
+	for (size_t i = 0; i < s->nops && ok; i++) {
+		const held_op *op = &f->ops[i];
+		haddr_t lo = op->addr, hi = op->size ? op->addr + op->size : s->len_new;
+		if (hi > s->len_new) hi = s->len_new;
+		if (lo >= hi) continue;
+		size_t a = 0, b = m;  // the first range that ends past lo
+		while (a < b) {
+			size_t mid = a + (b - a) / 2;
+			if (rs[mid].hi <= lo) a = mid + 1; else b = mid;
+		}
+		for (size_t k = a; k < m && rs[k].lo < hi; k++) {  // one range for a write; all after a truncation
+			haddr_t x = lo > rs[k].lo ? lo : rs[k].lo, y = hi < rs[k].hi ? hi : rs[k].hi;
+			if (op->size) memcpy(final + at[k] + (x - rs[k].lo), op->data + (x - op->addr), y - x);
+			else memset(final + at[k] + (x - rs[k].lo), 0, y - x);
+		}
+	}
+	if (!ok) {
+		free(at);
+		free(final);
+		goto fail;
+	}
+
+	// Split at base: below goes to the journal (old and new bytes), at or past it to the tail.
 	size_t nj = 0, jbytes = 0, tbytes = 0;
-	if (!(s->tail = malloc((m ? m : 1) * sizeof *s->tail))) goto fail;
-	range *jr = rs;  // journal ranges, compacted in place
 	for (size_t i = 0; i < m; i++) {
-		range r = rs[i];
-		if (r.lo < f->base) {
-			range below = {r.lo, r.hi < f->base ? r.hi : f->base};
-			jr[nj++] = below;
-			jbytes += below.hi - below.lo;
-			r.lo = below.hi;
-		}
-		if (r.lo < r.hi) {
-			s->tail[s->ntail++] = r;
-			tbytes += r.hi - r.lo;
-		}
+		haddr_t split = rs[i].lo < f->base ? (rs[i].hi < f->base ? rs[i].hi : f->base) : rs[i].lo;
+		if (split > rs[i].lo) nj++, jbytes += split - rs[i].lo;
+		tbytes += rs[i].hi - split;
 	}
-	if (!(s->tail_data = malloc(tbytes ? tbytes : 1))) goto fail;
-	size_t off = 0;
-	for (size_t i = 0; i < s->ntail; i++) {
-		size_t len = s->tail[i].hi - s->tail[i].lo;
-		if (view(f, s->nops, s->tail[i].lo, len, s->tail_data + off) < 0) goto fail;
-		off += len;
-	}
+	s->tail = malloc((m ? m : 1) * sizeof *s->tail);
+	s->tail_data = malloc(tbytes ? tbytes : 1);
 	s->jlen = HDR_SIZE + nj * 16 + 2 * jbytes + 8;
-	if (!(s->journal = malloc(s->jlen))) goto fail;
+	s->journal = malloc(s->jlen);
+	if (!s->tail || !s->tail_data || !s->journal) {
+		free(at);
+		free(final);
+		goto fail;
+	}
 	haddr_t len_now = now > s->len_new ? now : s->len_new;  // the tail step grows the file
-	for (size_t i = 0; i < s->ntail; i++)
-		if (s->tail[i].hi > len_now) len_now = s->tail[i].hi;
 	uint64_t hdr[HDR_WORDS] = {(uint64_t)f->dev, (uint64_t)f->ino, len_now, s->len_new, nj, s->jlen};
 	memcpy(s->journal, journal_magic, 8);
 	memcpy(s->journal + 8, hdr, sizeof hdr);
-	off = HDR_SIZE;
-	for (size_t i = 0; i < nj; i++) {
-		uint64_t rh[2] = {jr[i].lo, jr[i].hi - jr[i].lo};
-		memcpy(s->journal + off, rh, 16);
-		unsigned char *old = s->journal + off + 16, *new = old + rh[1];
-		if (read_all(f->fd, old, rh[1], (off_t)rh[0]) < 0 || view(f, s->nops, rh[0], rh[1], new) < 0) goto fail;
-		off += 16 + 2 * rh[1];
+	size_t off = HDR_SIZE, toff = 0;
+	for (size_t i = 0; i < m && ok; i++) {
+		haddr_t split = rs[i].lo < f->base ? (rs[i].hi < f->base ? rs[i].hi : f->base) : rs[i].lo;
+		if (split > rs[i].lo) {
+			uint64_t rh[2] = {rs[i].lo, split - rs[i].lo};
+			memcpy(s->journal + off, rh, 16);
+			ok = read_all(f->fd, s->journal + off + 16, rh[1], (off_t)rh[0]) == 0;
+			memcpy(s->journal + off + 16 + rh[1], final + at[i], rh[1]);
+			off += 16 + 2 * rh[1];
+		}
+		if (rs[i].hi > split) {
+			s->tail[s->ntail++] = (range){split, rs[i].hi};
+			memcpy(s->tail_data + toff, final + at[i] + (split - rs[i].lo), rs[i].hi - split);
+			toff += rs[i].hi - split;
+		}
 	}
+	free(at);
+	free(final);
+	if (!ok) goto fail;
 	uint32_t crc[2] = {libdeflate_crc32(0, s->journal, off), 0};
 	memcpy(s->journal + off, crc, 8);
 	s->journaled = nj > 0 || s->len_new < len_now;
