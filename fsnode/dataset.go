@@ -240,11 +240,19 @@ func (n *datasetNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, 
 var _ fs.NodeSetattrer = (*datasetNode)(nil)
 
 // Setattr: truncate/ftruncate resize axis 0 (EINVAL unless the size is a whole number of
-// rows). A truncate by path has no handle to commit later, so it commits at once. Other
-// attribute changes (mode, times) are accepted and ignored in read-write mounts.
+// rows). A truncate by path has no handle to commit later, so it commits at once. A mode or
+// owner cannot change (EPERM); times come along with truncations and are left to the
+// version's timestamp, but a change of times alone (touch) is refused too.
 func (n *datasetNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if n.m.commit == nil || !n.immutable {
 		return syscall.EROFS
+	}
+	_, mode := in.GetMode()
+	_, uid := in.GetUID()
+	_, gid := in.GetGID()
+	_, size := in.GetSize()
+	if mode || uid || gid || !size {
+		return n.m.refuse("setattr", n.path)
 	}
 	h, _ := fh.(*writeHandle)
 	if size, ok := in.GetSize(); ok {

@@ -33,7 +33,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		m.commit = c
 		mountOpts = []string{"rw"}
 	}
-	root := &rootNode{m: m}
+	root := &rootNode{m: m, frozenDir: frozenDir{m, "/"}}
 	fsname := cfg.FSName
 	if fsname == "" {
 		fsname = f.Path()

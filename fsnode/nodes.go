@@ -94,6 +94,7 @@ func setTime(a *fuse.Attr, t time.Time) {
 // rootNode is the mount's root directory.
 type rootNode struct {
 	fs.Inode
+	frozenDir
 	m *mount
 }
 
@@ -110,7 +111,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 			n.m.dirAttr(&out.Attr, n.m.mtime)
 			out.SetEntryTimeout(n.m.mutable())
 			out.SetAttrTimeout(n.m.mutable())
-			return n.NewInode(ctx, &versionsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("versions", "")}), 0
+			return n.NewInode(ctx, &versionsNode{m: n.m, frozenDir: frozenDir{n.m, versions.VersionsGroup}}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("versions", "")}), 0
 		case "current":
 			cur, err := currentVersion(n.m)
 			if err != nil {
@@ -222,6 +223,7 @@ func (n *currentNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.A
 // versionsNode is the versions/ directory.
 type versionsNode struct {
 	fs.Inode
+	frozenDir
 	m *mount
 }
 
@@ -242,7 +244,7 @@ func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	n.m.dirAttr(&out.Attr, v.Time())
 	out.SetEntryTimeout(ImmutableTimeout)
 	out.SetAttrTimeout(ImmutableTimeout)
-	child := &groupNode{m: n.m, path: v.Path(), version: v.Name, immutable: true, mtime: v.Time()}
+	child := &groupNode{m: n.m, frozenDir: frozenDir{n.m, v.Path()}, path: v.Path(), version: v.Name, immutable: true, mtime: v.Time()}
 	return n.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", v.Path())}), 0
 }
 
@@ -275,6 +277,7 @@ func (n *versionsNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.
 // group of the plain tree.
 type groupNode struct {
 	fs.Inode
+	frozenDir
 	m         *mount
 	path      string
 	version   string    // set on a version's root group
@@ -361,7 +364,7 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 		out.SetAttrTimeout(m.timeoutFor(immutable))
 		if e.IsGroup {
 			m.dirAttr(&out.Attr, mtime)
-			child := &groupNode{m: m, path: path, immutable: immutable, mtime: mtime}
+			child := &groupNode{m: m, frozenDir: frozenDir{m, path}, path: path, immutable: immutable, mtime: mtime}
 			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", path)}), 0
 		}
 		child := &datasetNode{m: m, path: path, immutable: immutable, mtime: mtime}
