@@ -61,11 +61,17 @@ func (c *Committer) Close() {
 	c.indexes = map[string]*index{}
 }
 
-// SetNextName names the next commit (once); "" restores default names.
+// SetNextName names the next commit (once); "" restores default names. A name a version
+// already has is refused (ErrExists), so that no commit fails on it later.
 func (c *Committer) SetNextName(name string) error {
 	if name != "" {
 		if err := validName(name); err != nil {
 			return err
+		}
+		if _, ok, err := c.f.Version(name); err != nil {
+			return err
+		} else if ok || c.exists(name) {
+			return fmt.Errorf("%w: %s", ErrExists, name)
 		}
 	}
 	c.mu.Lock()

@@ -2,11 +2,14 @@ package fsnode
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 
+	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -169,7 +172,30 @@ func (n *rootNode) Setxattr(ctx context.Context, attr string, data []byte, flags
 		return syscall.EPERM
 	}
 	if err := n.m.commit.SetNextName(string(data)); err != nil {
+		slog.Warn("next version name refused", "name", string(data), "err", err)
+		if errors.Is(err, commit.ErrExists) {
+			return syscall.EEXIST
+		}
 		return syscall.EINVAL
+	}
+	return 0
+}
+
+var _ fs.NodeRemovexattrer = (*rootNode)(nil)
+
+// Removexattr of user.vh5fs.next_version drops the pending name: the next commit takes a
+// default one.
+func (n *rootNode) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	switch {
+	case n.m.commit == nil:
+		return syscall.EROFS
+	case attr != XattrNextVersion:
+		return syscall.EPERM
+	case n.m.commit.NextName() == "":
+		return syscall.ENODATA
+	}
+	if err := n.m.commit.SetNextName(""); err != nil {
+		return errno(err)
 	}
 	return 0
 }

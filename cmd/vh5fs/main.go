@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/fsnode"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/mountopts"
@@ -183,6 +184,10 @@ func runMount(args []string, stderr io.Writer) int {
 	srv, err := fsnode.Mount(mnt, f, cfg)
 	if err != nil {
 		signal.Stop(sigs)
+		if errors.Is(err, commit.ErrExists) {
+			fmt.Fprintf(stderr, "vh5fs: %s: commit_name=%s: the file already has a version of that name\n", file, cfg.CommitName)
+			return 2
+		}
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 1
 	}
