@@ -116,7 +116,7 @@ func recoverLocked(path string, cpath *C.char, legacy bool) (Recovery, error) {
 	case C.VH5J_LEGACY:
 		return RecoveryNone, journalError(path, ErrLegacyJournal)
 	}
-	return RecoveryNone, &Error{Op: "complete the interrupted commit recorded beside", Path: path, Err: err}
+	return RecoveryNone, fmt.Errorf("%s: cannot complete the interrupted commit its journal %s records: %w", path, path+JournalSuffix, err)
 }
 
 // journalError is err about the file at path, which its message names where it says FILE.

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/fsck"
+	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 )
@@ -243,25 +244,36 @@ func TestWrites(t *testing.T) {
 	md.verify()
 }
 
-// TestCommitFailure: a commit that cannot be made answers EIO from fsync, loses no
-// earlier version and leaves the file readable.
+// TestCommitFailure: a commit that cannot be made (here its journal cannot be created)
+// answers EIO from fsync, loses no earlier version and leaves the file readable; the mount
+// then writes nothing more (fail-stop: every later commit answers EIO too) until it is
+// mounted again, which works once the cause is gone.
 func TestCommitFailure(t *testing.T) {
 	file := fixture.Copy(t, "testdata/fixtures/basic_1d.h5")
 	m := mount(t, file, "rw")
-	// Name the next commit after an existing version: the commit must fail.
-	require.NoError(t, xattr.Set(m.Dir, "user.vh5fs.next_version", []byte("v2")))
+	blocker := file + h5.JournalSuffix
+	require.NoError(t, os.Mkdir(blocker, 0o755)) // the journal cannot be created
 	f, err := os.OpenFile(filepath.Join(m.Dir, "versions/v4/x"), os.O_RDWR, 0)
 	require.NoError(t, err)
 	_, err = f.WriteAt(raw([]int64{5}), 0)
 	require.NoError(t, err)
 	require.ErrorIs(t, f.Sync(), syscall.EIO)
 	require.Equal(t, "v4", currentVersion(t, m.Dir))
-	// With a usable name the same handle commits.
-	require.NoError(t, xattr.Set(m.Dir, "user.vh5fs.next_version", []byte("fixed")))
+	require.ErrorIs(t, f.Sync(), syscall.EIO, "nothing more is written")
+	f.Close()
+	require.Equal(t, []int64{0, 1, 2, 3, 40, 50, 60, 70, 8, 9}, readInts(t, filepath.Join(m.Dir, "versions/v2/x")))
+	m.unmount(t)
+	require.NoError(t, os.Remove(blocker))
+	checkFile(t, file)
+	m = mount(t, file, "rw")
+	f, err = os.OpenFile(filepath.Join(m.Dir, "versions/v4/x"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt(raw([]int64{5}), 0)
+	require.NoError(t, err)
 	require.NoError(t, f.Sync())
 	require.NoError(t, f.Close())
-	require.Equal(t, "fixed", currentVersion(t, m.Dir))
-	require.Equal(t, []int64{0, 1, 2, 3, 40, 50, 60, 70, 8, 9}, readInts(t, filepath.Join(m.Dir, "versions/v2/x")))
+	require.NotEqual(t, "v4", currentVersion(t, m.Dir))
+	require.Equal(t, int64(5), readInts(t, filepath.Join(m.Dir, "current/x"))[0])
 	m.unmount(t)
 	checkFile(t, file)
 }
