@@ -95,7 +95,7 @@ func runHelp(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// usageError reports a bad command line: one line, the command's usage, status 2.
+// usageError reports a bad command line: one line and where to read more, status 2.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
@@ -104,21 +104,39 @@ func (e usageError) Error() string { return e.msg }
 // operands to go on, or a non-negative exit status when done (help printed, usage error).
 func parseArgs(name string, fl *flag.FlagSet, args []string, stderr io.Writer) ([]string, int) {
 	fl.SetOutput(io.Discard)
-	operands, err := interspersed(fl, args)
+	operands, err := interspersed(fl, splitShortValues(fl, args))
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(os.Stdout, commands[name].usage)
 		return nil, 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "vh5fs: %s: %v\n%s", name, err, commands[name].usage)
-		return nil, 2
+		return nil, badUsage(name, stderr, "%v", err)
 	}
 	return operands, -1
 }
 
+// badUsage prints one line naming the problem and the help to read, and returns 2.
 func badUsage(name string, stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "vh5fs: %s: %s\n%s", name, fmt.Sprintf(format, args...), commands[name].usage)
+	fmt.Fprintf(stderr, "vh5fs: %s: %s; see 'vh5fs help %s'\n", name, fmt.Sprintf(format, args...), name)
 	return 2
+}
+
+// splitShortValues turns "-n5" into "-n" "5" for fl's one-letter flags, as git and most
+// Unix tools accept it (Go's flag package would look for a flag named "n5").
+func splitShortValues(fl *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && fl.Lookup(a[1:2]) != nil && fl.Lookup(a[1:]) == nil &&
+			!strings.Contains(a, "=") {
+			out = append(out, a[:2], a[2:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // fail prints one error line for file and returns 1.
@@ -128,7 +146,7 @@ func fail(stderr io.Writer, file string, err error) int {
 		fmt.Fprintf(stderr, "vh5fs: %s\n", ue.msg)
 		return 2
 	}
-	msg := openError(file, err)
+	msg := openError(file, false, err)
 	if !strings.HasPrefix(msg, file+":") {
 		msg = file + ": " + msg
 	}
