@@ -21,7 +21,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/fsnode"
@@ -220,14 +222,7 @@ func runMount(args []string, stderr io.Writer) int {
 	}
 	mountReady()
 	slog.Info("mounted", "file", file, "mountpoint", mnt, "options", cfg.String(), "version", version)
-	go func() {
-		for sig := range sigs {
-			slog.Info("unmounting", "signal", sig.String(), "mountpoint", mnt)
-			if err := srv.Unmount(); err != nil {
-				slog.Error("unmount failed; still serving", "mountpoint", mnt, "err", err)
-			}
-		}
-	}()
+	go unmountOnSignal(srv, mnt, sigs)
 	srv.Wait()
 	signal.Stop(sigs)
 	slog.Info("unmounted", "mountpoint", mnt)
@@ -353,4 +348,48 @@ func logTo(w io.Writer, lf *os.File) io.Writer {
 		}
 	}
 	return io.MultiWriter(w, lf)
+}
+
+// unmountGrace is how long a signalled mount that is busy (a file open) retries its
+// unmount before detaching lazily.
+const (
+	unmountGrace = 5 * time.Second
+	unmountRetry = 250 * time.Millisecond
+)
+
+// unmountOnSignal unmounts on the first signal. A mount with open files is busy: it retries
+// for unmountGrace (the files may be about to close), then detaches lazily, so that the
+// mount point is free at once and the open files are still served until they close (a
+// dirty read-write handle still commits at its close); the process exits after the last.
+// A second signal detaches at once.
+func unmountOnSignal(srv *fuse.Server, mnt string, sigs <-chan os.Signal) {
+	sig := <-sigs
+	slog.Info("unmounting", "signal", sig.String(), "mountpoint", mnt)
+	err := srv.Unmount()
+	if err == nil {
+		return
+	}
+	slog.Warn("mount point busy (a file is open?); retrying the unmount", "mountpoint", mnt, "for", unmountGrace.String(), "err", err)
+	tick := time.NewTicker(unmountRetry)
+	defer tick.Stop()
+	deadline := time.After(unmountGrace)
+	for {
+		select {
+		case <-tick.C:
+			if err := srv.Unmount(); err == nil {
+				slog.Info("unmounted after retrying", "mountpoint", mnt)
+				return
+			}
+			continue
+		case <-deadline:
+		case sig = <-sigs:
+			slog.Info("second signal: detaching now", "signal", sig.String())
+		}
+		break
+	}
+	if err := fsnode.Detach(mnt); err != nil {
+		slog.Error("lazy unmount failed; still serving", "mountpoint", mnt, "err", err)
+		return
+	}
+	slog.Warn("detached the mount lazily: it is gone from the tree; files still open are served until they close, then vh5fs exits", "mountpoint", mnt)
 }
