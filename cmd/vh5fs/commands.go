@@ -28,6 +28,7 @@ var commands map[string]command
 func init() {
 	commands = map[string]command{
 		"log": {`usage: vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline]
+       vh5fs log --all FILE [-n N]
 
 The history of VERSION (default: the current version), newest first, following
 prev_version to the first version: each version's name, timestamp, parent and the
@@ -35,6 +36,9 @@ datasets changed from its parent (A added, M modified: shape or chunk map differ
 D removed). --at TIME starts from the version current at TIME (see 'vh5fs help time').
 -n N shows at most N versions; --oneline one line per version: name, timestamp and the
 number of datasets changed.
+--all shows every version, one line each, with the branches drawn as lanes (as
+git log --all --graph --oneline draws them): writing versions/<old>/ in a read-write
+mount makes a sibling of <old>'s children, a new branch.
 `, runLog},
 		"ls": {`usage: vh5fs ls FILE [VERSION] [--at TIME]
 
@@ -204,25 +208,25 @@ func resolveVersion(f *versions.File, name, at string) (string, error) {
 }
 
 // openAtVersion parses `CMD FILE [VERSION] [--at TIME]`, opens FILE and resolves the
-// version (the current one by default). code >= 0 means: exit with it (f is nil then).
-// fl may carry the command's own flags.
-func openAtVersion(fl *flag.FlagSet, atHelp string, args []string, stderr io.Writer) (f *versions.File, file, version string, code int) {
+// version (the current one by default; chosen tells VERSION or --at was given). code >= 0
+// means: exit with it (f is nil then). fl may carry the command's own flags.
+func openAtVersion(fl *flag.FlagSet, atHelp string, args []string, stderr io.Writer) (f *versions.File, file, version string, chosen bool, code int) {
 	cmd := fl.Name()
 	at := fl.String("at", "", atHelp)
 	ops, code := parseArgs(cmd, fl, args, stderr)
 	if code >= 0 {
-		return nil, "", "", code
+		return nil, "", "", false, code
 	}
 	if len(ops) < 1 || len(ops) > 2 {
-		return nil, "", "", badUsage(cmd, stderr, "needs FILE and at most one VERSION")
+		return nil, "", "", false, badUsage(cmd, stderr, "needs FILE and at most one VERSION")
 	}
 	if len(ops) == 2 && *at != "" {
-		return nil, "", "", badUsage(cmd, stderr, "give VERSION or --at, not both")
+		return nil, "", "", false, badUsage(cmd, stderr, "give VERSION or --at, not both")
 	}
 	file = ops[0]
 	f, err := openVersioned(file)
 	if err != nil {
-		return nil, "", "", fail(stderr, file, err)
+		return nil, "", "", false, fail(stderr, file, err)
 	}
 	name := ""
 	if len(ops) == 2 {
@@ -231,22 +235,29 @@ func openAtVersion(fl *flag.FlagSet, atHelp string, args []string, stderr io.Wri
 	version, err = resolveVersion(f, name, *at)
 	if err != nil {
 		f.Close()
-		return nil, "", "", fail(stderr, file, err)
+		return nil, "", "", false, fail(stderr, file, err)
 	}
-	return f, file, version, -1
+	return f, file, version, len(ops) == 2 || *at != "", -1
 }
 
 func runLog(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("log", flag.ContinueOnError)
 	limit := fl.Int("n", 0, "show at most this many versions (0: all)")
 	oneline := fl.Bool("oneline", false, "one line per version")
-	f, file, start, code := openAtVersion(fl, "start from the version current at this time", args, stderr)
+	everyVersion := fl.Bool("all", false, "every version, with branches")
+	f, file, start, chosen, code := openAtVersion(fl, "start from the version current at this time", args, stderr)
 	if code >= 0 {
 		return code
 	}
 	defer f.Close()
 	if *limit < 0 {
 		return badUsage("log", stderr, "-n must not be negative")
+	}
+	if *everyVersion {
+		if chosen {
+			return badUsage("log", stderr, "--all shows every version: give no VERSION or --at")
+		}
+		return logAll(f, file, *limit, stdout, stderr)
 	}
 	cur, _ := f.CurrentVersion()
 	hist, err := f.History(start)
@@ -339,7 +350,7 @@ func shapeString(s []int64) string {
 }
 
 func runLs(args []string, stdout, stderr io.Writer) int {
-	f, file, version, code := openAtVersion(flag.NewFlagSet("ls", flag.ContinueOnError), "the version current at this time", args, stderr)
+	f, file, version, _, code := openAtVersion(flag.NewFlagSet("ls", flag.ContinueOnError), "the version current at this time", args, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -675,3 +686,45 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 }
 
 var changeLetter = map[string]string{versions.Added: "A", versions.Modified: "M", versions.Removed: "D"}
+
+// logAll prints every version with the history graph, newest first.
+func logAll(f *versions.File, file string, limit int, stdout, stderr io.Writer) int {
+	vs, err := f.Versions()
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	cur, _ := f.CurrentVersion()
+	known := map[string]bool{}
+	for _, v := range vs {
+		known[v.Name] = true
+	}
+	shown := 0
+	for _, r := range historyGraph(vs, cur) {
+		v := r.Version
+		if v.Name == "" {
+			fmt.Fprintln(stdout, r.Graph)
+			continue
+		}
+		if limit > 0 && shown == limit {
+			break
+		}
+		shown++
+		from := v.PrevVersion
+		if !known[from] {
+			from = ""
+		}
+		changes, err := f.ChangedDatasets(from, v.Name)
+		if err != nil {
+			return fail(stderr, file, err)
+		}
+		mark := ""
+		if v.Name == cur {
+			mark = " (current)"
+		}
+		if v.PrevVersion != "" && !known[v.PrevVersion] {
+			mark += fmt.Sprintf(" (parent %s missing)", v.PrevVersion)
+		}
+		fmt.Fprintf(stdout, "%s %s  %s  %d changed%s\n", r.Graph, v.Name, v.Timestamp, len(changes), mark)
+	}
+	return 0
+}

@@ -40,6 +40,7 @@ const usage = `usage:
   vh5fs FILE MOUNTPOINT [-o OPTIONS]         mount.fuse3 form: mount, serve in the background
   vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline]
                                              history, newest first
+  vh5fs log --all FILE [-n N]                every version, branches drawn as a graph
   vh5fs ls FILE [VERSION] [--at TIME]        a version's datasets
   vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
   vh5fs diff FILE V1 V2 [DATASET]            chunks that differ between two versions
