@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -56,4 +58,74 @@ func TestLogAll(t *testing.T) {
 	_, stderr, code = vh5fsRun(t, "log", "--all", file, "v2")
 	require.Equal(t, 2, code)
 	require.Equal(t, "vh5fs: log: --all shows every version: give no VERSION or --at; see 'vh5fs help log'", oneLine(t, stderr))
+}
+
+// TestDiffElements: `vh5fs diff` says per dataset how many elements changed and the range
+// of their old and new values, and what a shape change added and removed; h5py computes
+// the same lines from each version's virtual dataset, for every ordered pair of versions.
+func TestDiffElements(t *testing.T) {
+	script := `import h5py, json, numpy as np, sys
+def fmt(x):
+    x = x.item()
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return repr(x)
+def rng(v):
+    if v.size == 0:
+        return ""
+    lo, hi = fmt(v.min()), fmt(v.max())
+    return lo if lo == hi else lo + ".." + hi
+path, ds = sys.argv[1], sys.argv[2]
+f = h5py.File(path, "r")
+g = f["_version_data/versions"]
+vs = [v for v in g if v != "__first_version__"]
+out = {}
+for a in vs:
+    for b in vs:
+        x, y = g[a][ds][()], g[b][ds][()]
+        ov = tuple(slice(0, min(p, q)) for p, q in zip(x.shape, y.shape))
+        ch = x[ov] != y[ov]
+        n = int(ch.sum())
+        shape = lambda s: json.dumps(list(s)).replace(" ", "")
+        if n == 0 and x.shape == y.shape:
+            out[a + " " + b] = "%s: unchanged, shape %s" % (ds, shape(y.shape))
+            continue
+        line = "%s: %d of %d elements changed" % (ds, n, x[ov].size)
+        if n:
+            line += " (old %s, new %s)" % (rng(x[ov][ch]), rng(y[ov][ch]))
+        if x.shape != y.shape:
+            ma, mr = np.ones(y.shape, bool), np.ones(x.shape, bool)
+            ma[ov], mr[ov] = False, False
+            note = lambda v: " (values %s)" % rng(v) if v.size else ""
+            line += "; shape %s -> %s, %d added%s, %d removed%s" % (shape(x.shape), shape(y.shape),
+                int(ma.sum()), note(y[ma]), int(mr.sum()), note(x[mr]))
+        out[a + " " + b] = line
+print(json.dumps(out))`
+	for _, tc := range []struct{ file, ds string }{
+		{"basic_1d.h5", "x"},
+		{"grid_2d_gzip.h5", "temp"},
+		{"golden_grow-after.h5", "x"},
+		{"golden_shrink-after.h5", "temp"},
+		{"golden_partial_chunk-after.h5", "x"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			file := fixturePath(tc.file)
+			raw, err := exec.Command(python(t), "-c", script, file, tc.ds).Output()
+			require.NoError(t, err)
+			var want map[string]string
+			require.NoError(t, json.Unmarshal(raw, &want))
+			require.NotEmpty(t, want)
+			changed := 0
+			for pair, line := range want {
+				v1, v2, _ := strings.Cut(pair, " ")
+				out, stderr, code := vh5fsRun(t, "diff", file, v1, v2, tc.ds)
+				require.Equal(t, 0, code, stderr)
+				require.Equal(t, line+"\n", out, pair)
+				if !strings.Contains(line, "unchanged") {
+					changed++
+				}
+			}
+			require.Positive(t, changed)
+		})
+	}
 }

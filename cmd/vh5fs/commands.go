@@ -52,13 +52,16 @@ the dataset's dtype, shape, chunks, filters, fill value, chunks stored of the to
 chunks shared with the parent version. With --at, the part after ':' is the DATASET of the
 version current at TIME.
 `, runInfo},
-		"diff": {`usage: vh5fs diff FILE V1 V2 [DATASET]
+		"diff": {`usage: vh5fs diff [-v] FILE V1 V2 [DATASET]
 
-Which chunks of each dataset (or only DATASET) differ between versions V1 and V2: a summary
-line per dataset, then one line per differing chunk with its grid index and the element
-range it covers (in V2; in V1 for removed chunks). Decided from the chunk maps: the same
-raw_data slot holds the same data, different slots with equal hash-table digests too; data
-is read only when neither tells. Exit status 0 whether or not they differ.
+What changed in each dataset (or only DATASET) from version V1 to V2, one line each: how
+many elements changed and the range of their old and new values (numeric dtypes), and,
+when the shape changed, how many elements were added and removed and their values.
+Only the chunks that differ are read: the chunk maps tell the others (the same raw_data
+slot, or equal hash-table digests, hold the same data).
+-v adds, per dataset, how the chunks were decided and one line per differing chunk with
+its grid index and the element range it covers (in V2; in V1 for removed chunks).
+Exit status 0 whether or not they differ.
 `, runDiff},
 		"fsck": {`usage: vh5fs fsck [--repair] FILE
 
@@ -564,6 +567,7 @@ func filterString(fs []h5.Filter) string {
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("diff", flag.ContinueOnError)
+	verbose := fl.Bool("v", false, "chunk detail")
 	ops, code := parseArgs("diff", fl, args, stderr)
 	if code >= 0 {
 		return code
@@ -596,12 +600,18 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, file, err)
 	}
 	for _, dd := range diffs {
-		printDiff(stdout, dd)
+		ed, err := f.DiffElements(ops[1], ops[2], dd)
+		if err != nil {
+			return fail(stderr, file, err)
+		}
+		printDiff(stdout, dd, ed, *verbose)
 	}
 	return 0
 }
 
-func printDiff(w io.Writer, dd versions.DatasetDiff) {
+// printDiff prints a dataset's line: what changed in its elements; with verbose, the
+// chunk detail under it.
+func printDiff(w io.Writer, dd versions.DatasetDiff, ed versions.ElementDiff, verbose bool) {
 	switch dd.Kind {
 	case versions.Added:
 		fmt.Fprintf(w, "%s: added, shape %s\n", dd.Path, shapeString(dd.Shape2))
@@ -610,15 +620,31 @@ func printDiff(w io.Writer, dd versions.DatasetDiff) {
 		fmt.Fprintf(w, "%s: removed, shape %s\n", dd.Path, shapeString(dd.Shape1))
 		return
 	case "":
-		fmt.Fprintf(w, "%s: unchanged, shape %s, %d chunks\n", dd.Path, shapeString(dd.Shape2), dd.Total)
+		fmt.Fprintf(w, "%s: unchanged, shape %s\n", dd.Path, shapeString(dd.Shape2))
 		return
 	}
-	shape := shapeString(dd.Shape2)
-	if shapeString(dd.Shape1) != shape {
-		shape = shapeString(dd.Shape1) + " -> " + shape
+	line := fmt.Sprintf("%s: ", dd.Path)
+	switch {
+	case ed.Incomparable:
+		line += "dtype or number of axes changed"
+	default:
+		line += fmt.Sprintf("%d of %d elements changed", ed.Changed, ed.Compared)
+		if ed.Changed > 0 && ed.Old.String() != "" {
+			line += fmt.Sprintf(" (old %s, new %s)", ed.Old, ed.New)
+		}
 	}
-	fmt.Fprintf(w, "%s: %d of %d chunks differ, shape %s (same slot %d, same digest %d, different digest %d, read %d)\n",
-		dd.Path, len(dd.Changed), dd.Total, shape, dd.SameSlot, dd.SameDigest, dd.DiffDigest, dd.ReadData)
+	if shapeString(dd.Shape1) != shapeString(dd.Shape2) {
+		line += fmt.Sprintf("; shape %s -> %s", shapeString(dd.Shape1), shapeString(dd.Shape2))
+		if !ed.Incomparable {
+			line += fmt.Sprintf(", %d added%s, %d removed%s", ed.Added, valuesNote(ed.AddedRange), ed.Removed, valuesNote(ed.RemovedRange))
+		}
+	}
+	fmt.Fprintln(w, line)
+	if !verbose {
+		return
+	}
+	fmt.Fprintf(w, "  %d of %d chunks differ (decided by: same raw_data slot %d, equal hash-table digest %d, different digest %d, reading the data %d)\n",
+		len(dd.Changed), dd.Total, dd.SameSlot, dd.SameDigest, dd.DiffDigest, dd.ReadData)
 	for _, c := range dd.Changed {
 		var grid, rng []string
 		for i := range c.Start {
@@ -633,6 +659,14 @@ func printDiff(w io.Writer, dd versions.DatasetDiff) {
 		}
 		fmt.Fprintf(w, "  chunk %s [%s] %s\n", g, strings.Join(rng, ", "), c.Kind)
 	}
+}
+
+// valuesNote is " (values R)" for a range with values, else "".
+func valuesNote(r versions.ValueRange) string {
+	if r.String() == "" {
+		return ""
+	}
+	return " (values " + r.String() + ")"
 }
 
 func runFsck(args []string, stdout, stderr io.Writer) int {
