@@ -25,6 +25,8 @@
 //	                "/" or NUL, and not ".", ".." or "__first_version__"
 //	logfile=PATH    append every log line of the mount to PATH (absolute: a
 //	                background mount runs in /)
+//	at=TIME         show the file as it was at TIME (read-only); the caller
+//	                parses TIME
 //
 // Ownership and modes, applied by vh5fs to every node it reports (libfuse's
 // high-level library implements these; the kernel does not know them):
@@ -91,6 +93,7 @@ type Config struct {
 	Subtype     string   // "subtype=..." default "vh5fs"
 	CommitName  string   // "commit_name=..." name for the next committed version (optional)
 	LogFile     string   // "logfile=PATH": where the mount's log lines go too (absolute)
+	At          string   // "at=TIME": the moment to show the file as of (unparsed)
 	UID         uint32   // "uid=N": owner reported for every node, when HasUID
 	HasUID      bool     // a "uid=" option was given (else: the mounting user)
 	GID         uint32   // "gid=N": group reported for every node, when HasGID
@@ -161,6 +164,7 @@ var known = map[string]optKind{
 	"subtype":     kindValue,
 	"commit_name": kindValue,
 	"logfile":     kindValue,
+	"at":          kindValue,
 	"uid":         kindOwner,
 	"gid":         kindOwner,
 	"umask":       kindUmask,
@@ -380,6 +384,8 @@ func (c *Config) apply(seg segment) error {
 			return fmt.Errorf("mountopts: option %q: %q is not an absolute path", seg.key, seg.value)
 		}
 		c.LogFile = seg.value
+	case "at":
+		c.At = seg.value
 	}
 	return nil
 }
@@ -430,7 +436,7 @@ func escape(s string) string {
 
 // String renders the config as a canonical option string: "ro" or "rw",
 // then live, allow_other, debug, fsname, subtype (only when not the
-// default), commit_name, logfile, uid, gid, umask (only when not 0), the access-time
+// default), commit_name, logfile, at, uid, gid, umask (only when not 0), the access-time
 // flags given (noatime/atime, nodiratime/diratime, relatime/norelatime,
 // strictatime/nostrictatime, lazytime/nolazytime) and the passthrough options
 // in order. Values are escaped so that Parse(c.String()) returns c for any
@@ -462,6 +468,9 @@ func (c Config) String() string {
 	}
 	if c.LogFile != "" {
 		opts = append(opts, "logfile="+escape(c.LogFile))
+	}
+	if c.At != "" {
+		opts = append(opts, "at="+escape(c.At))
 	}
 	if c.HasUID {
 		opts = append(opts, fmt.Sprintf("uid=%d", c.UID))

@@ -1,12 +1,14 @@
 package tests
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -128,4 +130,82 @@ print(json.dumps(out))`
 			require.Positive(t, changed)
 		})
 	}
+}
+
+// TestMountAt: --at TIME / -o at=TIME mounts the file as it was then, read-only: current
+// is the version current at TIME (the one stamped exactly TIME, else the newest before),
+// later versions do not exist. basic_1d's versions are stamped 00:00, 01:00, 02:00, 03:00.
+func TestMountAt(t *testing.T) {
+	file := fixturePath("basic_1d.h5")
+	v2 := int64Bytes(0, 1, 2, 3, 40, 50, 60, 70, 8, 9)
+	for _, tc := range []struct {
+		name    string
+		argv    func(mnt string) []string
+		current string
+		names   []string
+	}{
+		{"--at between v2 and v3", func(mnt string) []string {
+			return []string{vh5fsBin, "mount", "--at", "2024-01-01 01:30:00", file, mnt}
+		}, "v2", []string{"v1", "v2"}},
+		{"-o at= exactly v3", func(mnt string) []string {
+			return []string{vh5fsBin, "mount", "-o", "at=2024-01-01 02:00:00", file, mnt}
+		}, "v3", []string{"v1", "v2", "v3"}},
+		{"-o at= RFC 3339 with a zone", func(mnt string) []string {
+			return []string{vh5fsBin, "mount", "-o", "ro,at=2024-01-01T02:30:00+01:00", file, mnt}
+		}, "v2", []string{"v1", "v2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mnt := t.TempDir()
+			m := startMount(t, mnt, tc.argv(mnt))
+			target, err := os.Readlink(filepath.Join(m.Dir, "current"))
+			require.NoError(t, err)
+			require.Equal(t, "versions/"+tc.current, target)
+			require.Equal(t, tc.names, readDirNames(t, filepath.Join(m.Dir, "versions")))
+			_, err = os.Stat(filepath.Join(m.Dir, "versions", "v4"))
+			require.ErrorIs(t, err, os.ErrNotExist, "a later version does not exist")
+			if tc.current == "v2" {
+				b, err := os.ReadFile(filepath.Join(m.Dir, "current", "x"))
+				require.NoError(t, err)
+				require.Equal(t, v2, b)
+			}
+			_, err = os.OpenFile(filepath.Join(m.Dir, "current", "x"), os.O_WRONLY, 0)
+			require.ErrorIs(t, err, syscall.EROFS)
+		})
+	}
+
+	// The fstab form takes it as an option too.
+	mnt := t.TempDir()
+	unmountLater(t, mnt)
+	_, stderr, code := vh5fsRun(t, file, mnt, "-o", "ro,at=2024-01-01T01:30:00Z")
+	require.Equal(t, 0, code, stderr)
+	target, err := os.Readlink(filepath.Join(mnt, "current"))
+	require.NoError(t, err)
+	require.Equal(t, "versions/v2", target)
+	out, err := exec.Command("umount", mnt).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"mount", "--at", "2020-01-01", file, mnt}, 1, "vh5fs: " + file + ": no version at or before 2020-01-01 00:00:00.000000+0000"},
+		{[]string{"mount", "--at", "noon", file, mnt}, 2, `vh5fs: mount: cannot read time "noon"`},
+		{[]string{"mount", "-o", "rw,at=2024-01-01", file, mnt}, 2, "vh5fs: mount: at=TIME shows the past, read-only: it cannot be combined with rw or live"},
+		{[]string{"mount", "--at", "2024-01-02", "testdata/extra/plain.h5", mnt}, 1, "vh5fs: testdata/extra/plain.h5: at=TIME needs a versioned-hdf5 file (no _version_data)"},
+	} {
+		_, stderr, code := vh5fsRun(t, tc.args...)
+		require.Equal(t, tc.code, code, "%v: %s", tc.args, stderr)
+		require.True(t, strings.HasPrefix(oneLine(t, stderr), tc.want), "%v: %s", tc.args, stderr)
+		require.False(t, isMountpoint(t, mnt))
+	}
+}
+
+// int64Bytes is int64 values as little-endian bytes.
+func int64Bytes(vs ...int64) []byte {
+	b := make([]byte, 8*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
+	}
+	return b
 }

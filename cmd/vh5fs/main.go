@@ -36,7 +36,8 @@ import (
 var version = "dev"
 
 const usage = `usage:
-  vh5fs mount [-o OPTIONS] FILE MOUNTPOINT   serve in the foreground
+  vh5fs mount [-o OPTIONS] [--at TIME] FILE MOUNTPOINT
+                                             serve in the foreground
   vh5fs FILE MOUNTPOINT [-o OPTIONS]         mount.fuse3 form: mount, serve in the background
   vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline]
                                              history, newest first
@@ -66,6 +67,8 @@ Options (-o, comma-separated, may repeat):
   uid=N, gid=N  owner and group of every file (default: the mounting user's)
   umask=NNN     bits cleared from every mode (files 0444, 0644 in rw; dirs 0555)
   debug         trace every FUSE operation on stderr
+  at=TIME       the file as it was at TIME (also --at; read-only): current is the
+                version current then, later versions are not shown ('vh5fs help time')
   logfile=PATH  append the mount's log lines (errors, commits that failed, the
                 -o debug trace of a background mount) to PATH, an absolute path
   fsname=NAME   the source shown by mount(8) and df (default: FILE)
@@ -146,6 +149,7 @@ func runMount(args []string, stderr io.Writer) int {
 	fl.SetOutput(io.Discard)
 	var opts optionList
 	fl.Var(&opts, "o", "mount options")
+	at := fl.String("at", "", "show the file as it was at this time (-o at=TIME)")
 	// Accept options after the operands too (vh5fs mount FILE MNT -o ro), as mount(8) does;
 	// "-oro" as mount(8) does too.
 	operands, err := interspersed(fl, splitShortValues(fl, args))
@@ -165,6 +169,20 @@ func runMount(args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 2
+	}
+	if *at != "" {
+		cfg.At = *at
+	}
+	var atTime time.Time
+	if cfg.At != "" {
+		if atTime, err = versions.ParseTime(cfg.At); err != nil {
+			fmt.Fprintf(stderr, "vh5fs: mount: %v; see 'vh5fs help time'\n", err)
+			return 2
+		}
+		if cfg.ReadWrite || cfg.Live {
+			fmt.Fprintf(stderr, "vh5fs: mount: at=TIME shows the past, read-only: it cannot be combined with rw or live\n")
+			return 2
+		}
 	}
 	if cfg.LogFile != "" {
 		lf, err := openLogFile(cfg.LogFile)
@@ -207,6 +225,16 @@ func runMount(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer f.Close()
+	if cfg.At != "" {
+		if !f.Versioned() {
+			fmt.Fprintf(stderr, "vh5fs: %s: at=TIME needs a versioned-hdf5 file (no _version_data)\n", file)
+			return 1
+		}
+		if _, err := f.AsOf(atTime); err != nil {
+			fmt.Fprintf(stderr, "vh5fs: %s: %v\n", file, err)
+			return 1
+		}
+	}
 
 	// Catch the signals before mounting: the kernel shows the mount before fsnode.Mount
 	// returns, and go-fuse holds a file open on it meanwhile (its poll probe). A SIGINT's
