@@ -82,7 +82,7 @@ COMP_WORDS=(vh5fs help f); COMP_CWORD=2; _vh5fs; echo "help: ${COMPREPLY[*]}"`
 		require.NoError(t, os.WriteFile(filepath.Join(cmd.Dir, "log.h5"), nil, 0o644))
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
-		require.Equal(t, "complete -o filenames -F _vh5fs vh5fs\nfirst: log ls log.h5\nopts: ro,allow_other\nhelp: fsck\n", string(out))
+		require.Equal(t, "complete -o filenames -F _vh5fs vh5fs\nfirst: log ls log.h5\nopts: ro,allow_other ro,at=\nhelp: fsck\n", string(out))
 	})
 
 	t.Run("mount -t fuse.vh5fs", func(t *testing.T) {
