@@ -93,8 +93,9 @@ COMP_WORDS=(vh5fs help f); COMP_CWORD=2; _vh5fs; echo "help: ${COMPREPLY[*]}"`
 		file, err := filepath.Abs("testdata/fixtures/basic_1d.h5")
 		require.NoError(t, err)
 		mnt := t.TempDir()
-		// The daemon's cmdline names the executable mount.fuse3 found; umount at exit even
-		// when a step fails, so no daemon outlives the namespace's last shell.
+		// The daemon's cmdline names the executable mount.fuse3 found (processes may exit
+		// while the loop looks); umount at exit even when a step fails, so no daemon
+		// outlives the namespace's last shell.
 		script := `set -eu
 mount --bind "$1/usr/local/bin" /usr/local/bin
 mount -t fuse.vh5fs "$2" "$3" -o ro
@@ -102,7 +103,7 @@ trap 'umount "$3"' EXIT
 ls "$3/versions" | tr '\n' ' '; echo
 od -A n -t d8 -v "$3/current/x" | tr -s ' \n' ' '; echo
 for p in /proc/[0-9]*; do
-  if [ "$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null)" = "/usr/local/bin/vh5fs mount -o ro,dev,suid $2 $3 " ]; then
+  if [ "$(cat "$p/cmdline" 2>/dev/null | tr '\0' ' ')" = "/usr/local/bin/vh5fs mount -o ro,dev,suid $2 $3 " ]; then
     echo "daemon: $(readlink "$p/exe")"
   fi
 done

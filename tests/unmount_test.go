@@ -58,7 +58,9 @@ func TestSignalBusyMount(t *testing.T) {
 		require.NoError(t, f.Close())
 		require.NoError(t, m.wait(t), "stderr: %s", m.stderr)
 		require.False(t, isMountpoint(t, m.Dir))
-		require.Contains(t, m.stderr.String(), "unmounted after retrying")
+		// The process may exit before the retrying goroutine logs its success: the
+		// evidence is the retry, then a plain unmount, no detach.
+		require.Contains(t, m.stderr.String(), "msg=unmounted ")
 		require.NotContains(t, m.stderr.String(), "detached")
 	})
 
@@ -73,7 +75,7 @@ func TestSignalBusyMount(t *testing.T) {
 		took := time.Since(start)
 		require.Greater(t, took, 4*time.Second, "retried for the grace period first")
 		require.True(t, logHas(m, "retrying the unmount")())
-		require.True(t, logHas(m, "detached the mount lazily")())
+		waitFor(t, "the detach's log line", 5*time.Second, logHas(m, "detached the mount lazily"))
 		require.False(t, exited(m)(), "still serving the open file")
 
 		buf := make([]byte, 48)
@@ -98,7 +100,7 @@ func TestSignalBusyMount(t *testing.T) {
 		m.signal(t, syscall.SIGINT)
 		waitFor(t, "the lazy unmount", 3*time.Second, func() bool { return !isMountpoint(t, m.Dir) })
 		require.Less(t, time.Since(start), 3*time.Second)
-		require.True(t, logHas(m, "second signal: detaching now")())
+		require.True(t, logHas(m, "second signal: detaching now")(), "logged before the detach")
 		require.NoError(t, f.Close())
 		waitFor(t, "the exit after the last close", 10*time.Second, exited(m))
 		require.NoError(t, m.wait(t), "stderr: %s", m.stderr)
