@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -245,6 +246,22 @@ func TestLogFile(t *testing.T) {
 	require.Regexp(t, `^time=\S+ level=INFO msg=mounted file=`+file+` mountpoint=`+mnt+` options="ro,logfile=`+logf+`" version=\S+$`, lines[0])
 	require.Regexp(t, `^time=\S+ level=INFO msg=unmounted mountpoint=`+mnt+`$`, lines[1])
 	require.Equal(t, errLine, lines[2])
+
+	// A request the daemon answers with an error is logged there, with the reason.
+	dir := t.TempDir()
+	gen, err := exec.Command(python(t), "py/make_plain_shapes.py", dir).CombinedOutput()
+	require.NoError(t, err, "%s", gen)
+	plain := filepath.Join(dir, "plain_shapes.h5")
+	logf2 := filepath.Join(dir, "vh5fs.log")
+	_, stderr, code = vh5fsRun(t, plain, mnt, "-o", "ro,logfile="+logf2)
+	require.Equal(t, 0, code, stderr)
+	_, err = os.Stat(filepath.Join(mnt, "external"))
+	require.ErrorIs(t, err, syscall.EOPNOTSUPP)
+	out, err = exec.Command("umount", mnt).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	b, err = os.ReadFile(logf2)
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^time=\S+ level=WARN msg=unsupported err="/external: unsupported dataset: its raw data is in 1 external file\(s\)`, string(b))
 
 	_, stderr, code = vh5fsRun(t, "mount", "-o", "logfile=relative.log", file, mnt)
 	require.Equal(t, 2, code)
