@@ -114,4 +114,11 @@ grep -c " $3 " /proc/self/mountinfo`
 		require.Equal(t, "v1 v2 v3 v4 \n 0 1 2 3 40 555 \ndaemon: /usr/local/bin/vh5fs\n1\n", string(out))
 		require.Empty(t, mountTableLine(t, mnt), "the mount lived in the namespace only")
 	})
+
+	out, err = exec.Command("make", "-C", "..", "--no-print-directory", "uninstall", "DESTDIR="+dest).CombinedOutput()
+	require.NoError(t, err, "make uninstall: %s", out)
+	for _, p := range []string{"bin/vh5fs", "share/man/man1/vh5fs.1", "share/bash-completion/completions/vh5fs", "share/doc/vh5fs"} {
+		_, err := os.Stat(filepath.Join(prefix, p))
+		require.ErrorIs(t, err, os.ErrNotExist, "uninstall removes %s", p)
+	}
 }
