@@ -2,7 +2,19 @@
 GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps build demo test fuzz bench clean
+.PHONY: all deps build install uninstall demo test fuzz bench clean
+
+# Installation directories (GNU conventions; DESTDIR stages a package root).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+DOCDIR     ?= $(PREFIX)/share/doc/vh5fs
+# BIN is the built binary; install reuses it unless a source changed, so that
+# `make && sudo make install` needs no Go toolchain on root's PATH.
+BIN        ?= bin/vh5fs
+SOURCES    := go.mod go.sum $(shell find . -path ./bench -prune -o -path ./tests -prune -o \
+                -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' \) ! -name '*_test.go' -print)
 
 all: build
 
@@ -10,7 +22,24 @@ deps:
 	@scripts/deps.sh
 
 build: deps
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/vh5fs ./cmd/vh5fs
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/vh5fs
+
+$(BIN): $(SOURCES)
+	@scripts/deps.sh
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/vh5fs
+
+# The binary, its man page and bash completion. mount -t fuse.vh5fs needs vh5fs on /bin/sh's
+# default PATH, which /usr/local/bin (the default BINDIR) is.
+install: $(BIN)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/vh5fs
+	install -m 0644 docs/vh5fs.1 $(DESTDIR)$(MANDIR)/man1/vh5fs.1
+	install -m 0644 scripts/vh5fs.bash-completion $(DESTDIR)$(BASHCOMPDIR)/vh5fs
+	install -m 0644 README.md LICENSE $(DESTDIR)$(DOCDIR)
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/vh5fs $(DESTDIR)$(MANDIR)/man1/vh5fs.1 $(DESTDIR)$(BASHCOMPDIR)/vh5fs
+	rm -rf $(DESTDIR)$(DOCDIR)
 
 # Mount the bundled demo file and show it with ls, od and numpy.
 demo: build

@@ -1,10 +1,13 @@
 package fsnode
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
 	"os"
+	"os/exec"
+	"strings"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -92,6 +95,20 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		slog.Debug("read-ahead left as it is", "err", err)
 	}
 	return srv, nil
+}
+
+// Detach unmounts mountpoint lazily (umount -l): the mount leaves the tree at once, and
+// the kernel keeps the connection, so files still open keep being served, until the last
+// of them is closed; then the server's Wait returns. Not root, it asks fusermount3 -uz.
+func Detach(mountpoint string) error {
+	err := unix.Unmount(mountpoint, unix.MNT_DETACH)
+	if err == nil || !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	if out, ferr := exec.Command("fusermount3", "-uz", mountpoint).CombinedOutput(); ferr != nil {
+		return fmt.Errorf("fusermount3 -uz %s: %v: %s", mountpoint, ferr, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // TuneReads sets the options that shape reads and writes through a mount: requests of up

@@ -47,6 +47,12 @@ type Info struct {
 	Fill        []byte
 	FillDefined bool // the creator set a fill value explicitly
 	NumMappings int  // virtual layouts
+	// Null is a null dataspace (h5py.Empty): no elements and no shape, not even (). Shape
+	// is empty both for it and for a scalar dataset, which has one element.
+	Null bool
+	// External is the number of external files holding the raw data (HDF5 external
+	// storage, H5Pset_external); 0 when the data is in the file.
+	External int
 }
 
 // Dataset is an open HDF5 dataset.
@@ -126,7 +132,8 @@ func (d *Dataset) readInfo() error {
 	if rc < 0 {
 		return fail("read dataset type", d.path, nil)
 	}
-	info := Info{Type: describe(&ti), NumMappings: int(ci.virtual_count)}
+	info := Info{Type: describe(&ti), NumMappings: int(ci.virtual_count),
+		Null: ci.space_class == C.H5S_NULL, External: int(ci.external_count)}
 	rank := int(ci.rank)
 	info.Shape = int64s(ci.dims[:rank])
 	info.MaxShape = int64s(ci.maxdims[:rank])

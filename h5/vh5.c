@@ -231,6 +231,10 @@ int vh5_dataset_info_get(hid_t dset, vh5_dataset_info *out) {
 	if (H5Sget_simple_extent_dims(space, out->dims, out->maxdims) < 0) {
 		goto done;
 	}
+	out->space_class = H5Sget_simple_extent_type(space);
+	if (out->space_class < 0) {
+		goto done;
+	}
 	dcpl = H5Dget_create_plist(dset);
 	if (dcpl < 0) {
 		goto done;
@@ -252,6 +256,10 @@ int vh5_dataset_info_get(hid_t dset, vh5_dataset_info *out) {
 	}
 	out->fill_defined = fv;
 	if (out->layout == H5D_VIRTUAL && H5Pget_virtual_count(dcpl, &out->virtual_count) < 0) {
+		goto done;
+	}
+	out->external_count = H5Pget_external_count(dcpl);
+	if (out->external_count < 0) {
 		goto done;
 	}
 	rc = 0;
@@ -376,8 +384,20 @@ int vh5_read_box(hid_t dset, int rank, const hsize_t *start, const hsize_t *coun
 	int rc = -1;
 	hid_t type = H5Dget_type(dset);
 	hid_t fspace = H5Dget_space(dset);
-	hid_t mspace = H5Screate_simple(rank, memdims, NULL);
-	if (type < 0 || fspace < 0 || mspace < 0) {
+	hid_t mspace = -1;
+	if (type < 0 || fspace < 0) {
+		goto done;
+	}
+	if (rank == 0) {
+		// A scalar dataspace has no hyperslabs: its one element is the whole selection.
+		if (H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, mem) < 0) {
+			goto done;
+		}
+		rc = 0;
+		goto done;
+	}
+	mspace = H5Screate_simple(rank, memdims, NULL);
+	if (mspace < 0) {
 		goto done;
 	}
 	if (H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0) {

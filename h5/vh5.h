@@ -44,6 +44,8 @@ typedef struct {
 	int nfilters;
 	int fill_defined;   // H5D_fill_value_t
 	size_t virtual_count;
+	int space_class;    // H5S_class_t: H5S_SCALAR, H5S_SIMPLE or H5S_NULL
+	int external_count; // files of external storage (H5Pset_external), 0 if none
 } vh5_dataset_info;
 
 int vh5_dataset_info_get(hid_t dset, vh5_dataset_info *out);
@@ -56,7 +58,8 @@ int vh5_mappings(hid_t dset, int rank, size_t n, hsize_t *vstart, hsize_t *vcoun
                  hsize_t *sstart, hsize_t *scount, char *names, size_t namecap, char *files, size_t filecap);
 
 // vh5_read_box reads the file hyperslab start/count of dset into mem, a buffer of rank dims
-// memdims, at memstart, in the dataset's own file type (no conversion).
+// memdims, at memstart, in the dataset's own file type (no conversion). Rank 0 reads the
+// one element of a scalar dataset.
 int vh5_read_box(hid_t dset, int rank, const hsize_t *start, const hsize_t *count,
                  const hsize_t *memdims, const hsize_t *memstart, void *mem);
 

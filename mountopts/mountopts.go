@@ -23,6 +23,10 @@
 //	commit_name=N   name for the next committed version; N must be a valid
 //	                single HDF5 link name: non-empty, at most 255 bytes, no
 //	                "/" or NUL, and not ".", ".." or "__first_version__"
+//	logfile=PATH    append every log line of the mount to PATH (absolute: a
+//	                background mount runs in /)
+//	at=TIME         show the file as it was at TIME (read-only); the caller
+//	                parses TIME
 //
 // Ownership and modes, applied by vh5fs to every node it reports (libfuse's
 // high-level library implements these; the kernel does not know them):
@@ -88,6 +92,8 @@ type Config struct {
 	FSName      string   // "fsname=..." (default: empty -> caller uses the file path)
 	Subtype     string   // "subtype=..." default "vh5fs"
 	CommitName  string   // "commit_name=..." name for the next committed version (optional)
+	LogFile     string   // "logfile=PATH": where the mount's log lines go too (absolute)
+	At          string   // "at=TIME": the moment to show the file as of (unparsed)
 	UID         uint32   // "uid=N": owner reported for every node, when HasUID
 	HasUID      bool     // a "uid=" option was given (else: the mounting user)
 	GID         uint32   // "gid=N": group reported for every node, when HasGID
@@ -157,6 +163,8 @@ var known = map[string]optKind{
 	"fsname":      kindValue,
 	"subtype":     kindValue,
 	"commit_name": kindValue,
+	"logfile":     kindValue,
+	"at":          kindValue,
 	"uid":         kindOwner,
 	"gid":         kindOwner,
 	"umask":       kindUmask,
@@ -371,6 +379,13 @@ func (c *Config) apply(seg segment) error {
 			return err
 		}
 		c.CommitName = seg.value
+	case "logfile":
+		if !strings.HasPrefix(seg.value, "/") {
+			return fmt.Errorf("mountopts: option %q: %q is not an absolute path", seg.key, seg.value)
+		}
+		c.LogFile = seg.value
+	case "at":
+		c.At = seg.value
 	}
 	return nil
 }
@@ -421,7 +436,7 @@ func escape(s string) string {
 
 // String renders the config as a canonical option string: "ro" or "rw",
 // then live, allow_other, debug, fsname, subtype (only when not the
-// default), commit_name, uid, gid, umask (only when not 0), the access-time
+// default), commit_name, logfile, at, uid, gid, umask (only when not 0), the access-time
 // flags given (noatime/atime, nodiratime/diratime, relatime/norelatime,
 // strictatime/nostrictatime, lazytime/nolazytime) and the passthrough options
 // in order. Values are escaped so that Parse(c.String()) returns c for any
@@ -450,6 +465,12 @@ func (c Config) String() string {
 	}
 	if c.CommitName != "" {
 		opts = append(opts, "commit_name="+escape(c.CommitName))
+	}
+	if c.LogFile != "" {
+		opts = append(opts, "logfile="+escape(c.LogFile))
+	}
+	if c.At != "" {
+		opts = append(opts, "at="+escape(c.At))
 	}
 	if c.HasUID {
 		opts = append(opts, fmt.Sprintf("uid=%d", c.UID))

@@ -203,16 +203,20 @@ func TestCmdInfo(t *testing.T) {
 	}
 }
 
-// diffChunks runs `vh5fs diff` and returns, per dataset, its summary line and the
-// "(grid) [range] kind" of each differing chunk.
+// diffChunks runs `vh5fs diff -v` and returns, per dataset, its summary line (with the
+// chunk count line after " | ") and the "(grid) [range] kind" of each differing chunk.
 func diffChunks(t *testing.T, args ...string) map[string][]string {
-	out, stderr, code := vh5fsRun(t, append([]string{"diff"}, args...)...)
+	out, stderr, code := vh5fsRun(t, append([]string{"diff", "-v"}, args...)...)
 	require.Equal(t, 0, code, stderr)
 	res := map[string][]string{}
 	cur := ""
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if strings.HasPrefix(line, "  chunk ") {
 			res[cur] = append(res[cur], strings.TrimPrefix(line, "  chunk "))
+			continue
+		}
+		if strings.HasPrefix(line, "  ") {
+			res[cur][0] += " | " + strings.TrimSpace(line)
 			continue
 		}
 		name, rest, ok := strings.Cut(line, ": ")
@@ -240,11 +244,11 @@ func TestCmdDiff(t *testing.T) {
 			got := diffChunks(t, f, tc.v1, tc.v2)
 			require.Len(t, got, 1)
 			require.Equal(t, tc.want, got["x"][1:])
-			require.Contains(t, got["x"][0], fmt.Sprintf("%d of ", len(tc.want)))
+			require.Contains(t, got["x"][0], fmt.Sprintf("| %d of ", len(tc.want)))
 		})
 	}
 	got := diffChunks(t, f, "v2", "v2", "x")
-	require.Equal(t, []string{"unchanged, shape [10], 3 chunks"}, got["x"])
+	require.Equal(t, []string{"unchanged, shape [10]"}, got["x"])
 
 	// The golden edit set rows 8:16 of every column: chunk row 1 of the 8x10 grid.
 	got = diffChunks(t, fixturePath("golden_full_chunks_gzip-after.h5"), "r5", "golden", "temp")
@@ -375,7 +379,7 @@ func TestCmdErrors(t *testing.T) {
 		require.NotEmpty(t, out)
 	}
 	out, _, _ := vh5fsRun(t, "help", "diff")
-	require.True(t, strings.HasPrefix(out, "usage: vh5fs diff FILE V1 V2 [DATASET]"), out)
+	require.True(t, strings.HasPrefix(out, "usage: vh5fs diff [-v] FILE V1 V2 [DATASET]"), out)
 }
 
 // TestCmdFsckProgress: on a terminal (script(1) gives fsck one) fsck draws a progress bar

@@ -29,6 +29,7 @@ type Dataset struct {
 	Strings bool // variable-length strings, served as text (see TextForm)
 
 	fillDefined bool // the dataset's creator set Fill explicitly
+	null        bool // a null dataspace: no elements
 	live        bool // a live snapshot (live.go): no chunk map
 
 	attrsOnce sync.Once
@@ -36,13 +37,15 @@ type Dataset struct {
 	attrsErr  error
 	f         *File
 	size      int64
-	// Exactly one read route is set: text for strings, arr for versioned datasets whose
-	// mappings form a clean chunk map, vds otherwise (libhdf5 resolves the selection).
-	text []byte
-	arr  *staged.Array
-	raw  *h5.Dataset
-	vds  *h5.Dataset
-	plan *staged.Array // plans byte ranges for the vds route
+	// Exactly one read route is set: text for strings, scalar for a scalar dataset's one
+	// element, arr for versioned datasets whose mappings form a clean chunk map, vds
+	// otherwise (libhdf5 resolves the selection). A null dataspace has none (size 0).
+	text   []byte
+	scalar []byte
+	arr    *staged.Array
+	raw    *h5.Dataset
+	vds    *h5.Dataset
+	plan   *staged.Array // plans byte ranges for the vds route
 	// ahead is the background decoding for sequential readers of the chunk route.
 	ahead aheadState
 	// blockList is the stored chunks of a versioned dataset, made from arr on first use.
@@ -115,6 +118,9 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 		}
 	}()
 	d := f.describe(path, h)
+	if err := d.checkStorage(h); err != nil {
+		return nil, err
+	}
 	versioned := f.versioned && strings.HasPrefix(path, VersionsGroup+"/")
 	if versioned {
 		if err := d.findRawData(); err != nil {
@@ -125,6 +131,9 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 		return nil, err
 	} else if text {
 		return d, nil
+	}
+	if len(d.Shape) == 0 {
+		return d, d.readScalar(h)
 	}
 	if versioned {
 		ok, err := d.buildChunkMap(h)
@@ -142,13 +151,43 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 	return d, nil
 }
 
-// describe is the dataset h as libhdf5 reports it.
+// describe is the dataset h as libhdf5 reports it. A null dataspace has a nil Shape (its
+// shape xattr is null, as h5py's Empty has shape None), a scalar one an empty Shape.
 func (f *File) describe(path string, h *h5.Dataset) *Dataset {
 	info := h.Info()
-	return &Dataset{
-		Path: path, Type: info.Type, Shape: info.Shape, Chunks: info.Chunks, Fill: info.Fill,
-		Filters: info.Filters, Layout: info.Layout, f: f, fillDefined: info.FillDefined,
+	shape := info.Shape
+	if info.Null {
+		shape = nil
 	}
+	return &Dataset{
+		Path: path, Type: info.Type, Shape: shape, Chunks: info.Chunks, Fill: info.Fill,
+		Filters: info.Filters, Layout: info.Layout, f: f, fillDefined: info.FillDefined,
+		null: info.Null,
+	}
+}
+
+// checkStorage refuses what vh5fs cannot serve whatever the type: raw data in external
+// files (HDF5 external storage), which libhdf5 looks for relative to the reader's working
+// directory, not to the file, and so would read wrong or not at all from a mount.
+func (d *Dataset) checkStorage(h *h5.Dataset) error {
+	if n := h.Info().External; n > 0 {
+		return fmt.Errorf("%s: %w: its raw data is in %d external file(s) (HDF5 external storage), which vh5fs does not serve", d.Path, ErrUnsupported, n)
+	}
+	return nil
+}
+
+// readScalar reads the one element of a scalar dataset (a null dataspace has none). The
+// element is all the file holds: size = item size.
+func (d *Dataset) readScalar(h *h5.Dataset) error {
+	if d.null {
+		return nil
+	}
+	elem := make([]byte, d.Type.Size)
+	if err := h.ReadBox(nil, nil, nil, nil, elem); err != nil {
+		return err
+	}
+	d.scalar = elem
+	return nil
 }
 
 // sizeOrText sets the file's size from the type and shape; variable-length strings are
@@ -163,6 +202,9 @@ func (d *Dataset) sizeOrText(h *h5.Dataset) (text bool, err error) {
 		return false, fmt.Errorf("%s: %w: dtype %s has no byte form", d.Path, ErrUnsupported, d.Type.DType)
 	}
 	d.size = int64(d.Type.Size)
+	if d.null {
+		d.size = 0
+	}
 	for _, s := range d.Shape {
 		d.size *= s
 	}
@@ -494,6 +536,8 @@ func (d *Dataset) ReadOrLocate(p []byte, off int64, maxRange int) (Reply, error)
 		return Reply{}, nil
 	case d.text != nil || d.Strings:
 		return Reply{N: copy(p, d.text[off:])}, nil
+	case d.scalar != nil:
+		return Reply{N: copy(p, d.scalar[off:])}, nil
 	case d.arr == nil:
 		n, err := d.readVDS(p, off)
 		return Reply{N: n}, err

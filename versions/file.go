@@ -18,6 +18,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +65,7 @@ type File struct {
 	ahead    chan struct{}          // slots for background read-ahead decodes
 	scratch  sync.Pool              // *[]byte: inflated chunks on their way to unshuffle
 	live     *liveState             // OpenLive only (live.go)
+	asOf     *asOf                  // set by AsOf before the File is shared, then read-only
 }
 
 // Open opens path read-only and checks its layout. A file with a _version_data group must
@@ -186,6 +188,9 @@ func (f *File) CurrentVersion() (string, error) {
 	if !f.versioned {
 		return "", nil
 	}
+	if f.asOf != nil {
+		return f.asOf.version, nil
+	}
 	s, err := f.stringAttr(VersionsGroup, "current_version")
 	if err != nil || s == FirstVersion {
 		return "", err
@@ -228,6 +233,7 @@ func (f *File) Versions() ([]Version, error) {
 	if err != nil {
 		return nil, err
 	}
+	out = slices.DeleteFunc(out, f.hidden)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
@@ -361,8 +367,16 @@ func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Vers
 }
 
 // Version returns the metadata of a committed version; ok is false if there is no
-// committed version of that name.
+// committed version of that name (or it was made after the moment AsOf pinned).
 func (f *File) Version(name string) (v Version, ok bool, err error) {
+	v, ok, err = f.version(name)
+	if ok && f.hidden(v) {
+		return Version{}, false, nil
+	}
+	return v, ok, err
+}
+
+func (f *File) version(name string) (v Version, ok bool, err error) {
 	if !f.versioned || name == "" || name == FirstVersion || strings.Contains(name, "/") {
 		return Version{}, false, nil
 	}

@@ -332,10 +332,16 @@ func (f *File) liveSnapshot(path string) (*Dataset, error) {
 	}
 	d := f.describe(path, h)
 	d.live = true
+	if err := d.checkStorage(h); err != nil {
+		return nil, err
+	}
 	if text, err := d.sizeOrText(h); err != nil {
 		return nil, err
 	} else if text {
 		return d, nil
+	}
+	if len(d.Shape) == 0 {
+		return d, d.readScalar(h)
 	}
 	// h is shared with later snapshots; closed by reopen or Close, never by the snapshot.
 	if err := d.readThroughHDF5(h); err != nil {

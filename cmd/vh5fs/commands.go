@@ -28,6 +28,7 @@ var commands map[string]command
 func init() {
 	commands = map[string]command{
 		"log": {`usage: vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline]
+       vh5fs log --all FILE [-n N]
 
 The history of VERSION (default: the current version), newest first, following
 prev_version to the first version: each version's name, timestamp, parent and the
@@ -35,6 +36,9 @@ datasets changed from its parent (A added, M modified: shape or chunk map differ
 D removed). --at TIME starts from the version current at TIME (see 'vh5fs help time').
 -n N shows at most N versions; --oneline one line per version: name, timestamp and the
 number of datasets changed.
+--all shows every version, one line each, with the branches drawn as lanes (as
+git log --all --graph --oneline draws them): writing versions/<old>/ in a read-write
+mount makes a sibling of <old>'s children, a new branch.
 `, runLog},
 		"ls": {`usage: vh5fs ls FILE [VERSION] [--at TIME]
 
@@ -48,13 +52,16 @@ the dataset's dtype, shape, chunks, filters, fill value, chunks stored of the to
 chunks shared with the parent version. With --at, the part after ':' is the DATASET of the
 version current at TIME.
 `, runInfo},
-		"diff": {`usage: vh5fs diff FILE V1 V2 [DATASET]
+		"diff": {`usage: vh5fs diff [-v] FILE V1 V2 [DATASET]
 
-Which chunks of each dataset (or only DATASET) differ between versions V1 and V2: a summary
-line per dataset, then one line per differing chunk with its grid index and the element
-range it covers (in V2; in V1 for removed chunks). Decided from the chunk maps: the same
-raw_data slot holds the same data, different slots with equal hash-table digests too; data
-is read only when neither tells. Exit status 0 whether or not they differ.
+What changed in each dataset (or only DATASET) from version V1 to V2, one line each: how
+many elements changed and the range of their old and new values (numeric dtypes), and,
+when the shape changed, how many elements were added and removed and their values.
+Only the chunks that differ are read: the chunk maps tell the others (the same raw_data
+slot, or equal hash-table digests, hold the same data).
+-v adds, per dataset, how the chunks were decided and one line per differing chunk with
+its grid index and the element range it covers (in V2; in V1 for removed chunks).
+Exit status 0 whether or not they differ.
 `, runDiff},
 		"fsck": {`usage: vh5fs fsck [--repair [--discard-journal]] FILE
 
@@ -97,7 +104,7 @@ func runHelp(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// usageError reports a bad command line: one line, the command's usage, status 2.
+// usageError reports a bad command line: one line and where to read more, status 2.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
@@ -106,21 +113,39 @@ func (e usageError) Error() string { return e.msg }
 // operands to go on, or a non-negative exit status when done (help printed, usage error).
 func parseArgs(name string, fl *flag.FlagSet, args []string, stderr io.Writer) ([]string, int) {
 	fl.SetOutput(io.Discard)
-	operands, err := interspersed(fl, args)
+	operands, err := interspersed(fl, splitShortValues(fl, args))
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(os.Stdout, commands[name].usage)
 		return nil, 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "vh5fs: %s: %v\n%s", name, err, commands[name].usage)
-		return nil, 2
+		return nil, badUsage(name, stderr, "%v", err)
 	}
 	return operands, -1
 }
 
+// badUsage prints one line naming the problem and the help to read, and returns 2.
 func badUsage(name string, stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "vh5fs: %s: %s\n%s", name, fmt.Sprintf(format, args...), commands[name].usage)
+	fmt.Fprintf(stderr, "vh5fs: %s: %s; see 'vh5fs help %s'\n", name, fmt.Sprintf(format, args...), name)
 	return 2
+}
+
+// splitShortValues turns "-n5" into "-n" "5" for fl's one-letter flags, as git and most
+// Unix tools accept it (Go's flag package would look for a flag named "n5").
+func splitShortValues(fl *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && fl.Lookup(a[1:2]) != nil && fl.Lookup(a[1:]) == nil &&
+			!strings.Contains(a, "=") {
+			out = append(out, a[:2], a[2:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // fail prints one error line for file and returns 1.
@@ -130,7 +155,7 @@ func fail(stderr io.Writer, file string, err error) int {
 		fmt.Fprintf(stderr, "vh5fs: %s\n", ue.msg)
 		return 2
 	}
-	msg := openError(file, err)
+	msg := openError(file, false, err)
 	if !strings.HasPrefix(msg, file+":") {
 		msg = file + ": " + msg
 	}
@@ -188,25 +213,25 @@ func resolveVersion(f *versions.File, name, at string) (string, error) {
 }
 
 // openAtVersion parses `CMD FILE [VERSION] [--at TIME]`, opens FILE and resolves the
-// version (the current one by default). code >= 0 means: exit with it (f is nil then).
-// fl may carry the command's own flags.
-func openAtVersion(fl *flag.FlagSet, atHelp string, args []string, stderr io.Writer) (f *versions.File, file, version string, code int) {
+// version (the current one by default; chosen tells VERSION or --at was given). code >= 0
+// means: exit with it (f is nil then). fl may carry the command's own flags.
+func openAtVersion(fl *flag.FlagSet, atHelp string, args []string, stderr io.Writer) (f *versions.File, file, version string, chosen bool, code int) {
 	cmd := fl.Name()
 	at := fl.String("at", "", atHelp)
 	ops, code := parseArgs(cmd, fl, args, stderr)
 	if code >= 0 {
-		return nil, "", "", code
+		return nil, "", "", false, code
 	}
 	if len(ops) < 1 || len(ops) > 2 {
-		return nil, "", "", badUsage(cmd, stderr, "needs FILE and at most one VERSION")
+		return nil, "", "", false, badUsage(cmd, stderr, "needs FILE and at most one VERSION")
 	}
 	if len(ops) == 2 && *at != "" {
-		return nil, "", "", badUsage(cmd, stderr, "give VERSION or --at, not both")
+		return nil, "", "", false, badUsage(cmd, stderr, "give VERSION or --at, not both")
 	}
 	file = ops[0]
 	f, err := openVersioned(file)
 	if err != nil {
-		return nil, "", "", fail(stderr, file, err)
+		return nil, "", "", false, fail(stderr, file, err)
 	}
 	name := ""
 	if len(ops) == 2 {
@@ -215,22 +240,29 @@ func openAtVersion(fl *flag.FlagSet, atHelp string, args []string, stderr io.Wri
 	version, err = resolveVersion(f, name, *at)
 	if err != nil {
 		f.Close()
-		return nil, "", "", fail(stderr, file, err)
+		return nil, "", "", false, fail(stderr, file, err)
 	}
-	return f, file, version, -1
+	return f, file, version, len(ops) == 2 || *at != "", -1
 }
 
 func runLog(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("log", flag.ContinueOnError)
 	limit := fl.Int("n", 0, "show at most this many versions (0: all)")
 	oneline := fl.Bool("oneline", false, "one line per version")
-	f, file, start, code := openAtVersion(fl, "start from the version current at this time", args, stderr)
+	everyVersion := fl.Bool("all", false, "every version, with branches")
+	f, file, start, chosen, code := openAtVersion(fl, "start from the version current at this time", args, stderr)
 	if code >= 0 {
 		return code
 	}
 	defer f.Close()
 	if *limit < 0 {
 		return badUsage("log", stderr, "-n must not be negative")
+	}
+	if *everyVersion {
+		if chosen {
+			return badUsage("log", stderr, "--all shows every version: give no VERSION or --at")
+		}
+		return logAll(f, file, *limit, stdout, stderr)
 	}
 	cur, _ := f.CurrentVersion()
 	hist, err := f.History(start)
@@ -323,7 +355,7 @@ func shapeString(s []int64) string {
 }
 
 func runLs(args []string, stdout, stderr io.Writer) int {
-	f, file, version, code := openAtVersion(flag.NewFlagSet("ls", flag.ContinueOnError), "the version current at this time", args, stderr)
+	f, file, version, _, code := openAtVersion(flag.NewFlagSet("ls", flag.ContinueOnError), "the version current at this time", args, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -537,6 +569,7 @@ func filterString(fs []h5.Filter) string {
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("diff", flag.ContinueOnError)
+	verbose := fl.Bool("v", false, "chunk detail")
 	ops, code := parseArgs("diff", fl, args, stderr)
 	if code >= 0 {
 		return code
@@ -569,12 +602,18 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, file, err)
 	}
 	for _, dd := range diffs {
-		printDiff(stdout, dd)
+		ed, err := f.DiffElements(ops[1], ops[2], dd)
+		if err != nil {
+			return fail(stderr, file, err)
+		}
+		printDiff(stdout, dd, ed, *verbose)
 	}
 	return 0
 }
 
-func printDiff(w io.Writer, dd versions.DatasetDiff) {
+// printDiff prints a dataset's line: what changed in its elements; with verbose, the
+// chunk detail under it.
+func printDiff(w io.Writer, dd versions.DatasetDiff, ed versions.ElementDiff, verbose bool) {
 	switch dd.Kind {
 	case versions.Added:
 		fmt.Fprintf(w, "%s: added, shape %s\n", dd.Path, shapeString(dd.Shape2))
@@ -583,15 +622,31 @@ func printDiff(w io.Writer, dd versions.DatasetDiff) {
 		fmt.Fprintf(w, "%s: removed, shape %s\n", dd.Path, shapeString(dd.Shape1))
 		return
 	case "":
-		fmt.Fprintf(w, "%s: unchanged, shape %s, %d chunks\n", dd.Path, shapeString(dd.Shape2), dd.Total)
+		fmt.Fprintf(w, "%s: unchanged, shape %s\n", dd.Path, shapeString(dd.Shape2))
 		return
 	}
-	shape := shapeString(dd.Shape2)
-	if shapeString(dd.Shape1) != shape {
-		shape = shapeString(dd.Shape1) + " -> " + shape
+	line := fmt.Sprintf("%s: ", dd.Path)
+	switch {
+	case ed.Incomparable:
+		line += "dtype or number of axes changed"
+	default:
+		line += fmt.Sprintf("%d of %d elements changed", ed.Changed, ed.Compared)
+		if ed.Changed > 0 && ed.Old.String() != "" {
+			line += fmt.Sprintf(" (old %s, new %s)", ed.Old, ed.New)
+		}
 	}
-	fmt.Fprintf(w, "%s: %d of %d chunks differ, shape %s (same slot %d, same digest %d, different digest %d, read %d)\n",
-		dd.Path, len(dd.Changed), dd.Total, shape, dd.SameSlot, dd.SameDigest, dd.DiffDigest, dd.ReadData)
+	if shapeString(dd.Shape1) != shapeString(dd.Shape2) {
+		line += fmt.Sprintf("; shape %s -> %s", shapeString(dd.Shape1), shapeString(dd.Shape2))
+		if !ed.Incomparable {
+			line += fmt.Sprintf(", %d added%s, %d removed%s", ed.Added, valuesNote(ed.AddedRange), ed.Removed, valuesNote(ed.RemovedRange))
+		}
+	}
+	fmt.Fprintln(w, line)
+	if !verbose {
+		return
+	}
+	fmt.Fprintf(w, "  %d of %d chunks differ (decided by: same raw_data slot %d, equal hash-table digest %d, different digest %d, reading the data %d)\n",
+		len(dd.Changed), dd.Total, dd.SameSlot, dd.SameDigest, dd.DiffDigest, dd.ReadData)
 	for _, c := range dd.Changed {
 		var grid, rng []string
 		for i := range c.Start {
@@ -606,6 +661,14 @@ func printDiff(w io.Writer, dd versions.DatasetDiff) {
 		}
 		fmt.Fprintf(w, "  chunk %s [%s] %s\n", g, strings.Join(rng, ", "), c.Kind)
 	}
+}
+
+// valuesNote is " (values R)" for a range with values, else "".
+func valuesNote(r versions.ValueRange) string {
+	if r.String() == "" {
+		return ""
+	}
+	return " (values " + r.String() + ")"
 }
 
 func runFsck(args []string, stdout, stderr io.Writer) int {
@@ -672,3 +735,45 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 }
 
 var changeLetter = map[string]string{versions.Added: "A", versions.Modified: "M", versions.Removed: "D"}
+
+// logAll prints every version with the history graph, newest first.
+func logAll(f *versions.File, file string, limit int, stdout, stderr io.Writer) int {
+	vs, err := f.Versions()
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	cur, _ := f.CurrentVersion()
+	known := map[string]bool{}
+	for _, v := range vs {
+		known[v.Name] = true
+	}
+	shown := 0
+	for _, r := range historyGraph(vs, cur) {
+		v := r.Version
+		if v.Name == "" {
+			fmt.Fprintln(stdout, r.Graph)
+			continue
+		}
+		if limit > 0 && shown == limit {
+			break
+		}
+		shown++
+		from := v.PrevVersion
+		if !known[from] {
+			from = ""
+		}
+		changes, err := f.ChangedDatasets(from, v.Name)
+		if err != nil {
+			return fail(stderr, file, err)
+		}
+		mark := ""
+		if v.Name == cur {
+			mark = " (current)"
+		}
+		if v.PrevVersion != "" && !known[v.PrevVersion] {
+			mark += fmt.Sprintf(" (parent %s missing)", v.PrevVersion)
+		}
+		fmt.Fprintf(stdout, "%s %s  %s  %d changed%s\n", r.Graph, v.Name, v.Timestamp, len(changes), mark)
+	}
+	return 0
+}

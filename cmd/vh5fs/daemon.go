@@ -74,19 +74,17 @@ func runHelper(args []string, stderr io.Writer) int {
 	fl.SetOutput(io.Discard)
 	var opts optionList
 	fl.Var(&opts, "o", "mount options")
-	operands, err := interspersed(fl, args)
+	operands, err := interspersed(fl, splitShortValues(fl, args))
 	if errors.Is(err, flag.ErrHelp) {
 		helperUsage(os.Stdout)
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
-		helperUsage(stderr)
+		fmt.Fprintf(stderr, "vh5fs: %v; see 'vh5fs FILE MOUNTPOINT -h'\n", err)
 		return 2
 	}
 	if len(operands) != 2 {
-		fmt.Fprintf(stderr, "vh5fs: expected FILE MOUNTPOINT, got %d operands\n", len(operands))
-		helperUsage(stderr)
+		fmt.Fprintf(stderr, "vh5fs: expected FILE MOUNTPOINT, got %d operands; see 'vh5fs FILE MOUNTPOINT -h'\n", len(operands))
 		return 2
 	}
 	cfg, err := mountopts.Parse(opts...)
@@ -97,7 +95,7 @@ func runHelper(args []string, stderr io.Writer) int {
 	file, mnt := operands[0], operands[1]
 	if _, err := os.Stat(file); err != nil && !strings.ContainsAny(file, "/.") {
 		// Most likely a mistyped command (vh5fs lgo x.h5), not a file name.
-		fmt.Fprintf(stderr, "vh5fs: unknown command %q\n%s", file, usage)
+		fmt.Fprintf(stderr, "vh5fs: unknown command %q; see 'vh5fs help'\n", file)
 		return 2
 	}
 	// The daemon runs in /, so hand it absolute paths; the mount table shows the file's.

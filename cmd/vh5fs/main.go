@@ -14,11 +14,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/fsnode"
@@ -31,10 +37,12 @@ import (
 var version = "dev"
 
 const usage = `usage:
-  vh5fs mount [-o OPTIONS] FILE MOUNTPOINT   serve in the foreground
+  vh5fs mount [-o OPTIONS] [--at TIME] FILE MOUNTPOINT
+                                             serve in the foreground
   vh5fs FILE MOUNTPOINT [-o OPTIONS]         mount.fuse3 form: mount, serve in the background
   vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline]
                                              history, newest first
+  vh5fs log --all FILE [-n N]                every version, branches drawn as a graph
   vh5fs ls FILE [VERSION] [--at TIME]        a version's datasets
   vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
   vh5fs diff FILE V1 V2 [DATASET]            chunks that differ between two versions
@@ -60,6 +68,10 @@ Options (-o, comma-separated, may repeat):
   uid=N, gid=N  owner and group of every file (default: the mounting user's)
   umask=NNN     bits cleared from every mode (files 0444, 0644 in rw; dirs 0555)
   debug         trace every FUSE operation on stderr
+  at=TIME       the file as it was at TIME (also --at; read-only): current is the
+                version current then, later versions are not shown ('vh5fs help time')
+  logfile=PATH  append the mount's log lines (errors, commits that failed, the
+                -o debug trace of a background mount) to PATH, an absolute path
   fsname=NAME   the source shown by mount(8) and df (default: FILE)
   nosuid, nodev, noexec, noatime, relatime, sync, ... go to the kernel as mount flags;
   fstab-only options (defaults, nofail, x-*, ...) and blksize= are ignored;
@@ -96,7 +108,14 @@ func run(args []string, stderr io.Writer) int {
 	if isHelperForm(args) {
 		return runHelper(args, stderr)
 	}
-	fmt.Fprintf(stderr, "vh5fs: unknown command %q\n%s", args[0], usage)
+	if len(args) == 1 && !strings.HasPrefix(args[0], "-") {
+		if st, err := os.Stat(args[0]); err == nil && st.Mode().IsRegular() {
+			fmt.Fprintf(stderr, "vh5fs: %s: a file, not a command: mount it with 'vh5fs %s MOUNTPOINT' "+
+				"(or 'vh5fs mount %s MOUNTPOINT'), look inside with 'vh5fs info %s'\n", args[0], args[0], args[0], args[0])
+			return 2
+		}
+	}
+	fmt.Fprintf(stderr, "vh5fs: unknown command %q; see 'vh5fs help'\n", args[0])
 	return 2
 }
 
@@ -128,17 +147,23 @@ func (o *optionList) Set(v string) error { *o = append(*o, v); return nil }
 
 func runMount(args []string, stderr io.Writer) int {
 	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() { fmt.Fprint(stderr, usage) }
+	fl.SetOutput(io.Discard)
 	var opts optionList
 	fl.Var(&opts, "o", "mount options")
-	// Accept options after the operands too (vh5fs mount FILE MNT -o ro), as mount(8) does.
-	operands, err := interspersed(fl, args)
+	at := fl.String("at", "", "show the file as it was at this time (-o at=TIME)")
+	// Accept options after the operands too (vh5fs mount FILE MNT -o ro), as mount(8) does;
+	// "-oro" as mount(8) does too.
+	operands, err := interspersed(fl, splitShortValues(fl, args))
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(os.Stdout, usage)
+		return 0
+	}
 	if err != nil {
+		fmt.Fprintf(stderr, "vh5fs: mount: %v; see 'vh5fs help mount'\n", err)
 		return 2
 	}
 	if len(operands) != 2 {
-		fmt.Fprintf(stderr, "vh5fs: mount needs FILE and MOUNTPOINT\n%s", usage)
+		fmt.Fprintf(stderr, "vh5fs: mount needs FILE and MOUNTPOINT; see 'vh5fs help mount'\n")
 		return 2
 	}
 	cfg, err := mountopts.Parse(opts...)
@@ -146,14 +171,42 @@ func runMount(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 2
 	}
+	if *at != "" {
+		cfg.At = *at
+	}
+	var atTime time.Time
+	if cfg.At != "" {
+		if atTime, err = versions.ParseTime(cfg.At); err != nil {
+			fmt.Fprintf(stderr, "vh5fs: mount: %v; see 'vh5fs help time'\n", err)
+			return 2
+		}
+		if cfg.ReadWrite || cfg.Live {
+			fmt.Fprintf(stderr, "vh5fs: mount: at=TIME shows the past, read-only: it cannot be combined with rw or live\n")
+			return 2
+		}
+	}
+	if cfg.LogFile != "" {
+		lf, err := openLogFile(cfg.LogFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "vh5fs: %v\n", err)
+			return 1
+		}
+		defer lf.Close()
+		stderr = logTo(stderr, lf)
+	}
 	level := slog.LevelInfo
 	if cfg.Debug {
 		level = slog.LevelDebug
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+	log.SetOutput(stderr) // go-fuse's own messages
 
 	file, mnt := operands[0], operands[1]
 	if err := checkMountpoint(mnt); err != nil {
+		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
+		return 1
+	}
+	if err := checkFuseDevice(fuseDevice); err != nil {
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 1
 	}
@@ -169,10 +222,20 @@ func runMount(args []string, stderr io.Writer) int {
 	}
 	f, err := open(file)
 	if err != nil {
-		fmt.Fprintf(stderr, "vh5fs: %s\n", openError(file, err))
+		fmt.Fprintf(stderr, "vh5fs: %s\n", openError(file, cfg.ReadWrite, err))
 		return 1
 	}
 	defer f.Close()
+	if cfg.At != "" {
+		if !f.Versioned() {
+			fmt.Fprintf(stderr, "vh5fs: %s: at=TIME needs a versioned-hdf5 file (no _version_data)\n", file)
+			return 1
+		}
+		if _, err := f.AsOf(atTime); err != nil {
+			fmt.Fprintf(stderr, "vh5fs: %s: %v\n", file, err)
+			return 1
+		}
+	}
 
 	// Catch the signals before mounting: the kernel shows the mount before fsnode.Mount
 	// returns, and go-fuse holds a file open on it meanwhile (its poll probe). A SIGINT's
@@ -192,22 +255,22 @@ func runMount(args []string, stderr io.Writer) int {
 		return 1
 	}
 	mountReady()
-	go func() {
-		for sig := range sigs {
-			slog.Info("unmounting", "signal", sig.String(), "mountpoint", mnt)
-			if err := srv.Unmount(); err != nil {
-				slog.Error("unmount failed; still serving", "mountpoint", mnt, "err", err)
-			}
-		}
-	}()
+	slog.Info("mounted", "file", file, "mountpoint", mnt, "options", cfg.String(), "version", version)
+	go unmountOnSignal(srv, mnt, sigs)
 	srv.Wait()
 	signal.Stop(sigs)
+	slog.Info("unmounted", "mountpoint", mnt)
 	return 0
 }
 
 // openError turns an open failure into one line naming the file and the problem, without
-// HDF5's error-stack noise where a plainer cause is known.
-func openError(file string, err error) string {
+// HDF5's error-stack noise where a plainer cause is known. rw tells a read-write open,
+// which conflicts with every other process's lock, not only a writer's.
+func openError(file string, rw bool, err error) string {
+	if h5file, version, ok := fileInPath(file); ok && (errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+		return fmt.Sprintf("%s: not a file; %s is the HDF5 file: did you mean %s:%s? (vh5fs info FILE:VERSION[/DATASET], "+
+			"vh5fs ls FILE VERSION)", file, h5file, h5file, version)
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Sprintf("%s: no such file", file)
@@ -220,13 +283,30 @@ func openError(file string, err error) string {
 	}
 	var he *h5.Error
 	if errors.As(err, &he) {
-		return fmt.Sprintf("%s: cannot read the file (corrupt or truncated?): %s", file, he.Stack)
+		if h, ok := conflictingHolder(file, rw); ok {
+			return lockConflictMessage(file, h, rw)
+		}
+		reason := strings.ReplaceAll(he.Stack, "\n", "; ")
+		if reason == "" && he.Err != nil {
+			reason = he.Err.Error()
+		}
+		if reason == "" {
+			reason = "libhdf5 gave no reason"
+		}
+		return fmt.Sprintf("%s: cannot read the file (corrupt or truncated?): %s", file, reason)
 	}
 	return err.Error()
 }
 
-// checkMountpoint requires an existing, empty directory.
+// checkMountpoint requires an existing, empty directory that is not a mount point already
+// (looked up in the mount table first: listing a mount whose server is gone would fail or
+// hang).
 func checkMountpoint(mnt string) error {
+	if abs, err := filepath.Abs(mnt); err == nil {
+		if m, ok := mountAt(abs); ok {
+			return fmt.Errorf("mount point %s: already mounted (%s %s); unmount it first (umount %s)", mnt, m.fstype, m.source, mnt)
+		}
+	}
 	st, err := os.Stat(mnt)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -246,4 +326,104 @@ func checkMountpoint(mnt string) error {
 		return fmt.Errorf("mount point %s: not empty", mnt)
 	}
 	return nil
+}
+
+const fuseDevice = "/dev/fuse"
+
+// checkFuseDevice opens the FUSE device as the mounting user does. Without it, the mount
+// fails later inside fusermount3 ("fusermount exited with code 256"), which names no cause.
+func checkFuseDevice(dev string) error {
+	f, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err == nil {
+		f.Close()
+		return nil
+	}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s: no such device: load the FUSE module (modprobe fuse); in a container, "+
+			"pass the device in (docker run --device /dev/fuse --cap-add SYS_ADMIN)", dev)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("%s: permission denied (uid %d may not open it): mount as root, or have it made "+
+			"accessible (chmod 0666 %s, the fuse3 package's default mode)", dev, os.Getuid(), dev)
+	}
+	return fmt.Errorf("%s: %w", dev, err)
+}
+
+// fileInPath splits path at its longest proper prefix that is a regular file:
+// "data.h5/r1/temp" is data.h5 and "r1/temp" when data.h5 is a file.
+func fileInPath(path string) (file, rest string, ok bool) {
+	for i := len(path) - 1; i > 0; i-- {
+		if path[i] != '/' {
+			continue
+		}
+		if st, err := os.Stat(path[:i]); err == nil && st.Mode().IsRegular() {
+			return path[:i], strings.Trim(path[i+1:], "/"), true
+		}
+	}
+	return "", "", false
+}
+
+// openLogFile opens the -o logfile for appending (shared by every mount that names it).
+func openLogFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("logfile: %w", err)
+	}
+	return f, nil
+}
+
+// logTo makes the mount's log go to lf as well as to w. A daemon's standard error is
+// /dev/null: there lf takes its place as file descriptor 2, so that the FUSE trace of -o
+// debug and anything the Go runtime prints on a crash land in lf too.
+func logTo(w io.Writer, lf *os.File) io.Writer {
+	if readyPipe != nil {
+		if err := unix.Dup2(int(lf.Fd()), 2); err == nil {
+			return w // w ends in os.Stderr, which is lf now
+		}
+	}
+	return io.MultiWriter(w, lf)
+}
+
+// unmountGrace is how long a signalled mount that is busy (a file open) retries its
+// unmount before detaching lazily.
+const (
+	unmountGrace = 5 * time.Second
+	unmountRetry = 250 * time.Millisecond
+)
+
+// unmountOnSignal unmounts on the first signal. A mount with open files is busy: it retries
+// for unmountGrace (the files may be about to close), then detaches lazily, so that the
+// mount point is free at once and the open files are still served until they close (a
+// dirty read-write handle still commits at its close); the process exits after the last.
+// A second signal detaches at once.
+func unmountOnSignal(srv *fuse.Server, mnt string, sigs <-chan os.Signal) {
+	sig := <-sigs
+	slog.Info("unmounting", "signal", sig.String(), "mountpoint", mnt)
+	err := srv.Unmount()
+	if err == nil {
+		return
+	}
+	slog.Warn("mount point busy (a file is open?); retrying the unmount", "mountpoint", mnt, "for", unmountGrace.String(), "err", err)
+	tick := time.NewTicker(unmountRetry)
+	defer tick.Stop()
+	deadline := time.After(unmountGrace)
+	for {
+		select {
+		case <-tick.C:
+			if err := srv.Unmount(); err == nil {
+				slog.Info("unmounted after retrying", "mountpoint", mnt)
+				return
+			}
+			continue
+		case <-deadline:
+		case sig = <-sigs:
+			slog.Info("second signal: detaching now", "signal", sig.String())
+		}
+		break
+	}
+	if err := fsnode.Detach(mnt); err != nil {
+		slog.Error("lazy unmount failed; still serving", "mountpoint", mnt, "err", err)
+		return
+	}
+	slog.Warn("detached the mount lazily: it is gone from the tree; files still open are served until they close, then vh5fs exits", "mountpoint", mnt)
 }
