@@ -64,6 +64,7 @@ mappings). Prints each problem and exits 1 if there is any, else prints
 --repair first rolls back a commit that a power loss interrupted while it wrote (its undo
 journal FILE.vh5fs-undo is beside the file; a read-write mount does the same).
 `, runFsck},
+		"refs": {refsUsage, runRefs},
 	}
 }
 

@@ -1,0 +1,472 @@
+// Package refs describes a version of a versioned-hdf5 file (or the tree of a plain HDF5
+// file) as fsspec reference JSON, spec version 1, of a Zarr v2 group: every group gets a
+// .zgroup (and a .zattrs of its HDF5 attributes), every dataset a .zarray, a .zattrs and
+// one key per stored chunk, "PATH/i.j" -> [URL, offset, size] of the chunk's bytes in the
+// .h5 file. Any Zarr reader (zarr-python, Dask, xarray) on any machine then reads the
+// version's chunks straight from the file, or from a copy of it on object storage, without
+// FUSE or libhdf5.
+//
+// The chunk keys come from the chunk map the mount serves (versions.Dataset.StoredChunks):
+// a chunk of a version is the raw_data chunk its virtual-dataset mapping points at, so
+// Zarr's chunk grid is raw_data's and its chunks are stored exactly as HDF5 filtered them.
+// Unmapped chunks have no key and read as the fill value.
+//
+// What Zarr cannot describe per chunk is handled per dataset:
+//   - filters: deflate becomes numcodecs' zlib, shuffle its shuffle; a Fletcher-32
+//     checksum as the pipeline's last filter (where h5py puts it) is left out of the
+//     reference's byte range (readers do not verify it); LZF, SZIP, N-bit, scale-offset and
+//     Fletcher-32 anywhere else have no codec in Debian's numcodecs, so such datasets are
+//     left out (one warning each);
+//   - a chunk whose filter mask skipped a filter is decoded and re-encoded with the
+//     dataset's codecs, and inlined ("base64:..."), as is the whole of a dataset without
+//     a chunk map (contiguous or compact storage, scalars, mappings that are not one
+//     chunk per block) up to InlineLimit bytes;
+//   - variable-length strings are inlined as one chunk in numcodecs' VLenUTF8 encoding
+//     (dtype "|O", filter vlen-utf8), up to InlineLimit bytes of text.
+//
+// A dataset left out is reported through Options.Warn and never makes the rest fail.
+package refs
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// InlineLimit caps the bytes of one dataset inlined into the document (whole datasets
+// without a chunk map, variable-length strings), before base64.
+const InlineLimit = 16 << 20
+
+// Options selects what Write describes and how.
+type Options struct {
+	// Version is the version to describe; "" is the current one. Ignored with All and for
+	// plain files.
+	Version string
+	// All describes every committed version, under versions/<name>/.
+	All bool
+	// URL is written as every chunk's location; "" is the file's absolute path.
+	URL string
+	// Warn receives one line per dataset left out (path: reason); nil discards them.
+	Warn func(msg string)
+}
+
+// Stats counts what a document holds.
+type Stats struct {
+	Versions int // versions described (0 for plain files)
+	Groups   int
+	Datasets int // datasets described
+	Chunks   int // chunk keys, by reference or inlined
+	Inlined  int // of Chunks, the inlined ones
+	LeftOut  int // datasets left out (each reported through Warn)
+}
+
+// Write writes the references of f as Options select to w.
+func Write(w io.Writer, f *versions.File, opt Options) (Stats, error) {
+	url := opt.URL
+	if url == "" {
+		abs, err := filepath.Abs(f.Path())
+		if err != nil {
+			return Stats{}, err
+		}
+		url = abs
+	}
+	raw, err := os.Open(f.Path())
+	if err != nil {
+		return Stats{}, err
+	}
+	defer raw.Close()
+	bw := bufio.NewWriterSize(w, 1<<20)
+	g := &gen{f: f, raw: raw, w: bw, url: jsonString(url), warn: opt.Warn}
+	if _, err := bw.WriteString(`{"version":1,"refs":{`); err != nil {
+		return Stats{}, err
+	}
+	if err := g.document(opt); err != nil {
+		return g.stats, err
+	}
+	if _, err := bw.WriteString("}}\n"); err != nil {
+		return g.stats, err
+	}
+	return g.stats, bw.Flush()
+}
+
+// gen writes one document.
+type gen struct {
+	f     *versions.File
+	raw   *os.File // the file's bytes, for chunks that are re-encoded
+	w     *bufio.Writer
+	url   []byte // JSON string
+	warn  func(string)
+	stats Stats
+	n     int    // keys written
+	buf   []byte // scratch for one key
+}
+
+func (g *gen) document(opt Options) error {
+	if !g.f.Versioned() {
+		return g.group("/", "")
+	}
+	if !opt.All {
+		name, err := g.version(opt.Version)
+		if err != nil {
+			return err
+		}
+		return g.versionTree(name, "")
+	}
+	vs, err := g.f.Versions()
+	if err != nil {
+		return err
+	}
+	cur, err := g.f.CurrentVersion()
+	if err != nil {
+		return err
+	}
+	if err := g.text(".zgroup", zgroup); err != nil {
+		return err
+	}
+	attrs := map[string]any{"versions": names(vs)}
+	if cur != "" {
+		attrs["current_version"] = cur
+	}
+	if err := g.jsonKey(".zattrs", attrs); err != nil {
+		return err
+	}
+	if err := g.text("versions/.zgroup", zgroup); err != nil {
+		return err
+	}
+	g.stats.Groups += 2
+	for _, v := range vs {
+		if err := g.versionTree(v.Name, "versions/"+v.Name+"/"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func names(vs []versions.Version) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// version resolves name ("" = current) to a committed version.
+func (g *gen) version(name string) (string, error) {
+	if name == "" {
+		cur, err := g.f.CurrentVersion()
+		if err != nil {
+			return "", err
+		}
+		if cur == "" {
+			return "", errors.New("no committed version")
+		}
+		return cur, nil
+	}
+	_, ok, err := g.f.Version(name)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("no version %q", name)
+	}
+	return name, nil
+}
+
+// versionTree writes the tree of version name with keys under prefix.
+func (g *gen) versionTree(name, prefix string) error {
+	v, _, err := g.f.Version(name)
+	if err != nil {
+		return err
+	}
+	g.stats.Versions++
+	return g.group(v.Path(), prefix)
+}
+
+const zgroup = `{"zarr_format":2}`
+
+// group writes the group at the HDF5 path dir (its .zgroup, .zattrs and members) with
+// keys under prefix.
+func (g *gen) group(dir, prefix string) error {
+	if err := g.text(prefix+".zgroup", zgroup); err != nil {
+		return err
+	}
+	g.stats.Groups++
+	attrs, err := g.attrs(dir)
+	if err != nil {
+		return fmt.Errorf("%s: attributes: %w", dir, err)
+	}
+	if len(attrs) > 0 {
+		if err := g.jsonKey(prefix+".zattrs", attrs); err != nil {
+			return err
+		}
+	}
+	entries, err := g.f.List(dir)
+	if err != nil {
+		return err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	for _, e := range entries {
+		p := strings.TrimSuffix(dir, "/") + "/" + e.Name
+		if e.IsGroup {
+			if err := g.group(p, prefix+e.Name+"/"); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := g.dataset(p, prefix+e.Name+"/", e.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attrs is the HDF5 attributes of the object at path as JSON values by name.
+func (g *gen) attrs(path string) (map[string]any, error) {
+	list, err := g.f.Attrs(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(list))
+	for _, a := range list {
+		out[a.Name] = versions.AttrJSON(a)
+	}
+	return out, nil
+}
+
+// leaveOut reports a dataset the document does not describe.
+func (g *gen) leaveOut(path string, reason error) {
+	g.stats.LeftOut++
+	if g.warn != nil {
+		g.warn(fmt.Sprintf("%s: left out: %v", displayPath(path), reason))
+	}
+}
+
+// displayPath names a dataset as users know it: relative to its version.
+func displayPath(path string) string {
+	if rest, ok := strings.CutPrefix(path, versions.VersionsGroup+"/"); ok {
+		if name, ds, ok := strings.Cut(rest, "/"); ok {
+			return name + "/" + ds
+		}
+	}
+	return path
+}
+
+// dataset writes the dataset at the HDF5 path p with keys under prefix (which ends in
+// "/"), or leaves it out with a warning.
+func (g *gen) dataset(p, prefix, name string) error {
+	d, err := g.f.Dataset(p)
+	if err != nil {
+		g.leaveOut(p, err)
+		return nil
+	}
+	a, err := describe(d)
+	if err != nil {
+		g.leaveOut(p, err)
+		return nil
+	}
+	attrs, err := g.attrs(p)
+	if err != nil {
+		g.leaveOut(p, fmt.Errorf("attributes: %w", err))
+		return nil
+	}
+	dims := make([]string, len(d.Shape))
+	for i := range dims {
+		dims[i] = name + "_dim_" + strconv.Itoa(i)
+	}
+	if _, ok := attrs["_ARRAY_DIMENSIONS"]; !ok {
+		attrs["_ARRAY_DIMENSIONS"] = dims
+	}
+	// Everything that can fail is decided before the first key of the dataset is
+	// written: a dataset is described whole or not at all.
+	var chunks []chunkRef
+	switch a.route {
+	case routeChunks:
+		chunks, err = g.storedChunks(d, a)
+	case routeInline:
+		chunks, err = g.inlineWhole(d, a)
+	case routeStrings:
+		chunks, err = inlineStrings(d)
+	}
+	if err != nil {
+		g.leaveOut(p, err)
+		return nil
+	}
+	if err := g.jsonKey(prefix+".zarray", a.zarray); err != nil {
+		return err
+	}
+	if err := g.jsonKey(prefix+".zattrs", attrs); err != nil {
+		return err
+	}
+	g.stats.Datasets++
+	pre := jsonString(prefix)
+	pre = pre[:len(pre)-1] // open: the chunk index follows
+	for _, c := range chunks {
+		if err := g.chunk(pre, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunkRef is one chunk key: a byte range of the file, or inline data.
+type chunkRef struct {
+	grid      []int64
+	off, size int64
+	inline    []byte // already "base64:..." encoded when set
+}
+
+// chunk writes `"PREFIXi.j":["URL",off,size]` (or the inline string); pre is the JSON
+// string of the prefix without its closing quote.
+func (g *gen) chunk(pre []byte, c chunkRef) error {
+	b := g.sep(g.buf[:0])
+	b = append(b, pre...)
+	if len(c.grid) == 0 {
+		b = append(b, '0') // a 0-d array's one chunk
+	}
+	for i, x := range c.grid {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		b = strconv.AppendInt(b, x, 10)
+	}
+	b = append(b, `":`...)
+	if c.inline != nil {
+		b = append(b, '"')
+		b = append(b, c.inline...) // base64: nothing to escape
+		b = append(b, '"')
+		g.stats.Inlined++
+	} else {
+		b = append(b, '[')
+		b = append(b, g.url...)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, c.off, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, c.size, 10)
+		b = append(b, ']')
+	}
+	g.buf = b
+	g.stats.Chunks++
+	_, err := g.w.Write(b)
+	return err
+}
+
+// sep starts a key: a comma before every key but the first.
+func (g *gen) sep(b []byte) []byte {
+	if g.n > 0 {
+		b = append(b, ',')
+	}
+	g.n++
+	return b
+}
+
+// text writes key -> the JSON document doc, as a string value.
+func (g *gen) text(key, doc string) error {
+	b := g.sep(g.buf[:0])
+	b = append(b, jsonString(key)...)
+	b = append(b, ':')
+	b = append(b, jsonString(doc)...)
+	g.buf = b
+	_, err := g.w.Write(b)
+	return err
+}
+
+// jsonKey writes key -> v encoded as JSON, as a string value.
+func (g *gen) jsonKey(key string, v any) error {
+	doc, err := marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return g.text(key, string(doc))
+}
+
+// marshal is json.Marshal without HTML escaping ("<f8" stays readable).
+func marshal(v any) ([]byte, error) {
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSuffix(sb.String(), "\n")), nil
+}
+
+func jsonString(s string) []byte {
+	b, _ := marshal(s)
+	return b
+}
+
+// storedChunks are the chunk map's chunks: references to the stored bytes, or inline
+// re-encodings of chunks whose filter mask skipped a filter of the pipeline.
+func (g *gen) storedChunks(d *versions.Dataset, a *array) ([]chunkRef, error) {
+	stored, err := d.StoredChunks()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chunkRef, len(stored))
+	for i, c := range stored {
+		out[i] = chunkRef{grid: c.Grid, off: c.Offset, size: c.Size}
+		mask := c.FilterMask
+		if a.trimTail {
+			last := uint32(1) << (len(d.Filters) - 1)
+			if mask&last != 0 {
+				mask &^= last // no checksum stored: nothing to trim
+			} else {
+				out[i].size -= 4
+			}
+		}
+		if mask == 0 {
+			continue
+		}
+		data, err := g.reencode(d, a, c.ChunkInfo)
+		if err != nil {
+			return nil, fmt.Errorf("chunk %v (filter mask %#x): %w", c.Grid, c.FilterMask, err)
+		}
+		out[i].inline = data
+	}
+	return out, nil
+}
+
+// inlineWhole is a dataset without a chunk map as one inlined chunk of its whole shape.
+func (g *gen) inlineWhole(d *versions.Dataset, a *array) ([]chunkRef, error) {
+	if d.Size() > InlineLimit {
+		return nil, fmt.Errorf("%s has no chunk map and is %d bytes, more than the %d inlined", layoutName(d), d.Size(), InlineLimit)
+	}
+	if d.Size() == 0 {
+		return nil, nil
+	}
+	buf := make([]byte, d.Size())
+	n, err := d.ReadAt(buf, 0)
+	if err != nil {
+		return nil, err
+	}
+	if int64(n) != d.Size() {
+		return nil, fmt.Errorf("read %d of %d bytes", n, d.Size())
+	}
+	data, err := encodeChunk(buf, a.codecs, d.Type.Size)
+	if err != nil {
+		return nil, err
+	}
+	return []chunkRef{{grid: make([]int64, len(d.Shape)), inline: base64Ref(data)}}, nil
+}
+
+func layoutName(d *versions.Dataset) string {
+	switch {
+	case d.Layout == h5.Contiguous:
+		return "contiguous storage"
+	case d.Layout == h5.Compact:
+		return "compact storage"
+	case d.Layout == h5.Virtual:
+		return "a virtual dataset whose mappings are not one chunk per block"
+	}
+	return "storage"
+}
