@@ -247,7 +247,8 @@ func (g *gen) attrs(path string) (map[string]any, error) {
 func (g *gen) leaveOut(path string, reason error) {
 	g.stats.LeftOut++
 	if g.warn != nil {
-		g.warn(fmt.Sprintf("%s: left out: %v", displayPath(path), reason))
+		why := strings.TrimPrefix(reason.Error(), path+": ") // said once, as users know it
+		g.warn(fmt.Sprintf("%s: left out: %s", displayPath(path), why))
 	}
 }
 
@@ -262,14 +263,10 @@ func displayPath(path string) string {
 }
 
 // dataset writes the dataset at the HDF5 path p with keys under prefix (which ends in
-// "/"), or leaves it out with a warning.
+// "/"), or leaves it out with a warning. Everything that can fail is decided before the
+// first key of the dataset is written: a dataset is described whole or not at all.
 func (g *gen) dataset(p, prefix, name string) error {
-	d, err := g.f.Dataset(p)
-	if err != nil {
-		g.leaveOut(p, err)
-		return nil
-	}
-	a, err := describe(d)
+	a, chunks, err := g.prepare(p)
 	if err != nil {
 		g.leaveOut(p, err)
 		return nil
@@ -279,27 +276,12 @@ func (g *gen) dataset(p, prefix, name string) error {
 		g.leaveOut(p, fmt.Errorf("attributes: %w", err))
 		return nil
 	}
-	dims := make([]string, len(d.Shape))
-	for i := range dims {
-		dims[i] = name + "_dim_" + strconv.Itoa(i)
-	}
 	if _, ok := attrs["_ARRAY_DIMENSIONS"]; !ok {
-		attrs["_ARRAY_DIMENSIONS"] = dims
-	}
-	// Everything that can fail is decided before the first key of the dataset is
-	// written: a dataset is described whole or not at all.
-	var chunks []chunkRef
-	switch a.route {
-	case routeChunks:
-		chunks, err = g.storedChunks(d, a)
-	case routeInline:
-		chunks, err = g.inlineWhole(d, a)
-	case routeStrings:
-		chunks, err = inlineStrings(d)
-	}
-	if err != nil {
-		g.leaveOut(p, err)
-		return nil
+		dims := make([]string, len(a.zarray.Shape))
+		for i := range dims {
+			dims[i] = name + "_dim_" + strconv.Itoa(i)
+		}
+		attrs["_ARRAY_DIMENSIONS"] = dims // xarray needs names; unique within the group
 	}
 	if err := g.jsonKey(prefix+".zarray", a.zarray); err != nil {
 		return err
@@ -316,6 +298,45 @@ func (g *gen) dataset(p, prefix, name string) error {
 		}
 	}
 	return nil
+}
+
+// prepare describes the dataset at p and lists its chunk keys.
+func (g *gen) prepare(p string) (*array, []chunkRef, error) {
+	d, err := g.f.Dataset(p)
+	if err != nil {
+		if serr := g.scalarError(p); serr != nil {
+			return nil, nil, serr
+		}
+		return nil, nil, err
+	}
+	a, err := describe(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	var chunks []chunkRef
+	switch a.route {
+	case routeChunks:
+		chunks, err = g.storedChunks(d, a)
+	case routeInline:
+		chunks, err = g.inlineWhole(d, a)
+	case routeStrings:
+		chunks, err = inlineStrings(d)
+	}
+	return a, chunks, err
+}
+
+// scalarError says why a 0-d dataset, which the mount's reader does not serve, is left
+// out; nil if the dataset at p is not 0-d.
+func (g *gen) scalarError(p string) error {
+	h, err := g.f.HDF5().OpenDataset(p)
+	if err != nil {
+		return nil
+	}
+	defer h.Close()
+	if len(h.Info().Shape) != 0 {
+		return nil
+	}
+	return errors.New("a 0-d (scalar) dataset: not described (read it with h5py)")
 }
 
 // chunkRef is one chunk key: a byte range of the file, or inline data.

@@ -1,14 +1,15 @@
 """Reads a file through the Zarr references `vh5fs refs` made of it and compares every
 dataset, byte for byte, with h5py's read of the same file.
 
-usage: check_refs.py FILE REFS.json (--version NAME | --all | --plain) [--manifest M.json]
+usage: check_refs.py (--version NAME | --all | --plain) [--manifest] FILE REFS.json [FILE REFS.json ...]
 
 --version NAME: REFS describes version NAME at its root; --all: every version under
 versions/NAME/ (and nothing else); --plain: REFS describes the file's plain tree. For a
 versioned file h5py reads each version's virtual dataset; --manifest also checks each
-dataset against the sha256 (or the values) versioned-hdf5 recorded. Datasets the
+dataset against the sha256 (or the values) versioned-hdf5 recorded in FILE's manifest
+(FILE.json beside it, where there is one). Datasets the
 references leave out are printed as "left out: VERSION/PATH" (or "left out: /PATH");
-anything else that differs exits non-zero. The last line is a summary.
+anything else that differs exits non-zero. Each file ends with a summary line.
 """
 import argparse
 import hashlib
@@ -83,52 +84,65 @@ def check_group(f, h5group, zgroup, label, manifest_ds, counts, fail):
         counts["bytes"] += len(got) if isinstance(got, bytes) else sum(len(s) for s in got)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("file")
-    ap.add_argument("refs")
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--version")
-    mode.add_argument("--all", action="store_true")
-    mode.add_argument("--plain", action="store_true")
-    ap.add_argument("--manifest")
-    args = ap.parse_args()
-
-    root = zarr.open_group(RefStore(args.refs), mode="r")
+def check(path, refs, mode, version, manifest_path):
+    """Checks one file against its references; returns (counts, problems)."""
+    root = zarr.open_group(RefStore(refs), mode="r")
     manifest = {}
-    if args.manifest:
-        with open(args.manifest) as fh:
+    if manifest_path:
+        with open(manifest_path) as fh:
             manifest = {v["name"]: v["datasets"] for v in json.load(fh)["versions"]}
     counts = {"versions": 0, "datasets": 0, "bytes": 0, "left_out": 0, "manifest": 0}
     problems = []
 
     def fail(msg):
         problems.append(msg)
-        print("MISMATCH", msg)
+        print("MISMATCH", path, msg)
 
-    with h5py.File(args.file, "r") as f:
-        if args.plain:
+    with h5py.File(path, "r") as f:
+        if mode == "plain":
             check_group(f, f, root, "/", None, counts, fail)
+            return counts, problems
+        if mode == "all":
+            names = sorted(n for n in f[VERSIONS] if n != "__first_version__" and f[VERSIONS][n].attrs.get("committed", True))
+            listed = sorted(root["versions"].group_keys())
+            if listed != names:
+                fail(f"versions in the references {listed} != committed versions {names}")
+            if root.attrs.get("current_version") != f[VERSIONS].attrs["current_version"]:
+                fail(f"current_version {root.attrs.get('current_version')!r}")
         else:
-            if args.all:
-                names = sorted(n for n in f[VERSIONS] if n != "__first_version__" and f[VERSIONS][n].attrs.get("committed", True))
-                listed = sorted(root["versions"].group_keys())
-                if listed != names:
-                    fail(f"versions in the references {listed} != committed versions {names}")
-                if root.attrs.get("current_version") != f[VERSIONS].attrs["current_version"]:
-                    fail(f"current_version {root.attrs.get('current_version')!r}")
-            else:
-                names = [args.version]
-            for name in names:
-                zg = root["versions"][name] if args.all else root
-                if zg.attrs.get("timestamp") != f[VERSIONS][name].attrs.get("timestamp"):
-                    fail(f"{name}: timestamp {zg.attrs.get('timestamp')!r} in .zattrs")
-                check_group(f, f[VERSIONS][name], zg, name + "/", manifest.get(name), counts, fail)
-                counts["versions"] += 1
-    if problems:
-        sys.exit(f"{len(problems)} mismatches")
-    print(f"refs ok: {counts['versions']} versions, {counts['datasets']} datasets, {counts['bytes']} bytes equal to h5py's, "
-          f"{counts['manifest']} checked against the manifest, {counts['left_out']} left out")
+            names = [version]
+        for name in names:
+            zg = root["versions"][name] if mode == "all" else root
+            if zg.attrs.get("timestamp") != f[VERSIONS][name].attrs.get("timestamp"):
+                fail(f"{name}: timestamp {zg.attrs.get('timestamp')!r} in .zattrs")
+            check_group(f, f[VERSIONS][name], zg, name + "/", manifest.get(name), counts, fail)
+            counts["versions"] += 1
+    return counts, problems
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("pairs", nargs="+", metavar="FILE REFS.json")
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--version")
+    mode.add_argument("--all", action="store_true")
+    mode.add_argument("--plain", action="store_true")
+    ap.add_argument("--manifest", action="store_true", help="check against FILE's manifest (FILE.json) where there is one")
+    args = ap.parse_args()
+    if len(args.pairs) % 2:
+        ap.error("needs FILE REFS.json pairs")
+    mode = "plain" if args.plain else "all" if args.all else "version"
+    bad = 0
+    for path, refs in zip(args.pairs[::2], args.pairs[1::2]):
+        m = path[:-3] + ".json" if path.endswith(".h5") else None
+        m = m if args.manifest and m and os.path.exists(m) else None
+        counts, problems = check(path, refs, mode, args.version, m)
+        bad += len(problems)
+        print(f"refs ok: {os.path.basename(path)}: " if not problems else f"refs FAILED: {os.path.basename(path)}: ", end="")
+        print(f"{counts['versions']} versions, {counts['datasets']} datasets, {counts['bytes']} bytes equal to h5py's, "
+              f"{counts['manifest']} checked against the manifest, {counts['left_out']} left out")
+    if bad:
+        sys.exit(f"{bad} mismatches")
 
 
 if __name__ == "__main__":
