@@ -1,12 +1,15 @@
 package tests
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -339,4 +342,50 @@ func TestRefsSpeed(t *testing.T) {
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	t.Logf("vh5fs refs --all, 300 versions: %v (median of 3)", took[1])
 	require.Less(t, took[1], 5*time.Second)
+}
+
+// TestRefsReadme runs the README's recipes of "Zarr references" (marked skip for
+// TestReadmeRecipes, which mounts) in one directory, as a newcomer would paste them, with
+// data.h5 a copy of the demo file, and checks what they print against h5py.
+func TestRefsReadme(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	text := string(b)
+	start := strings.Index(text, "## Zarr references")
+	require.Positive(t, start)
+	end := start + 1 + strings.Index(text[start+1:], "\n## ")
+	blocks := regexp.MustCompile("(?s)<!-- recipe: skip \\(no mount[^>]*-->\n```sh\n(.*?)```").FindAllStringSubmatch(text[start:end], -1)
+	require.Len(t, blocks, 3)
+	work := t.TempDir()
+	data := filepath.Join(work, "data.h5")
+	require.NoError(t, os.Rename(fixture.Copy(t, "testdata/fixtures/grid_2d_gzip.h5"), data))
+	bin := t.TempDir()
+	require.NoError(t, os.Symlink(vh5fsBin, filepath.Join(bin, "vh5fs")))
+	require.NoError(t, os.Symlink(python(t), filepath.Join(bin, "python3")))
+	var outs []string
+	for _, blk := range blocks {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, "sh", "-ec", blk[1])
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		cancel()
+		require.NoError(t, err, "%s\n---\n%s", blk[1], out)
+		outs = append(outs, string(out))
+	}
+	want := run(t, python(t), "-c", `import sys, h5py
+v = h5py.File(sys.argv[1], "r")["_version_data/versions"]
+t = v["r5/temp"][()]
+print(repr(float(t.mean())), repr(float(t.max())))`, data)
+	var mean, maxv float64
+	_, err = fmt.Sscanf(want, "%g %g", &mean, &maxv)
+	require.NoError(t, err, want)
+	require.Contains(t, outs[0], "(45, 37) float64 temperature [")
+	require.Contains(t, outs[0], "r1: (50, 37)")
+	m := regexp.MustCompile(`mean: (\S+)`).FindStringSubmatch(outs[1])
+	require.NotNil(t, m, outs[1])
+	got, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	require.InDelta(t, mean, got, 1e-12, "dask's mean against numpy's of h5py's read")
+	require.Contains(t, outs[2], "('temp_dim_0', 'temp_dim_1') "+strconv.FormatFloat(maxv, 'g', -1, 64)+" 2024-01-01 05:00:00.000000+0000")
 }
