@@ -120,7 +120,7 @@ func (g *gen) document(opt Options) error {
 		if err != nil {
 			return err
 		}
-		return g.versionTree(name, "")
+		return g.versionTree(name, "", false)
 	}
 	vs, err := g.f.Versions()
 	if err != nil {
@@ -145,7 +145,7 @@ func (g *gen) document(opt Options) error {
 	}
 	g.stats.Groups += 2
 	for _, v := range vs {
-		if err := g.versionTree(v.Name, "versions/"+v.Name+"/"); err != nil {
+		if err := g.versionTree(v.Name, "versions/"+v.Name+"/", true); err != nil {
 			return err
 		}
 	}
@@ -182,11 +182,19 @@ func (g *gen) version(name string) (string, error) {
 	return name, nil
 }
 
-// versionTree writes the tree of version name with keys under prefix.
-func (g *gen) versionTree(name, prefix string) error {
-	v, _, err := g.f.Version(name)
+// versionTree writes the tree of version name with keys under prefix. With All, a version
+// whose metadata cannot be read is left out (with a warning) instead of failing the rest.
+func (g *gen) versionTree(name, prefix string, all bool) error {
+	v, ok, err := g.f.Version(name)
+	if err == nil && !ok {
+		err = versions.ErrNotFound
+	}
 	if err != nil {
-		return err
+		if !all {
+			return err
+		}
+		g.warnf("%s: left out: %s", name, strings.TrimPrefix(err.Error(), versions.VersionsGroup+"/"+name+": "))
+		return nil
 	}
 	g.stats.Versions++
 	return g.group(v.Path(), prefix)
@@ -195,24 +203,24 @@ func (g *gen) versionTree(name, prefix string) error {
 const zgroup = `{"zarr_format":2}`
 
 // group writes the group at the HDF5 path dir (its .zgroup, .zattrs and members) with
-// keys under prefix.
+// keys under prefix. Attributes or members that cannot be read are left out with a
+// warning; only errors writing the document are returned.
 func (g *gen) group(dir, prefix string) error {
 	if err := g.text(prefix+".zgroup", zgroup); err != nil {
 		return err
 	}
 	g.stats.Groups++
-	attrs, err := g.attrs(dir)
-	if err != nil {
-		return fmt.Errorf("%s: attributes: %w", dir, err)
-	}
-	if len(attrs) > 0 {
+	if attrs, err := g.attrs(dir); err != nil {
+		g.warnf("%s: attributes left out: %s", displayPath(dir), strings.TrimPrefix(err.Error(), dir+": "))
+	} else if len(attrs) > 0 {
 		if err := g.jsonKey(prefix+".zattrs", attrs); err != nil {
 			return err
 		}
 	}
 	entries, err := g.f.List(dir)
 	if err != nil {
-		return err
+		g.warnf("%s: members left out: %s", displayPath(dir), strings.TrimPrefix(err.Error(), dir+": "))
+		return nil
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	for _, e := range entries {
@@ -246,18 +254,20 @@ func (g *gen) attrs(path string) (map[string]any, error) {
 // leaveOut reports a dataset the document does not describe.
 func (g *gen) leaveOut(path string, reason error) {
 	g.stats.LeftOut++
+	why := strings.TrimPrefix(reason.Error(), path+": ") // said once, as users know it
+	g.warnf("%s: left out: %s", displayPath(path), why)
+}
+
+func (g *gen) warnf(format string, args ...any) {
 	if g.warn != nil {
-		why := strings.TrimPrefix(reason.Error(), path+": ") // said once, as users know it
-		g.warn(fmt.Sprintf("%s: left out: %s", displayPath(path), why))
+		g.warn(fmt.Sprintf(format, args...))
 	}
 }
 
-// displayPath names a dataset as users know it: relative to its version.
+// displayPath names a group or dataset of a version as users know it: VERSION/PATH.
 func displayPath(path string) string {
 	if rest, ok := strings.CutPrefix(path, versions.VersionsGroup+"/"); ok {
-		if name, ds, ok := strings.Cut(rest, "/"); ok {
-			return name + "/" + ds
-		}
+		return rest
 	}
 	return path
 }

@@ -389,3 +389,49 @@ print(repr(float(t.mean())), repr(float(t.max())))`, data)
 	require.InDelta(t, mean, got, 1e-12, "dask's mean against numpy's of h5py's read")
 	require.Contains(t, outs[2], "('temp_dim_0', 'temp_dim_1') "+strconv.FormatFloat(maxv, 'g', -1, 64)+" 2024-01-01 05:00:00.000000+0000")
 }
+
+// TestRefsBrokenFiles runs `vh5fs refs --all` on every file of the hostile-input corpus
+// (tests/py/make_broken.py): it either writes a complete document, naming on stderr each
+// version, group or dataset it left out, or fails with one line; it never crashes or hangs.
+func TestRefsBrokenFiles(t *testing.T) {
+	dir := t.TempDir()
+	run(t, python(t), "py/make_broken.py", fixture.Dir(), dir)
+	files, err := filepath.Glob(filepath.Join(dir, "*.h5"))
+	require.NoError(t, err)
+	require.Greater(t, len(files), 20)
+	complete, leftOut := 0, 0
+	for _, f := range files {
+		out := filepath.Join(t.TempDir(), "refs.json")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, vh5fsBin, "refs", "--all", f, "-o", out)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		cancel()
+		lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+		if err != nil {
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "%s: %s", f, stderr.String())
+			require.Equal(t, 1, exit.ExitCode(), "%s: %s", f, stderr.String())
+			require.Len(t, lines, 1, "%s: %s", f, stderr.String())
+			require.True(t, strings.HasPrefix(lines[0], "vh5fs: "+f+": "), lines[0])
+			_, err := os.Stat(out)
+			require.True(t, os.IsNotExist(err), "%s: a partial document was left", f)
+			continue
+		}
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		var doc refsDoc
+		require.NoError(t, json.Unmarshal(b, &doc), f)
+		require.Contains(t, doc.Refs, ".zgroup", f)
+		complete++
+		if stderr.Len() > 0 {
+			leftOut++
+			for _, l := range lines {
+				require.Regexp(t, `^vh5fs: refs: `+regexp.QuoteMeta(f)+`: \S+: (left out|attributes left out|members left out): `, l)
+			}
+		}
+	}
+	t.Logf("%d files: %d complete documents (%d of them with parts left out), %d refused", len(files), complete, leftOut, len(files)-complete)
+	require.Positive(t, leftOut)
+}
