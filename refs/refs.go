@@ -319,14 +319,22 @@ func (g *gen) prepare(p string) (*array, []chunkRef, error) {
 		}
 		return nil, nil, err
 	}
-	a, err := describe(d)
+	a, err := describe(d, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	var chunks []chunkRef
 	switch a.route {
 	case routeChunks:
-		chunks, err = g.storedChunks(d, a)
+		if chunks, err = g.storedChunks(d, a); err != nil {
+			// The chunk map cannot be listed (e.g. slots that are not chunk-aligned): what
+			// the mount reads can still be inlined.
+			if ia, ierr := describe(d, true); ierr == nil {
+				if ic, ierr := g.inlineWhole(d, ia); ierr == nil {
+					return ia, ic, nil
+				}
+			}
+		}
 	case routeInline:
 		chunks, err = g.inlineWhole(d, a)
 	case routeStrings:

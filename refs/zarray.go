@@ -62,7 +62,8 @@ func (c codec) config() map[string]any {
 var errNoCodec = errors.New("no numcodecs codec")
 
 // describe decides how the dataset is described: its .zarray and the route of its chunks.
-func describe(d *versions.Dataset) (*array, error) {
+// inline describes a dataset with a chunk map as one inlined chunk all the same.
+func describe(d *versions.Dataset, inline bool) (*array, error) {
 	shape := append([]int64{}, d.Shape...)
 	whole := make([]int64, len(shape)) // one chunk of the whole shape
 	for i, s := range shape {
@@ -76,7 +77,7 @@ func describe(d *versions.Dataset) (*array, error) {
 		a.zarray.Chunks = whole
 		a.zarray.Filters = []any{map[string]any{"id": "vlen-utf8"}}
 		return a, nil
-	case d.HasChunkMap():
+	case d.HasChunkMap() && !inline:
 		a.route = routeChunks
 		a.zarray.Chunks = append([]int64{}, d.Chunks...)
 		var err error
