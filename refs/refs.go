@@ -19,10 +19,13 @@
 //     left out (one warning each);
 //   - a chunk whose filter mask skipped a filter is decoded and re-encoded with the
 //     dataset's codecs, and inlined ("base64:..."), as is the whole of a dataset without
-//     a chunk map (contiguous or compact storage, scalars, mappings that are not one
-//     chunk per block) up to InlineLimit bytes;
+//     a chunk map (contiguous or compact storage, mappings that are not one chunk per
+//     block, slots that are not chunk-aligned), as the mount reads it, up to InlineLimit
+//     bytes;
 //   - variable-length strings are inlined as one chunk in numcodecs' VLenUTF8 encoding
-//     (dtype "|O", filter vlen-utf8), up to InlineLimit bytes of text.
+//     (dtype "|O", filter vlen-utf8), up to InlineLimit bytes of text;
+//   - 0-d datasets, which the mount does not serve, and types without a byte form are
+//     left out.
 //
 // A dataset left out is reported through Options.Warn and never makes the rest fail.
 package refs
