@@ -41,6 +41,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/versions"
@@ -148,6 +151,10 @@ func (g *gen) document(opt Options) error {
 	}
 	g.stats.Groups += 2
 	for _, v := range vs {
+		if !zarrName(v.Name) {
+			g.warnf("%s: left out: the name %q cannot be a Zarr key (\".\", \"..\", a backslash or invalid UTF-8)", displayPath(v.Name), v.Name)
+			continue
+		}
 		if err := g.versionTree(v.Name, "versions/"+v.Name+"/", true); err != nil {
 			return err
 		}
@@ -196,7 +203,7 @@ func (g *gen) versionTree(name, prefix string, all bool) error {
 		if !all {
 			return err
 		}
-		g.warnf("%s: left out: %s", name, strings.TrimPrefix(err.Error(), versions.VersionsGroup+"/"+name+": "))
+		g.warnf("%s: left out: %s", displayPath(name), strings.TrimPrefix(err.Error(), versions.VersionsGroup+"/"+name+": "))
 		return nil
 	}
 	g.stats.Versions++
@@ -228,6 +235,13 @@ func (g *gen) group(dir, prefix string) error {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	for _, e := range entries {
 		p := strings.TrimSuffix(dir, "/") + "/" + e.Name
+		if !zarrName(e.Name) {
+			g.warnf("%s: left out: the name %q cannot be a Zarr key (\".\", \"..\", a backslash or invalid UTF-8)", displayPath(p), e.Name)
+			if !e.IsGroup {
+				g.stats.LeftOut++
+			}
+			continue
+		}
 		if e.IsGroup {
 			if err := g.group(p, prefix+e.Name+"/"); err != nil {
 				return err
@@ -239,6 +253,12 @@ func (g *gen) group(dir, prefix string) error {
 		}
 	}
 	return nil
+}
+
+// zarrName reports whether an HDF5 link name can be a segment of a Zarr key: zarr refuses
+// "." and "..", reads a backslash as "/", and JSON carries only UTF-8.
+func zarrName(name string) bool {
+	return name != "." && name != ".." && !strings.Contains(name, `\`) && utf8.ValidString(name)
 }
 
 // attrs is the HDF5 attributes of the object at path as JSON values by name.
@@ -267,10 +287,14 @@ func (g *gen) warnf(format string, args ...any) {
 	}
 }
 
-// displayPath names a group or dataset of a version as users know it: VERSION/PATH.
+// displayPath names a group or dataset of a version as users know it, VERSION/PATH, quoted
+// if it holds control characters (a warning stays one line).
 func displayPath(path string) string {
 	if rest, ok := strings.CutPrefix(path, versions.VersionsGroup+"/"); ok {
-		return rest
+		path = rest
+	}
+	if strings.ContainsFunc(path, unicode.IsControl) {
+		return strconv.Quote(path)
 	}
 	return path
 }
@@ -422,13 +446,37 @@ func (g *gen) text(key, doc string) error {
 	return err
 }
 
-// jsonKey writes key -> v encoded as JSON, as a string value.
+// jsonKey writes key -> v encoded as JSON, as a string value. The document is ASCII, non-ASCII
+// characters escaped, as zarr-python writes metadata (2.13 decodes it as ASCII).
 func (g *gen) jsonKey(key string, v any) error {
 	doc, err := marshal(v)
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	return g.text(key, string(doc))
+	return g.text(key, string(asciiJSON(doc)))
+}
+
+// asciiJSON escapes every non-ASCII character of a JSON text as \uXXXX (UTF-16, as JSON
+// has it); outside strings JSON has none.
+func asciiJSON(b []byte) []byte {
+	i := 0
+	for i < len(b) && b[i] < utf8.RuneSelf {
+		i++
+	}
+	if i == len(b) {
+		return b
+	}
+	out := append(make([]byte, 0, len(b)+16), b[:i]...)
+	for _, r := range string(b[i:]) {
+		if r < utf8.RuneSelf {
+			out = append(out, byte(r))
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			out = fmt.Appendf(out, `\u%04x`, u)
+		}
+	}
+	return out
 }
 
 // marshal is json.Marshal without HTML escaping ("<f8" stays readable).

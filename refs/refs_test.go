@@ -265,3 +265,19 @@ func TestLeftOutNeverFails(t *testing.T) {
 		require.Equal(t, float64(100+i), math.Float64frombits(binary.LittleEndian.Uint64(got[8*i:])), i)
 	}
 }
+
+func TestASCIIJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":"b"}`:       `{"a":"b"}`,
+		`{"é":"zoë"}`:     `{"\u00e9":"zo\u00eb"}`,
+		`["数据","𝄞"]`:     `["\u6570\u636e","\ud834\udd1e"]`,
+		`{"k":"\n\"é\""}`: `{"k":"\n\"\u00e9\""}`,
+	} {
+		got := asciiJSON([]byte(in))
+		require.Equal(t, want, string(got), in)
+		var a, b any
+		require.NoError(t, json.Unmarshal([]byte(in), &a))
+		require.NoError(t, json.Unmarshal(got, &b))
+		require.Equal(t, a, b, in)
+	}
+}

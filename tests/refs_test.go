@@ -442,3 +442,35 @@ func TestRefsBrokenFiles(t *testing.T) {
 	require.Contains(t, docs, f)
 	require.Contains(t, checkRefs(t, []string{"--all"}, filepath.Join(dir, f), docs[f]), "refs ok: "+f+": 4 versions, 4 datasets")
 }
+
+// TestRefsOddNames: versions, groups and datasets named with spaces, tabs, newlines, UTF-8
+// and leading dots read through zarr as h5py reads them (metadata is ASCII-escaped JSON,
+// as zarr-python 2.13 requires); names zarr cannot address ("..", backslashes) are left
+// out, each with one warning line.
+func TestRefsOddNames(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "odd.h5")
+	run(t, python(t), "py/odd_names.py", "make", file)
+	out, doc, warnings := vh5fsRefs(t, "--all", file)
+	got := checkRefs(t, []string{"--all"}, file, out)
+	leftOut := len(regexp.MustCompile(`(?m)^left out: `).FindAllString(got, -1))
+	require.Contains(t, got, "refs ok: odd.h5: 8 versions, 96 datasets")
+	require.Contains(t, got, fmt.Sprintf(", %d left out", leftOut))
+	versionsLeftOut := 0
+	for _, w := range warnings {
+		what, ok := strings.CutPrefix(w, "vh5fs: refs: "+file+": ")
+		require.True(t, ok, w)
+		path, _, ok := strings.Cut(what, ": left out: ")
+		require.True(t, ok, w)
+		require.Contains(t, what, "cannot be a Zarr key", w)
+		if !strings.Contains(path, "/") {
+			versionsLeftOut++
+		}
+	}
+	require.Equal(t, len(warnings), leftOut+versionsLeftOut, "one warning per name left out:\n%s", strings.Join(warnings, "\n"))
+	require.Equal(t, 2, versionsLeftOut, "the versions '..' and 'back\\slash'")
+	found := false
+	for k := range doc.Refs {
+		found = found || strings.Contains(k, "température")
+	}
+	require.True(t, found, "UTF-8 names are kept as they are in the keys")
+}

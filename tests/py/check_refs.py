@@ -27,11 +27,19 @@ from refs_store import RefStore  # noqa: E402
 VERSIONS = "_version_data/versions"
 
 
+def zarr_name(name):
+    """Whether zarr can address a group or dataset of this name (see normalize_storage_path)."""
+    return name not in (".", "..") and "\\" not in name
+
+
 def datasets(group, prefix=""):
     """(relative path, h5py dataset) of every dataset under group, sorted, skipping
-    _version_data at a file's root."""
+    _version_data at a file's root; (relative path, None) for a name zarr cannot address."""
     for name in sorted(group):
         if group.name == "/" and name == "_version_data":
+            continue
+        if not zarr_name(name):
+            yield prefix + name, None
             continue
         obj = group.get(name)
         if isinstance(obj, h5py.Group):
@@ -56,7 +64,7 @@ def zarr_bytes(arr):
 
 def check_group(f, h5group, zgroup, label, manifest_ds, counts, fail):
     for rel, ds in datasets(h5group):
-        if rel not in zgroup:
+        if ds is None or rel not in zgroup:
             print(f"left out: {label}{rel}")
             counts["left_out"] += 1
             continue
@@ -103,7 +111,8 @@ def check(path, refs, mode, version, manifest_path):
             check_group(f, f, root, "/", None, counts, fail)
             return counts, problems
         if mode == "all":
-            names = sorted(n for n in f[VERSIONS] if n != "__first_version__" and f[VERSIONS][n].attrs.get("committed", True))
+            names = sorted(n for n in f[VERSIONS] if n != "__first_version__" and zarr_name(n)
+                           and f[VERSIONS][n].attrs.get("committed", True))
             listed = sorted(root["versions"].group_keys())
             if listed != names:
                 fail(f"versions in the references {listed} != committed versions {names}")
