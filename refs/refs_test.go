@@ -270,7 +270,7 @@ func TestASCIIJSON(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"a":"b"}`:       `{"a":"b"}`,
 		`{"é":"zoë"}`:     `{"\u00e9":"zo\u00eb"}`,
-		`["数据","𝄞"]`:     `["\u6570\u636e","\ud834\udd1e"]`,
+		`["数据","𝄞"]`:      `["\u6570\u636e","\ud834\udd1e"]`,
 		`{"k":"\n\"é\""}`: `{"k":"\n\"\u00e9\""}`,
 	} {
 		got := asciiJSON([]byte(in))
