@@ -508,9 +508,12 @@ func (g *gen) storedChunks(d *versions.Dataset, a *array) ([]chunkRef, error) {
 		mask := c.FilterMask
 		if a.trimTail {
 			last := uint32(1) << (len(d.Filters) - 1)
-			if mask&last != 0 {
+			switch {
+			case mask&last != 0:
 				mask &^= last // no checksum stored: nothing to trim
-			} else {
+			case c.Size < 4:
+				return nil, fmt.Errorf("chunk %v: %d bytes stored, too short for its Fletcher-32 checksum", c.Grid, c.Size)
+			default:
 				out[i].size -= 4
 			}
 		}
