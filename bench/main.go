@@ -35,7 +35,7 @@ var versionedHDF5Commit = map[int]time.Duration{1000: 130 * time.Millisecond, 10
 const chunkElems = 128 // float64: 1 KiB chunks
 
 func main() {
-	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit")
+	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, refs")
 	size := flag.Int64("size", 1<<30, "bytes of each read-suite dataset")
 	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
 	src := flag.String("src", "", "loopback-serve: the directory to serve")
@@ -55,7 +55,7 @@ func main() {
 		if err := serveLoopback(*src, flag.Arg(0)); err != nil {
 			fatal(err)
 		}
-	case "all", "reads", "latency", "commit":
+	case "all", "reads", "latency", "commit", "refs":
 		if *suite == "all" || *suite == "reads" {
 			if err := benchReads(*cache, *size, *reps, *vh5fs, *keep, *layouts); err != nil {
 				fatal(err)
@@ -68,6 +68,11 @@ func main() {
 		}
 		if *suite == "all" || *suite == "commit" {
 			if err := benchCommit(*cache, *reps, ints(*sizes), ints(*histories)); err != nil {
+				fatal(err)
+			}
+		}
+		if *suite == "all" || *suite == "refs" {
+			if err := benchRefs(*cache, *size, *reps, *vh5fs, *layouts); err != nil {
 				fatal(err)
 			}
 		}

@@ -120,9 +120,21 @@ func (d *Dataset) ChunkMap() (main []byte, pages [][]byte, err error) {
 	return main, pages, nil
 }
 
-// blockEntries renders `"g0_g1":{"offset":..,"size":..}` for every stored chunk, in grid
-// order.
-func (d *Dataset) blockEntries() ([][]byte, error) {
+// StoredChunk is one stored chunk of a dataset's chunk map: its grid index and where its
+// bytes (a whole chunk, filtered as stored) lie in the HDF5 file.
+type StoredChunk struct {
+	Grid []int64
+	h5.ChunkInfo
+}
+
+// HasChunkMap reports whether the dataset has a chunk map (StoredChunks): chunked data,
+// not variable-length strings, not a live snapshot, and for versioned datasets mappings of
+// one chunk per block.
+func (d *Dataset) HasChunkMap() bool { return d.hasChunkMap() }
+
+// StoredChunks lists the dataset's stored chunks in grid order, the byteBlocks of
+// ChunkMap; chunks without an entry read as the fill value. Only for HasChunkMap datasets.
+func (d *Dataset) StoredChunks() ([]StoredChunk, error) {
 	var blocks []block
 	var infos []h5.ChunkInfo
 	var err error
@@ -135,27 +147,40 @@ func (d *Dataset) blockEntries() ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]byte, 0, len(blocks))
+	out := make([]StoredChunk, 0, len(blocks))
 	for i, b := range blocks {
-		ci := infos[i]
-		if ci.Offset < 0 {
+		if infos[i].Offset < 0 {
 			continue // not allocated: reads as fill
 		}
+		out = append(out, StoredChunk{Grid: b.grid, ChunkInfo: infos[i]})
+	}
+	return out, nil
+}
+
+// blockEntries renders `"g0_g1":{"offset":..,"size":..}` for every stored chunk, in grid
+// order.
+func (d *Dataset) blockEntries() ([][]byte, error) {
+	chunks, err := d.StoredChunks()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, 0, len(chunks))
+	for _, c := range chunks {
 		e := make([]byte, 0, 64)
 		e = append(e, '"')
-		for k, g := range b.grid {
+		for k, g := range c.Grid {
 			if k > 0 {
 				e = append(e, '_')
 			}
 			e = strconv.AppendInt(e, g, 10)
 		}
 		e = append(e, `":{"offset":`...)
-		e = strconv.AppendInt(e, ci.Offset, 10)
+		e = strconv.AppendInt(e, c.Offset, 10)
 		e = append(e, `,"size":`...)
-		e = strconv.AppendInt(e, ci.Size, 10)
-		if ci.FilterMask != 0 {
+		e = strconv.AppendInt(e, c.Size, 10)
+		if c.FilterMask != 0 {
 			e = append(e, `,"filter_mask":`...)
-			e = strconv.AppendUint(e, uint64(ci.FilterMask), 10)
+			e = strconv.AppendUint(e, uint64(c.FilterMask), 10)
 		}
 		e = append(e, '}')
 		out = append(out, e)

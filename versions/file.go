@@ -415,6 +415,10 @@ func (f *File) CheckAttrs(path string) error {
 	return err
 }
 
+// Attrs returns the HDF5 attributes of the object at path, read from the file's bytes
+// where h5meta decodes them (no libhdf5 open of a long virtual dataset), else by libhdf5.
+func (f *File) Attrs(path string) ([]h5.Attr, error) { return f.attrs(path) }
+
 // attrs reads the attributes of the object at path from the file's bytes (bytesAttrs),
 // asking libhdf5 only for what h5meta does not decode.
 func (f *File) attrs(path string) ([]h5.Attr, error) {

@@ -208,6 +208,10 @@ func (d *Dataset) buildXattrs() (*Xattrs, error) {
 	return &x, nil
 }
 
+// AttrJSON is the JSON form of an HDF5 attribute's value that user.hdf5.* xattrs carry
+// (see attrJSON), for other renderings of the same metadata.
+func AttrJSON(a h5.Attr) any { return attrJSON(a) }
+
 // attrJSON turns a decoded HDF5 attribute into a JSON-friendly value: arrays nest by
 // shape; NaN and infinities become the strings "NaN", "Infinity", "-Infinity"; values of
 // other types are {"dtype": ..., "bytes_b64": ...} in the file's byte order.

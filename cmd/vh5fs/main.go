@@ -47,6 +47,8 @@ const usage = `usage:
   vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
   vh5fs diff FILE V1 V2 [DATASET]            chunks that differ between two versions
   vh5fs fsck [--repair] FILE                 check the file's invariants
+  vh5fs refs FILE [VERSION] [--all] [--url URL] [-o OUT.json]
+                                             Zarr references for Dask/xarray
   vh5fs help [COMMAND]
   vh5fs --version
 

@@ -1,0 +1,565 @@
+// Package refs describes a version of a versioned-hdf5 file (or the tree of a plain HDF5
+// file) as fsspec reference JSON, spec version 1, of a Zarr v2 group: every group gets a
+// .zgroup (and a .zattrs of its HDF5 attributes), every dataset a .zarray, a .zattrs and
+// one key per stored chunk, "PATH/i.j" -> [URL, offset, size] of the chunk's bytes in the
+// .h5 file. Any Zarr reader (zarr-python, Dask, xarray) on any machine then reads the
+// version's chunks straight from the file, or from a copy of it on object storage, without
+// FUSE or libhdf5.
+//
+// The chunk keys come from the chunk map the mount serves (versions.Dataset.StoredChunks):
+// a chunk of a version is the raw_data chunk its virtual-dataset mapping points at, so
+// Zarr's chunk grid is raw_data's and its chunks are stored exactly as HDF5 filtered them.
+// Unmapped chunks have no key and read as the fill value.
+//
+// What Zarr cannot describe per chunk is handled per dataset:
+//   - filters: deflate becomes numcodecs' zlib, shuffle its shuffle; a Fletcher-32
+//     checksum as the pipeline's last filter (where h5py puts it) is left out of the
+//     reference's byte range (readers do not verify it); LZF, SZIP, N-bit, scale-offset and
+//     Fletcher-32 anywhere else have no codec in Debian's numcodecs, so such datasets are
+//     left out (one warning each);
+//   - a chunk whose filter mask skipped a filter is decoded and re-encoded with the
+//     dataset's codecs, and inlined ("base64:..."), as is the whole of a dataset without
+//     a chunk map (contiguous or compact storage, mappings that are not one chunk per
+//     block, slots that are not chunk-aligned), as the mount reads it, up to InlineLimit
+//     bytes;
+//   - variable-length strings are inlined as one chunk in numcodecs' VLenUTF8 encoding
+//     (dtype "|O", filter vlen-utf8), up to InlineLimit bytes of text;
+//   - 0-d datasets, which the mount does not serve, and types without a byte form are
+//     left out.
+//
+// A dataset left out is reported through Options.Warn and never makes the rest fail.
+package refs
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// InlineLimit caps the bytes of one dataset inlined into the document (whole datasets
+// without a chunk map, variable-length strings), before base64.
+const InlineLimit = 16 << 20
+
+// Options selects what Write describes and how.
+type Options struct {
+	// Version is the version to describe; "" is the current one. Ignored with All and for
+	// plain files.
+	Version string
+	// All describes every committed version, under versions/<name>/.
+	All bool
+	// URL is written as every chunk's location; "" is the file's absolute path.
+	URL string
+	// Warn receives one line per dataset left out (path: reason); nil discards them.
+	Warn func(msg string)
+}
+
+// Stats counts what a document holds.
+type Stats struct {
+	Versions int // versions described (0 for plain files)
+	Groups   int
+	Datasets int // datasets described
+	Chunks   int // chunk keys, by reference or inlined
+	Inlined  int // of Chunks, the inlined ones
+	LeftOut  int // datasets left out (each reported through Warn)
+}
+
+// Write writes the references of f as Options select to w.
+func Write(w io.Writer, f *versions.File, opt Options) (Stats, error) {
+	url := opt.URL
+	if url == "" {
+		abs, err := filepath.Abs(f.Path())
+		if err != nil {
+			return Stats{}, err
+		}
+		url = abs
+	}
+	raw, err := os.Open(f.Path())
+	if err != nil {
+		return Stats{}, err
+	}
+	defer raw.Close()
+	bw := bufio.NewWriterSize(w, 1<<20)
+	g := &gen{f: f, raw: raw, w: bw, url: jsonString(url), warn: opt.Warn}
+	if _, err := bw.WriteString(`{"version":1,"refs":{`); err != nil {
+		return Stats{}, err
+	}
+	if err := g.document(opt); err != nil {
+		return g.stats, err
+	}
+	if _, err := bw.WriteString("}}\n"); err != nil {
+		return g.stats, err
+	}
+	return g.stats, bw.Flush()
+}
+
+// gen writes one document.
+type gen struct {
+	f     *versions.File
+	raw   *os.File // the file's bytes, for chunks that are re-encoded
+	w     *bufio.Writer
+	url   []byte // JSON string
+	warn  func(string)
+	stats Stats
+	n     int    // keys written
+	buf   []byte // scratch for one key
+}
+
+func (g *gen) document(opt Options) error {
+	if !g.f.Versioned() {
+		return g.group("/", "")
+	}
+	if !opt.All {
+		name, err := g.version(opt.Version)
+		if err != nil {
+			return err
+		}
+		return g.versionTree(name, "", false)
+	}
+	vs, err := g.f.Versions()
+	if err != nil {
+		return err
+	}
+	cur, err := g.f.CurrentVersion()
+	if err != nil {
+		return err
+	}
+	if err := g.text(".zgroup", zgroup); err != nil {
+		return err
+	}
+	attrs := map[string]any{"versions": names(vs)}
+	if cur != "" {
+		attrs["current_version"] = cur
+	}
+	if err := g.jsonKey(".zattrs", attrs); err != nil {
+		return err
+	}
+	if err := g.text("versions/.zgroup", zgroup); err != nil {
+		return err
+	}
+	g.stats.Groups += 2
+	for _, v := range vs {
+		if !zarrName(v.Name) {
+			g.warnf("%s: left out: the name %q cannot be a Zarr key (\".\", \"..\", a backslash or invalid UTF-8)", displayPath(v.Name), v.Name)
+			continue
+		}
+		if err := g.versionTree(v.Name, "versions/"+v.Name+"/", true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func names(vs []versions.Version) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// version resolves name ("" = current) to a committed version.
+func (g *gen) version(name string) (string, error) {
+	if name == "" {
+		cur, err := g.f.CurrentVersion()
+		if err != nil {
+			return "", err
+		}
+		if cur == "" {
+			return "", errors.New("no committed version")
+		}
+		return cur, nil
+	}
+	_, ok, err := g.f.Version(name)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("no version %q", name)
+	}
+	return name, nil
+}
+
+// versionTree writes the tree of version name with keys under prefix. With All, a version
+// whose metadata cannot be read is left out (with a warning) instead of failing the rest.
+func (g *gen) versionTree(name, prefix string, all bool) error {
+	v, ok, err := g.f.Version(name)
+	if err == nil && !ok {
+		err = versions.ErrNotFound
+	}
+	if err != nil {
+		if !all {
+			return err
+		}
+		g.warnf("%s: left out: %s", displayPath(name), strings.TrimPrefix(err.Error(), versions.VersionsGroup+"/"+name+": "))
+		return nil
+	}
+	g.stats.Versions++
+	return g.group(v.Path(), prefix)
+}
+
+const zgroup = `{"zarr_format":2}`
+
+// group writes the group at the HDF5 path dir (its .zgroup, .zattrs and members) with
+// keys under prefix. Attributes or members that cannot be read are left out with a
+// warning; only errors writing the document are returned.
+func (g *gen) group(dir, prefix string) error {
+	if err := g.text(prefix+".zgroup", zgroup); err != nil {
+		return err
+	}
+	g.stats.Groups++
+	if attrs, err := g.attrs(dir); err != nil {
+		g.warnf("%s: attributes left out: %s", displayPath(dir), strings.TrimPrefix(err.Error(), dir+": "))
+	} else if len(attrs) > 0 {
+		if err := g.jsonKey(prefix+".zattrs", attrs); err != nil {
+			return err
+		}
+	}
+	entries, err := g.f.List(dir)
+	if err != nil {
+		g.warnf("%s: members left out: %s", displayPath(dir), strings.TrimPrefix(err.Error(), dir+": "))
+		return nil
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	for _, e := range entries {
+		p := strings.TrimSuffix(dir, "/") + "/" + e.Name
+		if !zarrName(e.Name) {
+			g.warnf("%s: left out: the name %q cannot be a Zarr key (\".\", \"..\", a backslash or invalid UTF-8)", displayPath(p), e.Name)
+			if !e.IsGroup {
+				g.stats.LeftOut++
+			}
+			continue
+		}
+		if e.IsGroup {
+			if err := g.group(p, prefix+e.Name+"/"); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := g.dataset(p, prefix+e.Name+"/", e.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// zarrName reports whether an HDF5 link name can be a segment of a Zarr key: zarr refuses
+// "." and "..", reads a backslash as "/", and JSON carries only UTF-8.
+func zarrName(name string) bool {
+	return name != "." && name != ".." && !strings.Contains(name, `\`) && utf8.ValidString(name)
+}
+
+// attrs is the HDF5 attributes of the object at path as JSON values by name.
+func (g *gen) attrs(path string) (map[string]any, error) {
+	list, err := g.f.Attrs(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(list))
+	for _, a := range list {
+		out[a.Name] = versions.AttrJSON(a)
+	}
+	return out, nil
+}
+
+// leaveOut reports a dataset the document does not describe.
+func (g *gen) leaveOut(path string, reason error) {
+	g.stats.LeftOut++
+	why := strings.TrimPrefix(reason.Error(), path+": ") // said once, as users know it
+	g.warnf("%s: left out: %s", displayPath(path), why)
+}
+
+func (g *gen) warnf(format string, args ...any) {
+	if g.warn != nil {
+		g.warn(fmt.Sprintf(format, args...))
+	}
+}
+
+// displayPath names a group or dataset of a version as users know it, VERSION/PATH, quoted
+// if it holds control characters (a warning stays one line).
+func displayPath(path string) string {
+	if rest, ok := strings.CutPrefix(path, versions.VersionsGroup+"/"); ok {
+		path = rest
+	}
+	if strings.ContainsFunc(path, unicode.IsControl) {
+		return strconv.Quote(path)
+	}
+	return path
+}
+
+// dataset writes the dataset at the HDF5 path p with keys under prefix (which ends in
+// "/"), or leaves it out with a warning. Everything that can fail is decided before the
+// first key of the dataset is written: a dataset is described whole or not at all.
+func (g *gen) dataset(p, prefix, name string) error {
+	a, chunks, err := g.prepare(p)
+	if err != nil {
+		g.leaveOut(p, err)
+		return nil
+	}
+	attrs, err := g.attrs(p)
+	if err != nil {
+		g.leaveOut(p, fmt.Errorf("attributes: %w", err))
+		return nil
+	}
+	if _, ok := attrs["_ARRAY_DIMENSIONS"]; !ok {
+		dims := make([]string, len(a.zarray.Shape))
+		for i := range dims {
+			dims[i] = name + "_dim_" + strconv.Itoa(i)
+		}
+		attrs["_ARRAY_DIMENSIONS"] = dims // xarray needs names; unique within the group
+	}
+	if err := g.jsonKey(prefix+".zarray", a.zarray); err != nil {
+		return err
+	}
+	if err := g.jsonKey(prefix+".zattrs", attrs); err != nil {
+		return err
+	}
+	g.stats.Datasets++
+	pre := jsonString(prefix)
+	pre = pre[:len(pre)-1] // open: the chunk index follows
+	for _, c := range chunks {
+		if err := g.chunk(pre, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare describes the dataset at p and lists its chunk keys.
+func (g *gen) prepare(p string) (*array, []chunkRef, error) {
+	d, err := g.f.Dataset(p)
+	if err != nil {
+		if serr := g.scalarError(p); serr != nil {
+			return nil, nil, serr
+		}
+		return nil, nil, err
+	}
+	a, err := describe(d, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	var chunks []chunkRef
+	switch a.route {
+	case routeChunks:
+		if chunks, err = g.storedChunks(d, a); err != nil {
+			// The chunk map cannot be listed (e.g. slots that are not chunk-aligned): what
+			// the mount reads can still be inlined.
+			if ia, ierr := describe(d, true); ierr == nil {
+				if ic, ierr := g.inlineWhole(d, ia); ierr == nil {
+					return ia, ic, nil
+				}
+			}
+		}
+	case routeInline:
+		chunks, err = g.inlineWhole(d, a)
+	case routeStrings:
+		chunks, err = inlineStrings(d)
+	}
+	return a, chunks, err
+}
+
+// scalarError says why a 0-d dataset, which the mount's reader does not serve, is left
+// out; nil if the dataset at p is not 0-d.
+func (g *gen) scalarError(p string) error {
+	h, err := g.f.HDF5().OpenDataset(p)
+	if err != nil {
+		return nil
+	}
+	defer h.Close()
+	if len(h.Info().Shape) != 0 {
+		return nil
+	}
+	return errors.New("a 0-d (scalar) dataset: not described (read it with h5py)")
+}
+
+// chunkRef is one chunk key: a byte range of the file, or inline data.
+type chunkRef struct {
+	grid      []int64
+	off, size int64
+	inline    []byte // already "base64:..." encoded when set
+}
+
+// chunk writes `"PREFIXi.j":["URL",off,size]` (or the inline string); pre is the JSON
+// string of the prefix without its closing quote.
+func (g *gen) chunk(pre []byte, c chunkRef) error {
+	b := g.sep(g.buf[:0])
+	b = append(b, pre...)
+	if len(c.grid) == 0 {
+		b = append(b, '0') // a 0-d array's one chunk
+	}
+	for i, x := range c.grid {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		b = strconv.AppendInt(b, x, 10)
+	}
+	b = append(b, `":`...)
+	if c.inline != nil {
+		b = append(b, '"')
+		b = append(b, c.inline...) // base64: nothing to escape
+		b = append(b, '"')
+		g.stats.Inlined++
+	} else {
+		b = append(b, '[')
+		b = append(b, g.url...)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, c.off, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, c.size, 10)
+		b = append(b, ']')
+	}
+	g.buf = b
+	g.stats.Chunks++
+	_, err := g.w.Write(b)
+	return err
+}
+
+// sep starts a key: a comma before every key but the first.
+func (g *gen) sep(b []byte) []byte {
+	if g.n > 0 {
+		b = append(b, ',')
+	}
+	g.n++
+	return b
+}
+
+// text writes key -> the JSON document doc, as a string value.
+func (g *gen) text(key, doc string) error {
+	b := g.sep(g.buf[:0])
+	b = append(b, jsonString(key)...)
+	b = append(b, ':')
+	b = append(b, jsonString(doc)...)
+	g.buf = b
+	_, err := g.w.Write(b)
+	return err
+}
+
+// jsonKey writes key -> v encoded as JSON, as a string value. The document is ASCII, non-ASCII
+// characters escaped, as zarr-python writes metadata (2.13 decodes it as ASCII).
+func (g *gen) jsonKey(key string, v any) error {
+	doc, err := marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return g.text(key, string(asciiJSON(doc)))
+}
+
+// asciiJSON escapes every non-ASCII character of a JSON text as \uXXXX (UTF-16, as JSON
+// has it); outside strings JSON has none.
+func asciiJSON(b []byte) []byte {
+	i := 0
+	for i < len(b) && b[i] < utf8.RuneSelf {
+		i++
+	}
+	if i == len(b) {
+		return b
+	}
+	out := append(make([]byte, 0, len(b)+16), b[:i]...)
+	for _, r := range string(b[i:]) {
+		if r < utf8.RuneSelf {
+			out = append(out, byte(r))
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			out = fmt.Appendf(out, `\u%04x`, u)
+		}
+	}
+	return out
+}
+
+// marshal is json.Marshal without HTML escaping ("<f8" stays readable).
+func marshal(v any) ([]byte, error) {
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSuffix(sb.String(), "\n")), nil
+}
+
+func jsonString(s string) []byte {
+	b, _ := marshal(s)
+	return b
+}
+
+// storedChunks are the chunk map's chunks: references to the stored bytes, or inline
+// re-encodings of chunks whose filter mask skipped a filter of the pipeline.
+func (g *gen) storedChunks(d *versions.Dataset, a *array) ([]chunkRef, error) {
+	stored, err := d.StoredChunks()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chunkRef, len(stored))
+	for i, c := range stored {
+		out[i] = chunkRef{grid: c.Grid, off: c.Offset, size: c.Size}
+		mask := c.FilterMask
+		if a.trimTail {
+			last := uint32(1) << (len(d.Filters) - 1)
+			switch {
+			case mask&last != 0:
+				mask &^= last // no checksum stored: nothing to trim
+			case c.Size < 4:
+				return nil, fmt.Errorf("chunk %v: %d bytes stored, too short for its Fletcher-32 checksum", c.Grid, c.Size)
+			default:
+				out[i].size -= 4
+			}
+		}
+		if mask == 0 {
+			continue
+		}
+		data, err := g.reencode(d, a, c.ChunkInfo)
+		if err != nil {
+			return nil, fmt.Errorf("chunk %v (filter mask %#x): %w", c.Grid, c.FilterMask, err)
+		}
+		out[i].inline = data
+	}
+	return out, nil
+}
+
+// inlineWhole is a dataset without a chunk map as one inlined chunk of its whole shape.
+func (g *gen) inlineWhole(d *versions.Dataset, a *array) ([]chunkRef, error) {
+	if d.Size() > InlineLimit {
+		return nil, fmt.Errorf("%s has no chunk map and is %d bytes, more than the %d inlined", layoutName(d), d.Size(), InlineLimit)
+	}
+	if d.Size() == 0 {
+		return nil, nil
+	}
+	buf := make([]byte, d.Size())
+	n, err := d.ReadAt(buf, 0)
+	if err != nil {
+		return nil, err
+	}
+	if int64(n) != d.Size() {
+		return nil, fmt.Errorf("read %d of %d bytes", n, d.Size())
+	}
+	data, err := encodeChunk(buf, a.codecs, d.Type.Size)
+	if err != nil {
+		return nil, err
+	}
+	return []chunkRef{{grid: make([]int64, len(d.Shape)), inline: base64Ref(data)}}, nil
+}
+
+func layoutName(d *versions.Dataset) string {
+	switch {
+	case d.Layout == h5.Contiguous:
+		return "contiguous storage"
+	case d.Layout == h5.Compact:
+		return "compact storage"
+	case d.Layout == h5.Virtual:
+		return "a virtual dataset whose mappings are not one chunk per block"
+	}
+	return "storage"
+}
