@@ -24,8 +24,8 @@
 //     bytes;
 //   - variable-length strings are inlined as one chunk in numcodecs' VLenUTF8 encoding
 //     (dtype "|O", filter vlen-utf8), up to InlineLimit bytes of text;
-//   - 0-d datasets, which the mount does not serve, and types without a byte form are
-//     left out.
+//   - a 0-d (scalar) dataset is a 0-d array whose one chunk ("0") is inlined;
+//   - types without a byte form are left out.
 //
 // A dataset left out is reported through Options.Warn and never makes the rest fail.
 package refs
@@ -341,9 +341,6 @@ func (g *gen) dataset(p, prefix, name string) error {
 func (g *gen) prepare(p string) (*array, []chunkRef, error) {
 	d, err := g.f.Dataset(p)
 	if err != nil {
-		if serr := g.scalarError(p); serr != nil {
-			return nil, nil, serr
-		}
 		return nil, nil, err
 	}
 	a, err := describe(d, false)
@@ -368,20 +365,6 @@ func (g *gen) prepare(p string) (*array, []chunkRef, error) {
 		chunks, err = inlineStrings(d)
 	}
 	return a, chunks, err
-}
-
-// scalarError says why a 0-d dataset, which the mount's reader does not serve, is left
-// out; nil if the dataset at p is not 0-d.
-func (g *gen) scalarError(p string) error {
-	h, err := g.f.HDF5().OpenDataset(p)
-	if err != nil {
-		return nil
-	}
-	defer h.Close()
-	if len(h.Info().Shape) != 0 {
-		return nil
-	}
-	return errors.New("a 0-d (scalar) dataset: not described (read it with h5py)")
 }
 
 // chunkRef is one chunk key: a byte range of the file, or inline data.
