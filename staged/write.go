@@ -332,6 +332,78 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 		return fmt.Errorf("staged: resize to %v: %w", shape, err)
 	}
 	shape = slices.Clone(shape)
+	if shape[0] >= a.shape[0] && slices.Equal(shape[1:], a.shape[1:]) {
+		if err := a.growAxis0(shape, grid, size, nChunks, src); err != nil {
+			return fmt.Errorf("staged: resize to %v: %w", shape, err)
+		}
+		return nil
+	}
+	return a.resize(shape, grid, size, nChunks, src)
+}
+
+// growAxis0 is Resize for a shape that only grows along axis 0 (a file written past its
+// end). The C-order grid keeps every old chunk at its flat index and appends the new ones,
+// so only the old last row of chunks along axis 0 can need work: its chunks off the full
+// slab get the fill value where the new shape exposes their padding. The cost is that of
+// the edge row, not of the whole grid: growing writes stay linear in the bytes written.
+func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSource) error {
+	type grow struct {
+		k     int64
+		g     []int64
+		oldL  []int64
+		data  []byte
+		stage bool
+	}
+	var grows []grow
+	old := int64(len(a.slabIndices))
+	if last := a.grid[0] - 1; old > 0 && last < grid[0] && a.shape[0]-last*a.chunks[0] < min(a.chunks[0], shape[0]-last*a.chunks[0]) {
+		per := old / a.grid[0] // chunks per axis-0 row of the grid
+		g := make([]int64, len(shape))
+		g[0] = last
+		for k := last * per; k < old; k++ {
+			if s := a.slabIndices[k]; s != FullSlab {
+				data, err := a.chunkData(g, s, a.slabOffsets[k], src)
+				if err != nil {
+					return err
+				}
+				gr := grow{k: k, g: slices.Clone(g), oldL: a.trimmed(a.shape, a.grid, g), data: data}
+				if s == BaseSlab {
+					gr.data = append(make([]byte, 0, a.chunkBytes), data...)
+					gr.stage = true
+				}
+				grows = append(grows, gr)
+			}
+			for i := len(g) - 1; i >= 1; i-- {
+				if g[i]++; g[i] < a.grid[i] {
+					break
+				}
+				g[i] = 0
+			}
+		}
+	}
+	// Nothing can fail from here on.
+	a.slabIndices = slices.Grow(a.slabIndices, int(nChunks-old))[:nChunks]
+	a.slabOffsets = slices.Grow(a.slabOffsets, int(nChunks-old))[:nChunks]
+	clear(a.slabIndices[old:])
+	clear(a.slabOffsets[old:])
+	slices.SortStableFunc(grows, func(x, y grow) int { // stage base chunks by offset
+		return cmp.Compare(a.slabOffsets[x.k], a.slabOffsets[y.k])
+	})
+	for _, gr := range grows {
+		a.fillOutside(gr.data, gr.oldL)
+		if gr.stage {
+			a.slabIndices[gr.k] = a.newStagedSlab(gr.data)
+			a.slabOffsets[gr.k] = 0
+			a.nStaged++
+		}
+	}
+	a.shape, a.grid, a.size = shape, grid, size
+	a.dstStrides = strides(shape, a.itemSize)
+	return nil
+}
+
+// resize is Resize's general case: any axis, growing or shrinking.
+func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource) error {
 	nd := len(shape)
 	idx := make([]int32, nChunks)
 	offs := make([]int64, nChunks)
