@@ -91,6 +91,9 @@ type Array struct {
 	slabSeq    []uint64
 	nextSeq    uint64
 	nStaged    int64   // chunks whose slab index is >= 2
+	store      *Store  // where staged chunks live under a memory budget (nil: memory only)
+	spillOff   []int64 // per slab: 1 + its spill-file offset when spilled (slabs[i] nil), else 0
+	resident   []int32 // staged slabs in memory, oldest first (may hold stale entries)
 	cleanShape []int64 // shape at New or the last MarkClean
 	// dropped: a resize since New or the last MarkClean dropped a chunk that held data
 	// (base or staged). Growing back to cleanShape then reads the fill value where that
@@ -234,10 +237,10 @@ func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 	}
 	if slab >= 2 {
 		data := a.slabs[slab]
-		if data == nil {
+		if a.gone(slab) {
 			return fmt.Errorf("staged slab %d was dropped", slab)
 		}
-		if off > (int64(len(data))-int64(a.chunkBytes))/a.rowBytes {
+		if data != nil && off > (int64(len(data))-int64(a.chunkBytes))/a.rowBytes {
 			return fmt.Errorf("offset %d overruns staged slab %d of %d bytes", off, slab, len(data))
 		}
 	}
