@@ -114,10 +114,19 @@ type Result struct {
 
 // newChunk is a chunk the commit appends.
 type newChunk struct {
-	data    []byte
+	data    []byte // nil for a spilled staged chunk: load reads it
+	load    func(buf []byte) ([]byte, error)
 	trimmed []int64
 	row     int64
 	digest  [32]byte
+}
+
+// bytes returns the chunk's bytes, read into buf (ChunkBytes long) if it is spilled.
+func (nc *newChunk) bytes(buf []byte) ([]byte, error) {
+	if nc.data != nil {
+		return nc.data, nil
+	}
+	return nc.load(buf)
 }
 
 // Commit writes ch as a new version whose prev_version is ch.Base and makes it current.
@@ -223,7 +232,7 @@ func (c *Committer) write(ch Change, base versions.Version, ds *versions.Dataset
 	h := c.f.HDF5()
 	c.f.BeginWrite()
 	defer c.f.EndWrite()
-	if err := c.appendChunks(ds, ix, plan.fresh, res); err != nil {
+	if err := c.appendChunks(ds, ix, plan.fresh, ch.Array.ChunkBytes(), res); err != nil {
 		return err
 	}
 	t0 := time.Now()
@@ -299,18 +308,19 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 	}
 	chunks, isz := arr.Chunks(), arr.ItemSize()
 	grids, rows := p.chunkMap(chunks) // in grid order, as Each visits the chunks
-	fresh := make(map[int64][]byte, len(p.fresh))
-	for _, nc := range p.fresh {
-		fresh[nc.row] = nc.data
+	fresh := make(map[int64]*newChunk, len(p.fresh))
+	for i := range p.fresh {
+		fresh[p.fresh[i].row] = &p.fresh[i]
 	}
 	fill := fillChunk(ds.Fill, arr.ChunkBytes())
 	src := ds.ChunkSource()
-	content := func(isMapped bool, row int64) ([]byte, error) {
+	bufA, bufB := make([]byte, arr.ChunkBytes()), make([]byte, arr.ChunkBytes())
+	content := func(isMapped bool, row int64, buf []byte) ([]byte, error) {
 		switch {
 		case !isMapped:
 			return fill, nil
 		case fresh[row] != nil:
-			return fresh[row], nil
+			return fresh[row].bytes(buf)
 		}
 		return src.Chunk(row)
 	}
@@ -327,11 +337,11 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 		if isMapped == wasMapped && (!isMapped || row == off) {
 			return nil
 		}
-		a, err := content(wasMapped, off)
+		a, err := content(wasMapped, off, bufA)
 		if err != nil {
 			return err
 		}
-		b, err := content(isMapped, row)
+		b, err := content(isMapped, row, bufB)
 		if err != nil {
 			return err
 		}
@@ -456,12 +466,17 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	chunks, isz := arr.Chunks(), arr.ItemSize()
 	type candidate struct {
 		grid, trimmed []int64
-		data          []byte
+		data          []byte // nil: spilled, read through load
+		load          func(buf []byte) ([]byte, error)
 		seq           uint64
 	}
 	var cands []candidate
 	for _, sc := range arr.StagedChunks() {
-		cands = append(cands, candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, seq: sc.Seq})
+		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, seq: sc.Seq}
+		if sc.Data == nil {
+			cd.load = func(buf []byte) ([]byte, error) { return arr.StagedData(sc, buf) }
+		}
+		cands = append(cands, cd)
 	}
 	src := ds.ChunkSource()
 	err := arr.Each(func(g []int64, slab int32, off int64) error {
@@ -492,13 +507,20 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
 	pending := map[[32]byte]int64{}
 	fill := fillChunk(ds.Fill, arr.ChunkBytes())
+	buf := make([]byte, arr.ChunkBytes())
 	for _, cd := range cands {
-		if slices.Equal(cd.trimmed, chunks) && bytes.Equal(cd.data, fill) {
+		data := cd.data
+		if data == nil {
+			if data, err = cd.load(buf); err != nil {
+				return p, res, err
+			}
+		}
+		if slices.Equal(cd.trimmed, chunks) && bytes.Equal(data, fill) {
 			res.Unmapped++
 			p.remap = append(p.remap, remap{grid: cd.grid, full: true})
 			continue
 		}
-		d := Hash(cd.data, chunks, cd.trimmed, isz)
+		d := Hash(data, chunks, cd.trimmed, isz)
 		row, ok := ix.slots[d]
 		if !ok {
 			row, ok = pending[d]
@@ -510,7 +532,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		}
 		row = (ix.largest + int64(len(p.fresh))) * ix.rows
 		pending[d] = row
-		p.fresh = append(p.fresh, newChunk{data: cd.data, trimmed: cd.trimmed, row: row, digest: d})
+		p.fresh = append(p.fresh, newChunk{data: cd.data, load: cd.load, trimmed: cd.trimmed, row: row, digest: d})
 		res.Written++
 		res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
 		p.map1(cd.grid, chunks, cd.trimmed, row)
@@ -553,7 +575,7 @@ func (p *plan) map1(grid, chunks, trimmed []int64, row int64) {
 
 // appendChunks writes the new chunks into raw_data, then their rows into hash_table, then
 // largest_index: in that order, so a crash leaves only ignored tails (spec section 4).
-func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChunk, res *Result) error {
+func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChunk, chunkBytes int, res *Result) error {
 	if len(fresh) == 0 {
 		return nil
 	}
@@ -569,10 +591,18 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 	}
 	zero := make([]int64, len(chunks))
 	rows := make([]byte, len(fresh)*hashRowBytes)
+	var buf []byte
 	for i, nc := range fresh {
 		start := make([]int64, len(chunks))
 		start[0] = nc.row
-		if err := raw.WriteBox(start, nc.trimmed, chunks, zero, nc.data); err != nil {
+		if nc.data == nil && buf == nil {
+			buf = make([]byte, chunkBytes)
+		}
+		data, err := nc.bytes(buf)
+		if err != nil {
+			return err
+		}
+		if err := raw.WriteBox(start, nc.trimmed, chunks, zero, data); err != nil {
 			return err
 		}
 		r := rows[i*hashRowBytes:]

@@ -367,6 +367,9 @@ func (n *datasetNode) newWriteHandle(d *versions.Dataset) (*writeHandle, error) 
 	if err != nil {
 		return nil, err
 	}
+	if n.m.stage != nil {
+		arr.UseStore(n.m.stage)
+	}
 	version, rel := n.versionAndRel()
 	return &writeHandle{n: n, rel: rel, base: version, arr: arr, src: d.ChunkSource()}, nil
 }
@@ -415,14 +418,22 @@ func (h *writeHandle) writeAt(data []byte, off int64) (uint32, syscall.Errno) {
 		shape := h.arr.Shape()
 		shape[0] = (end + row - 1) / row
 		if err := h.arr.Resize(shape, h.src); err != nil {
-			return 0, errno(err)
+			return 0, h.writeFailed(err, off, len(data))
 		}
 	}
 	if _, err := h.arr.WriteAt(data, off, h.src); err != nil {
-		return 0, errno(err)
+		return 0, h.writeFailed(err, off, len(data))
 	}
 	h.wrote = true
 	return uint32(len(data)), 0
+}
+
+// writeFailed logs a write the engine refused (a spill file on a full disk, say: the
+// write fails, what was staged before stays) and maps its error.
+func (h *writeHandle) writeFailed(err error, off int64, n int) syscall.Errno {
+	en := errno(err)
+	slog.Error("write failed", "dataset", path.Join(h.base, h.rel), "off", off, "len", n, "errno", en, "err", err)
+	return en
 }
 
 // truncate resizes axis 0 to size bytes, which must be a whole number of rows.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/mountopts"
+	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -31,6 +32,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 			}
 		}
 		m.commit = c
+		m.stage = staged.OpenStore(f.Path(), cfg.StageMemBudget())
 		mountOpts = []string{"rw"}
 	}
 	root := &rootNode{m: m}
