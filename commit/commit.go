@@ -507,20 +507,42 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
 	pending := map[[32]byte]int64{}
 	fill := fillChunk(ds.Fill, arr.ChunkBytes())
-	buf := make([]byte, arr.ChunkBytes())
-	for _, cd := range cands {
+	// Digests on every core (spilled chunks read back one per worker), then the
+	// order-dependent decisions in staging order.
+	type digest struct {
+		sum  [32]byte
+		fill bool // a full-size chunk equal to the fill value
+	}
+	sums := make([]digest, len(cands))
+	bufs := sync.Pool{New: func() any { b := make([]byte, arr.ChunkBytes()); return &b }}
+	err = parallel(len(cands), func(i int) error {
+		cd := cands[i]
 		data := cd.data
 		if data == nil {
-			if data, err = cd.load(buf); err != nil {
-				return p, res, err
+			b := bufs.Get().(*[]byte)
+			defer bufs.Put(b)
+			var err error
+			if data, err = cd.load(*b); err != nil {
+				return err
 			}
 		}
 		if slices.Equal(cd.trimmed, chunks) && bytes.Equal(data, fill) {
+			sums[i].fill = true
+			return nil
+		}
+		sums[i].sum = Hash(data, chunks, cd.trimmed, isz)
+		return nil
+	})
+	if err != nil {
+		return p, res, err
+	}
+	for i, cd := range cands {
+		if sums[i].fill {
 			res.Unmapped++
 			p.remap = append(p.remap, remap{grid: cd.grid, full: true})
 			continue
 		}
-		d := Hash(data, chunks, cd.trimmed, isz)
+		d := sums[i].sum
 		row, ok := ix.slots[d]
 		if !ok {
 			row, ok = pending[d]
@@ -589,25 +611,14 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 	if err := raw.SetExtent(dims); err != nil {
 		return err
 	}
-	zero := make([]int64, len(chunks))
+	if err := c.writeChunks(raw, fresh, chunkBytes); err != nil {
+		return err
+	}
+	res.Data = time.Since(t0)
 	rows := make([]byte, len(fresh)*hashRowBytes)
-	var buf []byte
 	for i, nc := range fresh {
-		start := make([]int64, len(chunks))
-		start[0] = nc.row
-		if nc.data == nil && buf == nil {
-			buf = make([]byte, chunkBytes)
-		}
-		data, err := nc.bytes(buf)
-		if err != nil {
-			return err
-		}
-		if err := raw.WriteBox(start, nc.trimmed, chunks, zero, data); err != nil {
-			return err
-		}
 		r := rows[i*hashRowBytes:]
 		copy(r, nc.digest[:])
-		res.Data = time.Since(t0)
 		binary.LittleEndian.PutUint64(r[32:], uint64(nc.row))
 		binary.LittleEndian.PutUint64(r[40:], uint64(nc.row+nc.trimmed[0]))
 	}
@@ -626,6 +637,70 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 	}
 	ix.largest = n
 	return nil
+}
+
+// writeChunks writes the new chunks into raw_data at their slots, in slot order. Whole
+// chunks are read back (if spilled) and encoded on every core, a bounded window ahead of
+// the writer, and stored with direct chunk writes; edge chunks, and every chunk of a
+// pipeline the encoder does not run, go through libhdf5's filtered write of their
+// trimmed box, which leaves the slot's padding as versioned-hdf5's writes leave it.
+func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes int) error {
+	chunks := raw.Info().Chunks
+	enc := newEncoder(raw.Info().Filters, raw.Info().Type.Size)
+	zero := make([]int64, len(chunks))
+	loads := sync.Pool{New: func() any { b := make([]byte, chunkBytes); return &b }}
+	type stored struct {
+		data    []byte  // what to write
+		encoded []byte  // the encoder's buffer data is in, if any
+		load    *[]byte // the loads buffer holding the chunk, if read back
+		direct  bool    // data is the whole chunk as stored: a direct chunk write
+	}
+	release := func(s stored) {
+		if s.encoded != nil {
+			enc.release(s.encoded)
+		}
+		if s.load != nil {
+			loads.Put(s.load)
+		}
+	}
+	produce := func(i int) (stored, error) {
+		nc := &fresh[i]
+		var s stored
+		data := nc.data
+		if data == nil {
+			s.load = loads.Get().(*[]byte)
+			var err error
+			if data, err = nc.load(*s.load); err != nil {
+				release(s)
+				return stored{}, err
+			}
+		}
+		s.data = data
+		if enc == nil || !slices.Equal(nc.trimmed, chunks) {
+			return s, nil
+		}
+		out, owned, err := enc.encode(data)
+		if err != nil {
+			release(s)
+			return stored{}, err
+		}
+		s.data, s.direct = out, true
+		if owned {
+			s.encoded = out
+		}
+		return s, nil
+	}
+	consume := func(i int, s stored) error {
+		defer release(s)
+		nc := &fresh[i]
+		start := make([]int64, len(chunks))
+		start[0] = nc.row
+		if s.direct {
+			return raw.WriteChunk(start, 0, s.data)
+		}
+		return raw.WriteBox(start, nc.trimmed, chunks, zero, s.data)
+	}
+	return ordered(len(fresh), 4*workers(), produce, consume, release)
 }
 
 // copyTree recreates the base version's tree under dst: groups with their attributes,

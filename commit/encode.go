@@ -1,0 +1,213 @@
+package commit
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/vh5fs/vh5fs/h5"
+)
+
+// HDF5 filter identifiers the encoder knows.
+const (
+	filterDeflate = 1
+	filterShuffle = 2
+)
+
+// encoder runs a raw_data filter pipeline in Go (shuffle) and libdeflate (deflate), so that
+// whole chunks are encoded on every core and stored with one direct chunk write each. A
+// nil encoder means the pipeline has a filter it does not know: libhdf5 filters those.
+type encoder struct {
+	pipeline []h5.Filter
+	itemSize int
+	bufs     sync.Pool // *[]byte scratch of DeflateBound(chunk bytes) or chunk bytes
+}
+
+// newEncoder returns the encoder of pipeline, or nil if a filter is not one it runs.
+func newEncoder(pipeline []h5.Filter, itemSize int) *encoder {
+	for _, f := range pipeline {
+		switch {
+		case f.ID == filterShuffle:
+		case f.ID == filterDeflate && len(f.Params) >= 1 && f.Params[0] <= 9:
+		default:
+			return nil
+		}
+	}
+	return &encoder{pipeline: pipeline, itemSize: itemSize}
+}
+
+// scratch returns a buffer of at least n bytes.
+func (e *encoder) scratch(n int) []byte {
+	if p, ok := e.bufs.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]byte, n)
+}
+
+// release hands back a buffer encode returned (or scratch gave).
+func (e *encoder) release(b []byte) {
+	if b != nil {
+		e.bufs.Put(&b)
+	}
+}
+
+// encode applies the pipeline to chunk (not modified) and returns the stored bytes: in a
+// buffer of the encoder's when owned (release it), else chunk itself (no filter changed it).
+func (e *encoder) encode(chunk []byte) (stored []byte, owned bool, err error) {
+	cur, owned := chunk, false
+	for _, f := range e.pipeline {
+		switch f.ID {
+		case filterShuffle:
+			if e.itemSize <= 1 {
+				continue
+			}
+			out := e.scratch(len(cur))
+			shuffle(out, cur, e.itemSize)
+			if owned {
+				e.release(cur)
+			}
+			cur, owned = out, true
+		case filterDeflate:
+			out := e.scratch(h5.DeflateBound(len(cur)))
+			n, err := h5.Deflate(out, cur, int(f.Params[0]))
+			if owned {
+				e.release(cur)
+			}
+			if err != nil {
+				e.release(out)
+				return nil, false, err
+			}
+			cur, owned = out[:n], true
+		default:
+			if owned {
+				e.release(cur)
+			}
+			return nil, false, fmt.Errorf("commit: filter %d has no encoder", f.ID)
+		}
+	}
+	return cur, owned, nil
+}
+
+// shuffle is HDF5's shuffle filter: byte j of every element, for each j in turn. Bytes
+// past the last whole element are copied as they are.
+func shuffle(dst, src []byte, size int) {
+	n := len(src) / size
+	for j := range size {
+		out := dst[j*n : (j+1)*n]
+		for i := range out {
+			out[i] = src[i*size+j]
+		}
+	}
+	copy(dst[n*size:], src[n*size:])
+}
+
+// workers is how many chunks are hashed or encoded at once.
+func workers() int { return runtime.GOMAXPROCS(0) }
+
+// parallel runs fn(i) for i in [0, n) on every core and returns the first error.
+func parallel(n int, fn func(i int) error) error {
+	w := min(workers(), n)
+	if w <= 1 {
+		for i := range n {
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		next int
+		ferr error
+	)
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := ferr != nil
+				mu.Unlock()
+				if i >= n || stop {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if ferr == nil {
+						ferr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return ferr
+}
+
+// ordered runs produce(i) for i in [0, n) on every core, at most window ahead of
+// consume, and calls consume(i, result) in order on the calling goroutine. It returns
+// the first error of either; produce's results that consume never saw go to discard.
+func ordered[T any](n, window int, produce func(i int) (T, error), consume func(i int, v T) error, discard func(T)) error {
+	type result struct {
+		v   T
+		err error
+	}
+	results := make([]chan result, n)
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	quit := make(chan struct{})
+	slots := make(chan struct{}, window)
+	jobs := make(chan int)
+	go func() {
+		defer close(jobs)
+		for i := range n {
+			select {
+			case slots <- struct{}{}:
+			case <-quit:
+				return
+			}
+			select {
+			case jobs <- i:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range min(workers(), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				v, err := produce(i)
+				results[i] <- result{v, err}
+			}
+		}()
+	}
+	var err error
+	i := 0
+	for ; i < n && err == nil; i++ {
+		r := <-results[i]
+		<-slots
+		if err = r.err; err == nil {
+			err = consume(i, r.v)
+		}
+	}
+	close(quit)
+	wg.Wait()
+	for ; i < n; i++ { // produced but not consumed
+		select {
+		case r := <-results[i]:
+			if r.err == nil && discard != nil {
+				discard(r.v)
+			}
+		default:
+		}
+	}
+	return err
+}
