@@ -338,6 +338,7 @@ func (n *datasetNode) setShape(value []byte) syscall.Errno {
 	}
 	h.mu.Lock()
 	err = h.arr.Resize(shape, h.src)
+	h.sz.Store(h.arr.Size())
 	h.mu.Unlock()
 	if err != nil {
 		return errno(err)
@@ -360,6 +361,9 @@ type writeHandle struct {
 	arr   *staged.Array // GUARDED_BY(mu)
 	wrote bool          // write(2) since the last commit; GUARDED_BY(mu)
 	src   staged.ChunkSource
+	// sz is arr.Size(), stored after each change under mu: stat reads it without waiting
+	// for mu, which a commit holds for as long as it runs.
+	sz atomic.Int64
 }
 
 func (n *datasetNode) newWriteHandle(d *versions.Dataset) (*writeHandle, error) {
@@ -371,7 +375,9 @@ func (n *datasetNode) newWriteHandle(d *versions.Dataset) (*writeHandle, error) 
 		arr.UseStore(n.m.stage)
 	}
 	version, rel := n.versionAndRel()
-	return &writeHandle{n: n, rel: rel, base: version, arr: arr, src: d.ChunkSource()}, nil
+	h := &writeHandle{n: n, rel: rel, base: version, arr: arr, src: d.ChunkSource()}
+	h.sz.Store(arr.Size())
+	return h, nil
 }
 
 func (h *writeHandle) written() bool {
@@ -380,11 +386,7 @@ func (h *writeHandle) written() bool {
 	return h.wrote
 }
 
-func (h *writeHandle) size() int64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.arr.Size()
-}
+func (h *writeHandle) size() int64 { return h.sz.Load() }
 
 func (h *writeHandle) readAt(p []byte, off int64) (int, error) {
 	h.mu.Lock()
@@ -417,7 +419,9 @@ func (h *writeHandle) writeAt(data []byte, off int64) (uint32, syscall.Errno) {
 		}
 		shape := h.arr.Shape()
 		shape[0] = (end + row - 1) / row
-		if err := h.arr.Resize(shape, h.src); err != nil {
+		err := h.arr.Resize(shape, h.src)
+		h.sz.Store(h.arr.Size())
+		if err != nil {
 			return 0, h.writeFailed(err, off, len(data))
 		}
 	}
@@ -448,7 +452,9 @@ func (h *writeHandle) truncate(size int64) syscall.Errno {
 	if row > 0 {
 		shape[0] = size / row
 	}
-	if err := h.arr.Resize(shape, h.src); err != nil {
+	err := h.arr.Resize(shape, h.src)
+	h.sz.Store(h.arr.Size())
+	if err != nil {
 		return errno(err)
 	}
 	return 0
