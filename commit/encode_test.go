@@ -73,6 +73,30 @@ func TestShuffle(t *testing.T) {
 	dst := make([]byte, len(src))
 	shuffle(dst, src, 3)
 	require.Equal(t, []byte{1, 4, 7, 10, 2, 5, 8, 11, 3, 6, 9, 12, 13}, dst)
+	for _, n := range []int{5, 8, 21, 8192} { // element counts below, at and past 8x8 blocks
+		for _, size := range []int{2, 4, 8} {
+			src := make([]byte, size*n+size-1) // and a partial element
+			for i := range src {
+				src[i] = byte(i*7 + i/251)
+			}
+			dst := make([]byte, len(src))
+			shuffle(dst, src, size)
+			for i := range n {
+				for j := range size {
+					require.Equal(t, src[i*size+j], dst[j*n+i], "n %d size %d element %d byte %d", n, size, i, j)
+				}
+			}
+			require.Equal(t, src[n*size:], dst[n*size:])
+		}
+	}
+}
+
+func BenchmarkShuffle8(b *testing.B) {
+	src, dst := make([]byte, 64<<10), make([]byte, 64<<10)
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		shuffle(dst, src, 8)
+	}
 }
 
 // TestOrdered: results are consumed in order whatever order they are produced in, at most
