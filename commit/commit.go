@@ -468,11 +468,12 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		grid, trimmed []int64
 		data          []byte // nil: spilled, read through load
 		load          func(buf []byte) ([]byte, error)
+		digest        *[32]byte // made when the chunk was written
 		seq           uint64
 	}
 	var cands []candidate
 	for _, sc := range arr.StagedChunks() {
-		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, seq: sc.Seq}
+		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, digest: sc.Digest, seq: sc.Seq}
 		if sc.Data == nil {
 			cd.load = func(buf []byte) ([]byte, error) { return arr.StagedData(sc, buf) }
 		}
@@ -515,8 +516,13 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	}
 	sums := make([]digest, len(cands))
 	bufs := sync.Pool{New: func() any { b := make([]byte, arr.ChunkBytes()); return &b }}
+	fillSum := Hash(fill, chunks, chunks, isz)
 	err = parallel(len(cands), func(i int) error {
 		cd := cands[i]
+		if cd.digest != nil { // equal digests are equal chunks, as for deduplication
+			sums[i] = digest{sum: *cd.digest, fill: slices.Equal(cd.trimmed, chunks) && *cd.digest == fillSum}
+			return nil
+		}
 		data := cd.data
 		if data == nil {
 			b := bufs.Get().(*[]byte)

@@ -33,6 +33,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		}
 		m.commit = c
 		m.stage = staged.OpenStore(f.Path(), cfg.StageMemBudget())
+		m.stage.SetDigester(commit.Hash)
 		mountOpts = []string{"rw"}
 	}
 	root := &rootNode{m: m}

@@ -46,6 +46,7 @@ func (a *Array) newBuffer() []byte {
 
 // dropSlab frees staged slab i, in memory or spilled.
 func (a *Array) dropSlab(i int32) {
+	a.forgetDigest(i)
 	if a.store != nil {
 		if a.slabs[i] != nil {
 			a.store.resident.Add(-int64(len(a.slabs[i])))
@@ -78,6 +79,7 @@ func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
 			kept = append(kept, i)
 			continue
 		}
+		a.waitDigest(i) // its buffer goes back to the pool: no worker may still read it
 		off, err := a.store.spill(a.slabs[i])
 		if err != nil {
 			a.resident = append(append(kept, i), a.resident...)

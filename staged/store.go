@@ -36,6 +36,9 @@ type Store struct {
 	free map[int64][]int64 // slot size -> free slot offsets; GUARDED_BY(mu)
 	used int64             // slots in use; GUARDED_BY(mu)
 	pool sync.Map          // chunk size -> *sync.Pool of buffers
+
+	digest  Digester      // set once, before use (SetDigester); nil: no digests at write time
+	workers chan struct{} // bounds the digests computed at once
 }
 
 // spillSuffix marks a named spill file (before its unlink).

@@ -177,6 +177,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			if err := a.faultIn(c.Slab); err != nil {
 				return err
 			}
+			a.forgetDigest(c.Slab) // written again: its digest would be stale
 		}
 	}
 	bufs := make([][]byte, len(plan.Chunks))
@@ -271,6 +272,12 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			if !nextRow(idx, t.Count) {
 				break
 			}
+		}
+	}
+	for _, c := range plan.Chunks {
+		if c.Action == NewChunk { // wholly written: digest it while the writes go on
+			s, _ := a.Slab(c.Chunk)
+			a.startDigest(s, c.Chunk)
 		}
 	}
 	return nil
@@ -396,6 +403,7 @@ func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSou
 					if err := a.faultIn(s); err != nil {
 						return err
 					}
+					a.forgetDigest(s) // its padding is about to be filled
 				}
 				data, err := a.chunkData(g, s, a.slabOffsets[k], src)
 				if err != nil {
@@ -481,6 +489,7 @@ func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource
 								if err := a.faultIn(s); err != nil {
 									return fmt.Errorf("staged: resize to %v: %w", shape, err)
 								}
+								a.forgetDigest(s) // its padding is about to be filled
 							}
 							data, err := a.chunkData(g, s, o, src)
 							if err != nil {
@@ -568,6 +577,9 @@ type StagedChunk struct {
 	Grid []int64
 	Data []byte // nil if the chunk is spilled: StagedData reads it
 	Seq  uint64 // staging order: lower was staged earlier
+	// Digest, if not nil, is the chunk's digest (the store's Digester) for its trimmed
+	// extent, made when it was written: the commit need not read the chunk to hash it.
+	Digest *[32]byte
 
 	slab int32
 }
@@ -585,6 +597,7 @@ func (a *Array) StagedChunks() []StagedChunk {
 			return nil
 		}
 		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabSeq[slab], slab: slab}
+		sc.Digest = a.digestOf(slab, a.trimmed(a.shape, a.grid, g)) // waits for its worker
 		if !a.isSpilled(slab) {
 			data, err := a.chunkData(g, slab, off, nil)
 			if err != nil {
@@ -717,6 +730,7 @@ func (a *Array) collectSlabs() {
 		}
 		a.slabs = a.slabs[:2]
 		a.spillOff = a.spillOff[:min(len(a.spillOff), 2)]
+		a.jobs = a.jobs[:min(len(a.jobs), 2)]
 		a.resident = a.resident[:0]
 		a.freeSlabs = nil
 		return

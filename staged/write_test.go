@@ -2,6 +2,7 @@ package staged
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -173,11 +174,18 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 	}))
 	sc := a.StagedChunks()
 	require.Len(t, sc, len(staged), what)
+	digests := 0
+	defer func() { digestsSeen += digests }()
 	for i, c := range sc {
 		require.Equal(t, staged[i], c.Grid, what)
 		data, err := a.StagedData(c, nil)
 		require.NoError(t, err, what)
 		require.Len(t, data, a.ChunkBytes())
+		if c.Digest != nil {
+			digests++
+			require.Equal(t, cornerDigest(data, a.Chunks(), a.Trimmed(c.Grid), a.ItemSize()), *c.Digest,
+				"%s: digest made at write time of chunk %v", what, c.Grid)
+		}
 		if want := m.chunk(c.Grid, a.Chunks()); !bytes.Equal(want, data) {
 			require.Equal(t, want, data, "%s: staged chunk %v (trimmed %v)", what, c.Grid, a.Trimmed(c.Grid))
 		}
@@ -280,6 +288,7 @@ func TestWriteResizeMatchesModel(t *testing.T) {
 	for _, sb := range storeBudgets {
 		t.Run(sb.name, func(t *testing.T) { testWriteResizeMatchesModel(t, sb.chunks) })
 	}
+	require.Positive(t, digestsSeen, "write-time digests were made and checked")
 }
 
 func testWriteResizeMatchesModel(t *testing.T, budget int64) {
@@ -289,6 +298,7 @@ func testWriteResizeMatchesModel(t *testing.T, budget int64) {
 				a, src, m := newWriteFixture(t, c, seed*131+uint64(ci))
 				if budget >= 0 {
 					st := OpenStore(filepath.Join(t.TempDir(), "f.h5"), budget*int64(a.ChunkBytes()))
+					st.SetDigester(cornerDigest)
 					t.Cleanup(func() { st.Close() })
 					a.UseStore(st)
 				}
@@ -736,4 +746,24 @@ func FuzzWriteAt(f *testing.F) {
 		m.resize(shape)
 		checkArray(t, a, src, m, "fuzz")
 	})
+}
+
+// digestsSeen counts the write-time digests checkArray compared (so that a test can tell
+// they were made).
+var digestsSeen int
+
+// cornerDigest is a Digester for the tests: SHA-256 of the trimmed corner, element by
+// element (the slow, obvious way), then the extent.
+func cornerDigest(chunk []byte, chunkShape, trimmed []int64, itemSize int) [32]byte {
+	h := sha256.New()
+	n := prod(trimmed)
+	for e := range n {
+		c := coords(trimmed, e)
+		k, _ := linearIn(chunkShape, c)
+		h.Write(chunk[k*int64(itemSize) : (k+1)*int64(itemSize)])
+	}
+	fmt.Fprint(h, trimmed)
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
 }
