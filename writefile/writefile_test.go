@@ -17,8 +17,8 @@ import (
 
 // basic_1d's dataset x in v1: ten int64 0..9, chunks of 4, fill value -1.
 const (
-	base    = "v1"
-	ds      = "x"
+	base = "v1"
+	ds   = "x"
 )
 
 func ints(vs ...int64) []byte {
