@@ -516,7 +516,13 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	}
 	sums := make([]digest, len(cands))
 	bufs := sync.Pool{New: func() any { b := make([]byte, arr.ChunkBytes()); return &b }}
-	fillSum := Hash(fill, chunks, chunks, isz)
+	var fillSum [32]byte // the fill chunk's digest, for chunks digested when written
+	for _, cd := range cands {
+		if cd.digest != nil {
+			fillSum = Hash(fill, chunks, chunks, isz)
+			break
+		}
+	}
 	err = parallel(len(cands), func(i int) error {
 		cd := cands[i]
 		if cd.digest != nil { // equal digests are equal chunks, as for deduplication
