@@ -114,8 +114,9 @@ type Result struct {
 
 // newChunk is a chunk the commit appends.
 type newChunk struct {
-	data    []byte // nil for a spilled staged chunk: load reads it
-	load    func(buf []byte) ([]byte, error)
+	data    []byte              // nil for a spilled staged chunk, read from arr
+	spilled *staged.StagedChunk // that chunk
+	arr     *staged.Array
 	trimmed []int64
 	row     int64
 	digest  [32]byte
@@ -126,7 +127,7 @@ func (nc *newChunk) bytes(buf []byte) ([]byte, error) {
 	if nc.data != nil {
 		return nc.data, nil
 	}
-	return nc.load(buf)
+	return nc.arr.StagedData(*nc.spilled, buf)
 }
 
 // Commit writes ch as a new version whose prev_version is ch.Base and makes it current.
@@ -466,16 +467,18 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	chunks, isz := arr.Chunks(), arr.ItemSize()
 	type candidate struct {
 		grid, trimmed []int64
-		data          []byte // nil: spilled, read through load
-		load          func(buf []byte) ([]byte, error)
-		digest        *[32]byte // made when the chunk was written
+		data          []byte              // nil: spilled
+		spilled       *staged.StagedChunk // the chunk, if spilled
+		digest        *[32]byte           // made when the chunk was written
 		seq           uint64
 	}
-	var cands []candidate
-	for _, sc := range arr.StagedChunks() {
+	scs := arr.StagedChunks()
+	cands := make([]candidate, 0, len(scs))
+	for i := range scs {
+		sc := &scs[i]
 		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, digest: sc.Digest, seq: sc.Seq}
 		if sc.Data == nil {
-			cd.load = func(buf []byte) ([]byte, error) { return arr.StagedData(sc, buf) }
+			cd.spilled = sc
 		}
 		cands = append(cands, cd)
 	}
@@ -534,7 +537,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 			b := bufs.Get().(*[]byte)
 			defer bufs.Put(b)
 			var err error
-			if data, err = cd.load(*b); err != nil {
+			if data, err = arr.StagedData(*cd.spilled, *b); err != nil {
 				return err
 			}
 		}
@@ -566,7 +569,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		}
 		row = (ix.largest + int64(len(p.fresh))) * ix.rows
 		pending[d] = row
-		p.fresh = append(p.fresh, newChunk{data: cd.data, load: cd.load, trimmed: cd.trimmed, row: row, digest: d})
+		p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d})
 		res.Written++
 		res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
 		p.map1(cd.grid, chunks, cd.trimmed, row)
@@ -682,7 +685,7 @@ func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes in
 		if data == nil {
 			s.load = loads.Get().(*[]byte)
 			var err error
-			if data, err = nc.load(*s.load); err != nil {
+			if data, err = nc.bytes(*s.load); err != nil {
 				release(s)
 				return stored{}, err
 			}

@@ -5,6 +5,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"runtime/debug"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -34,6 +35,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		m.commit = c
 		m.stage = staged.OpenStore(f.Path(), cfg.StageMemBudget())
 		m.stage.SetDigester(commit.Hash)
+		limitHeap(cfg.StageMemBudget())
 		mountOpts = []string{"rw"}
 	}
 	root := &rootNode{m: m}
@@ -95,6 +97,21 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		slog.Debug("read-ahead left as it is", "err", err)
 	}
 	return srv, nil
+}
+
+// heapRoom is the Go heap a read-write mount needs beside its staged chunks: chunk maps,
+// commit plans, caches.
+const heapRoom = 160 << 20
+
+// limitHeap sets a soft limit on the Go heap of the staged chunks' budget plus heapRoom
+// (unless GOMEMLIMIT sets one): the store bounds the staged chunks held, but the heap
+// would otherwise grow to twice what is live between collections, and a large commit's
+// plan would double the daemon's peak RSS.
+func limitHeap(budget int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(max(budget, 0) + heapRoom)
 }
 
 // TuneReads sets the options that shape reads and writes through a mount: requests of up

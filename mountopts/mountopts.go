@@ -27,7 +27,7 @@
 //	                chunks of all open files together; beyond it they spill
 //	                to a file beside the HDF5 file. SIZE is bytes, or a number
 //	                with the suffix K, M or G (KiB, MiB, GiB); 0 spills every
-//	                chunk. Default 64M (DefaultStageMem).
+//	                chunk. Default 32M (DefaultStageMem).
 //
 // Ownership and modes, applied by vh5fs to every node it reports (libfuse's
 // high-level library implements these; the kernel does not know them):
@@ -86,7 +86,7 @@ const DefaultSubtype = "vh5fs"
 
 // DefaultStageMem is the staged chunks' memory budget without "stage_mem=": with the
 // daemon's other memory it keeps its peak RSS within 256 MiB for a write of any size.
-const DefaultStageMem = 64 << 20
+const DefaultStageMem = 32 << 20
 
 // StageMemBudget is the staged chunks' memory budget in bytes.
 func (c Config) StageMemBudget() int64 {
