@@ -22,7 +22,7 @@ import (
 // filter i was skipped), in one call that takes the HDF5 lock only for the write itself.
 // The caller encodes in parallel; libhdf5 would filter chunk after chunk under its lock.
 func (d *Dataset) WriteChunk(start []int64, mask uint32, stored []byte) error {
-	rank := len(d.info.Shape)
+	rank := d.rank()
 	switch {
 	case d.info.Layout != Chunked:
 		return &Error{Op: "write chunk", Path: d.path, Err: fmt.Errorf("layout is %s, not chunked", d.info.Layout)}
