@@ -152,6 +152,18 @@ func parallel(n int, fn func(i int) error) error {
 // consume, and calls consume(i, result) in order on the calling goroutine. It returns
 // the first error of either; produce's results that consume never saw go to discard.
 func ordered[T any](n, window int, produce func(i int) (T, error), consume func(i int, v T) error, discard func(T)) error {
+	if n <= 2 || workers() == 1 { // a small commit: no goroutines to start
+		for i := range n {
+			v, err := produce(i)
+			if err != nil {
+				return err
+			}
+			if err := consume(i, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	type result struct {
 		v   T
 		err error
