@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // spillFiles lists the daemon's open spill files (unnamed or unlinked files beside file)
@@ -85,4 +87,59 @@ f["_version_data/versions"][cur]["data"][()].astype("<f8").tofile(sys.argv[2])`,
 	require.True(t, bytes.Equal(want, viaH5py), "h5py reads the committed version as written")
 	require.NoError(t, os.Remove(out))
 	checkFile(t, file)
+}
+
+// TestSpillDiskFull: when the spill file's disk is full, write(2) fails with ENOSPC and
+// the daemon logs why; what was accepted before stays staged, and once there is room again
+// fsync commits it.
+func TestSpillDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=12m"); err != nil {
+		t.Skipf("needs root to mount a small tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	const size = 2 << 20
+	file := filepath.Join(dir, "data.h5")
+	run(t, python(t), "py/make_versioned.py", file, "--shape", strconv.Itoa(size/8), "--chunks", "8192", "--versions", "2")
+	m := mount(t, file, "rw,stage_mem=0")
+	var st unix.Statfs_t
+	require.NoError(t, unix.Statfs(dir, &st))
+	// Leave about 1 MiB free: the first writes spill, a later one finds the disk full.
+	filler := filepath.Join(dir, "filler")
+	require.NoError(t, os.WriteFile(filler, make([]byte, int64(st.Bavail)*st.Bsize-1<<20), 0o600))
+
+	f, err := os.OpenFile(filepath.Join(m.Dir, "versions/v1/data"), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	want := make([]byte, size)
+	copy(want, readAll(t, filepath.Join(m.Dir, "versions/v1/data")))
+	var werr error
+	accepted := 0
+	for off := 0; off < size && werr == nil; off += 256 << 10 {
+		p := make([]byte, 256<<10)
+		for i := range p {
+			p[i] = byte(off>>18) + 1
+		}
+		if _, werr = f.WriteAt(p, int64(off)); werr == nil {
+			copy(want[off:], p)
+			accepted++
+		}
+	}
+	require.ErrorIs(t, werr, syscall.ENOSPC, "the spill file's disk is full")
+	require.Positive(t, accepted)
+
+	require.NoError(t, os.Remove(filler))
+	require.NoError(t, f.Sync(), "the accepted writes commit once there is room")
+	require.True(t, bytes.Equal(want, readAll(t, filepath.Join(m.Dir, "current/data"))))
+	require.NoError(t, f.Close())
+	m.unmount(t) // the daemon's log is complete once it has exited
+	require.Contains(t, m.stderr.String(), "write failed")
+	require.Contains(t, m.stderr.String(), "no space left on device")
+}
+
+func readAll(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }
