@@ -18,7 +18,10 @@
 //     a SetItemPlan, and Resize) and discarded on commit (MarkClean). Writes
 //     give every staged chunk a slab of its own (one chunk long), so memory
 //     is only held for touched chunks and a chunk is freed individually;
-//     staged chunks are never shared between grid positions.
+//     staged chunks are never shared between grid positions. An array that
+//     uses a Store (UseStore) keeps them under the store's memory budget:
+//     beyond it its oldest staged chunks move to the store's spill file and
+//     are read back when a read, a write or the commit needs them.
 //
 // # slab_indices and slab_offsets
 //
@@ -48,7 +51,9 @@
 // other, but every mutation (WriteAt, Resize, MapBase, MapFull, MarkClean,
 // and StagedChunks, which normalises padding in place) must be serialised
 // by the caller against all other calls on the same Array, typically with a
-// sync.RWMutex held by the file handle that owns it.
+// sync.RWMutex held by the file handle that owns it. The digest workers of a
+// Store (SetDigester) only read a chunk's buffer; every call that changes or
+// frees that buffer waits for its worker first.
 package staged
 
 import (
