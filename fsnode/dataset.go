@@ -258,6 +258,7 @@ func (n *datasetNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.Se
 			if h, err = n.newWriteHandle(); err != nil {
 				return errno(err)
 			}
+			defer h.Close()
 		} else {
 			n.latest.Store(h)
 		}
@@ -306,6 +307,7 @@ func (n *datasetNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Err
 		if errn := h.commit(false); errn != 0 {
 			slog.Error("changes lost: commit at release failed", "dataset", n.path)
 		}
+		h.Close() // what could not be committed gives its memory and spill slots back
 	}
 	return 0
 }
@@ -333,6 +335,7 @@ func (n *datasetNode) setShape(value []byte) syscall.Errno {
 	if err != nil {
 		return errno(err)
 	}
+	defer h.Close()
 	if err := h.Reshape(shape); err != nil {
 		return errno(err)
 	}

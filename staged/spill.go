@@ -124,3 +124,17 @@ func (a *Array) faultIn(i int32) error {
 	a.held(i)
 	return nil
 }
+
+// Discard drops every staged chunk, giving its memory and spill slot back to the store:
+// for an array that is done with (a closed handle whose changes could not be committed).
+// The array must not be used afterwards.
+func (a *Array) Discard() {
+	for i := 2; i < len(a.slabs); i++ {
+		a.dropSlab(int32(i))
+	}
+	a.slabs = a.slabs[:2]
+	a.resident = nil
+	a.freeSlabs = nil
+	clear(a.slabIndices)
+	a.nStaged = 0
+}

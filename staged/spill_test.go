@@ -93,3 +93,26 @@ func TestSpillFilesRemoved(t *testing.T) {
 	require.Zero(t, size, "the spill file is emptied once nothing is staged")
 	require.Zero(t, st.Resident())
 }
+
+// TestDiscard: a discarded array gives its staged chunks' memory and spill slots back.
+func TestDiscard(t *testing.T) {
+	st := OpenStore(filepath.Join(t.TempDir(), "f.h5"), 2*4096)
+	defer st.Close()
+	a, err := New([]int64{4096}, []int64{512}, 8, make([]byte, 8))
+	require.NoError(t, err)
+	a.UseStore(st)
+	for off := int64(0); off < a.Size(); off += 4096 {
+		_, err = a.WriteAt(bytes.Repeat([]byte{3}, 4096), off, nil)
+		require.NoError(t, err)
+	}
+	st.mu.Lock()
+	used := st.used
+	st.mu.Unlock()
+	require.Positive(t, used, "chunks beyond the budget spilled")
+	require.Positive(t, st.Resident())
+	a.Discard()
+	require.Zero(t, st.Resident())
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	require.Zero(t, st.used)
+}

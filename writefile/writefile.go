@@ -167,6 +167,14 @@ func (h *Handle) reshape(shape []int64) error {
 	return err
 }
 
+// Close ends the handle: staged changes not committed are dropped, giving their memory
+// and spill slots back to the store. The handle must not be used afterwards.
+func (h *Handle) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.arr.Discard()
+}
+
 // Commit commits the handle's changes, if any, as a new version on top of its base; the
 // handle then continues from the new version, whose name it returns ("" if nothing was
 // committed). explicit is fsync's request: it commits whatever was written. Without it
