@@ -8,6 +8,12 @@
 // (1 KiB each) in files with 10 and 1000 prior versions; the time of each phase (plan and
 // hashing, raw_data writes, hash_table rows, the version group with its virtual dataset,
 // flush+fsync) and the total, against versioned-hdf5's time for one changed chunk.
+//
+// Suite "write" (bench/write.go): dd and cp through a read-write mount against a plain dd
+// to the same filesystem, the daemon's peak RSS, gzip+shuffle raw_data throughput and the
+// latency of another version's readers during a commit. -write-sizes, -cp-sizes,
+// -gzip-size and -lat-size (MiB) give the sizes; "-write-reps 1 -write-sizes 64 -cp-sizes
+// 16,64 -gzip-size 32 -lat-size 64" is a quick run.
 package main
 
 import (
@@ -35,7 +41,7 @@ var versionedHDF5Commit = map[int]time.Duration{1000: 130 * time.Millisecond, 10
 const chunkElems = 128 // float64: 1 KiB chunks
 
 func main() {
-	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, refs")
+	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, refs, write")
 	size := flag.Int64("size", 1<<30, "bytes of each read-suite dataset")
 	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
 	src := flag.String("src", "", "loopback-serve: the directory to serve")
@@ -45,6 +51,11 @@ func main() {
 	reps := flag.Int("reps", 5, "commits measured per configuration (after a first, cold one)")
 	sizes := flag.String("sizes", "1000,10000,100000", "dataset sizes in chunks")
 	histories := flag.String("history", "10,1000", "prior versions")
+	writeSizes := flag.String("write-sizes", "1024,4096", "write suite: MiB of each dd over a version")
+	cpSizes := flag.String("cp-sizes", "64,256,1024,4096", "write suite: MiB of each cp over a dataset")
+	gzipSize := flag.Int("gzip-size", 256, "write suite: MiB of the gzip+shuffle row (0: none)")
+	latSize := flag.Int("lat-size", 1024, "write suite: MiB of the commit during which readers are probed (0: none)")
+	writeReps := flag.Int("write-reps", 3, "write suite: runs per row")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := os.MkdirAll(*cache, 0o755); err != nil {
@@ -55,7 +66,7 @@ func main() {
 		if err := serveLoopback(*src, flag.Arg(0)); err != nil {
 			fatal(err)
 		}
-	case "all", "reads", "latency", "commit", "refs":
+	case "all", "reads", "latency", "commit", "refs", "write":
 		if *suite == "all" || *suite == "reads" {
 			if err := benchReads(*cache, *size, *reps, *vh5fs, *keep, *layouts); err != nil {
 				fatal(err)
@@ -73,6 +84,13 @@ func main() {
 		}
 		if *suite == "all" || *suite == "refs" {
 			if err := benchRefs(*cache, *size, *reps, *vh5fs, *layouts); err != nil {
+				fatal(err)
+			}
+		}
+		if *suite == "all" || *suite == "write" {
+			o := writeOptions{vh5fs: *vh5fs, cache: *cache, reps: *writeReps, ddSizes: ints(*writeSizes),
+				cpSizes: ints(*cpSizes), gzipSize: *gzipSize, latSize: *latSize}
+			if err := benchWrite(o); err != nil {
 				fatal(err)
 			}
 		}

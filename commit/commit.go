@@ -120,10 +120,20 @@ type Result struct {
 
 // newChunk is a chunk the commit appends.
 type newChunk struct {
-	data    []byte
+	data    []byte              // nil for a spilled staged chunk, read from arr
+	spilled *staged.StagedChunk // that chunk
+	arr     *staged.Array
 	trimmed []int64
 	row     int64
 	digest  [32]byte
+}
+
+// bytes returns the chunk's bytes, read into buf (ChunkBytes long) if it is spilled.
+func (nc *newChunk) bytes(buf []byte) ([]byte, error) {
+	if nc.data != nil {
+		return nc.data, nil
+	}
+	return nc.arr.StagedData(*nc.spilled, buf)
 }
 
 // Commit writes ch as a new version whose prev_version is ch.Base and makes it current.
@@ -229,7 +239,7 @@ func (c *Committer) write(ch Change, base versions.Version, ds *versions.Dataset
 	h := c.f.HDF5()
 	c.f.BeginWrite()
 	defer c.f.EndWrite()
-	if err := c.appendChunks(ds, ix, plan.fresh, res); err != nil {
+	if err := c.appendChunks(ds, ix, plan.fresh, ch.Array.ChunkBytes(), res); err != nil {
 		return err
 	}
 	t0 := time.Now()
@@ -305,18 +315,19 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 	}
 	chunks, isz := arr.Chunks(), arr.ItemSize()
 	grids, rows := p.chunkMap(chunks) // in grid order, as Each visits the chunks
-	fresh := make(map[int64][]byte, len(p.fresh))
-	for _, nc := range p.fresh {
-		fresh[nc.row] = nc.data
+	fresh := make(map[int64]*newChunk, len(p.fresh))
+	for i := range p.fresh {
+		fresh[p.fresh[i].row] = &p.fresh[i]
 	}
 	fill := fillChunk(ds.Fill, arr.ChunkBytes())
 	src := ds.ChunkSource()
-	content := func(isMapped bool, row int64) ([]byte, error) {
+	bufA, bufB := make([]byte, arr.ChunkBytes()), make([]byte, arr.ChunkBytes())
+	content := func(isMapped bool, row int64, buf []byte) ([]byte, error) {
 		switch {
 		case !isMapped:
 			return fill, nil
 		case fresh[row] != nil:
-			return fresh[row], nil
+			return fresh[row].bytes(buf)
 		}
 		return src.Chunk(row)
 	}
@@ -333,11 +344,11 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 		if isMapped == wasMapped && (!isMapped || row == off) {
 			return nil
 		}
-		a, err := content(wasMapped, off)
+		a, err := content(wasMapped, off, bufA)
 		if err != nil {
 			return err
 		}
-		b, err := content(isMapped, row)
+		b, err := content(isMapped, row, bufB)
 		if err != nil {
 			return err
 		}
@@ -462,12 +473,20 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	chunks, isz := arr.Chunks(), arr.ItemSize()
 	type candidate struct {
 		grid, trimmed []int64
-		data          []byte
+		data          []byte              // nil: spilled
+		spilled       *staged.StagedChunk // the chunk, if spilled
+		digest        *[32]byte           // made when the chunk was written
 		seq           uint64
 	}
-	var cands []candidate
-	for _, sc := range arr.StagedChunks() {
-		cands = append(cands, candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, seq: sc.Seq})
+	scs := arr.StagedChunks()
+	cands := make([]candidate, 0, len(scs))
+	for i := range scs {
+		sc := &scs[i]
+		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, digest: sc.Digest, seq: sc.Seq}
+		if sc.Data == nil {
+			cd.spilled = sc
+		}
+		cands = append(cands, cd)
 	}
 	src := ds.ChunkSource()
 	err := arr.Each(func(g []int64, slab int32, off int64) error {
@@ -498,13 +517,53 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
 	pending := map[[32]byte]int64{}
 	fill := fillChunk(ds.Fill, arr.ChunkBytes())
+	// Digests on every core (spilled chunks read back one per worker), then the
+	// order-dependent decisions in staging order.
+	type digest struct {
+		sum  [32]byte
+		fill bool // a full-size chunk equal to the fill value
+	}
+	sums := make([]digest, len(cands))
+	bufs := sync.Pool{New: func() any { b := make([]byte, arr.ChunkBytes()); return &b }}
+	var fillSum [32]byte // the fill chunk's digest, for chunks digested when written
 	for _, cd := range cands {
-		if slices.Equal(cd.trimmed, chunks) && bytes.Equal(cd.data, fill) {
+		if cd.digest != nil {
+			fillSum = Hash(fill, chunks, chunks, isz)
+			break
+		}
+	}
+	err = parallel(len(cands), func(i int) error {
+		cd := cands[i]
+		if cd.digest != nil { // equal digests are equal chunks, as for deduplication
+			sums[i] = digest{sum: *cd.digest, fill: slices.Equal(cd.trimmed, chunks) && *cd.digest == fillSum}
+			return nil
+		}
+		data := cd.data
+		if data == nil {
+			b := bufs.Get().(*[]byte)
+			defer bufs.Put(b)
+			var err error
+			if data, err = arr.StagedData(*cd.spilled, *b); err != nil {
+				return err
+			}
+		}
+		if slices.Equal(cd.trimmed, chunks) && bytes.Equal(data, fill) {
+			sums[i].fill = true
+			return nil
+		}
+		sums[i].sum = Hash(data, chunks, cd.trimmed, isz)
+		return nil
+	})
+	if err != nil {
+		return p, res, err
+	}
+	for i, cd := range cands {
+		if sums[i].fill {
 			res.Unmapped++
 			p.remap = append(p.remap, remap{grid: cd.grid, full: true})
 			continue
 		}
-		d := Hash(cd.data, chunks, cd.trimmed, isz)
+		d := sums[i].sum
 		row, ok := ix.slots[d]
 		if !ok {
 			row, ok = pending[d]
@@ -516,7 +575,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		}
 		row = (ix.largest + int64(len(p.fresh))) * ix.rows
 		pending[d] = row
-		p.fresh = append(p.fresh, newChunk{data: cd.data, trimmed: cd.trimmed, row: row, digest: d})
+		p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d})
 		res.Written++
 		res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
 		p.map1(cd.grid, chunks, cd.trimmed, row)
@@ -559,7 +618,7 @@ func (p *plan) map1(grid, chunks, trimmed []int64, row int64) {
 
 // appendChunks writes the new chunks into raw_data, then their rows into hash_table, then
 // largest_index: in that order, so a crash leaves only ignored tails (spec section 4).
-func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChunk, res *Result) error {
+func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChunk, chunkBytes int, res *Result) error {
 	if len(fresh) == 0 {
 		return nil
 	}
@@ -573,17 +632,14 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 	if err := raw.SetExtent(dims); err != nil {
 		return err
 	}
-	zero := make([]int64, len(chunks))
+	if err := c.writeChunks(raw, fresh, chunkBytes); err != nil {
+		return err
+	}
+	res.Data = time.Since(t0)
 	rows := make([]byte, len(fresh)*hashRowBytes)
 	for i, nc := range fresh {
-		start := make([]int64, len(chunks))
-		start[0] = nc.row
-		if err := raw.WriteBox(start, nc.trimmed, chunks, zero, nc.data); err != nil {
-			return err
-		}
 		r := rows[i*hashRowBytes:]
 		copy(r, nc.digest[:])
-		res.Data = time.Since(t0)
 		binary.LittleEndian.PutUint64(r[32:], uint64(nc.row))
 		binary.LittleEndian.PutUint64(r[40:], uint64(nc.row+nc.trimmed[0]))
 	}
@@ -602,6 +658,70 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 	}
 	ix.largest = n
 	return nil
+}
+
+// writeChunks writes the new chunks into raw_data at their slots, in slot order. Whole
+// chunks are read back (if spilled) and encoded on every core, a bounded window ahead of
+// the writer, and stored with direct chunk writes; edge chunks, and every chunk of a
+// pipeline the encoder does not run, go through libhdf5's filtered write of their
+// trimmed box, which leaves the slot's padding as versioned-hdf5's writes leave it.
+func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes int) error {
+	chunks := raw.Info().Chunks
+	enc := newEncoder(raw.Info().Filters, raw.Info().Type.Size)
+	zero := make([]int64, len(chunks))
+	loads := sync.Pool{New: func() any { b := make([]byte, chunkBytes); return &b }}
+	type stored struct {
+		data    []byte  // what to write
+		encoded []byte  // the encoder's buffer data is in, if any
+		load    *[]byte // the loads buffer holding the chunk, if read back
+		direct  bool    // data is the whole chunk as stored: a direct chunk write
+	}
+	release := func(s stored) {
+		if s.encoded != nil {
+			enc.release(s.encoded)
+		}
+		if s.load != nil {
+			loads.Put(s.load)
+		}
+	}
+	produce := func(i int) (stored, error) {
+		nc := &fresh[i]
+		var s stored
+		data := nc.data
+		if data == nil {
+			s.load = loads.Get().(*[]byte)
+			var err error
+			if data, err = nc.bytes(*s.load); err != nil {
+				release(s)
+				return stored{}, err
+			}
+		}
+		s.data = data
+		if enc == nil || !slices.Equal(nc.trimmed, chunks) {
+			return s, nil
+		}
+		out, owned, err := enc.encode(data)
+		if err != nil {
+			release(s)
+			return stored{}, err
+		}
+		s.data, s.direct = out, true
+		if owned {
+			s.encoded = out
+		}
+		return s, nil
+	}
+	consume := func(i int, s stored) error {
+		defer release(s)
+		nc := &fresh[i]
+		start := make([]int64, len(chunks))
+		start[0] = nc.row
+		if s.direct {
+			return raw.WriteChunk(start, 0, s.data)
+		}
+		return raw.WriteBox(start, nc.trimmed, chunks, zero, s.data)
+	}
+	return ordered(len(fresh), 4*workers(), produce, consume, release)
 }
 
 // copyTree recreates the base version's tree under dst: groups with their attributes,

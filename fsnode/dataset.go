@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -15,9 +13,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/vh5fs/vh5fs/commit"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/writefile"
 )
 
 // datasetNode is a dataset's file.
@@ -135,7 +132,7 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	case !n.writable(d):
 		return nil, 0, syscall.EACCES // variable-length strings are served read-only
 	}
-	h, err := n.newWriteHandle(d)
+	h, err := n.newWriteHandle()
 	if err != nil {
 		return nil, 0, errno(err)
 	}
@@ -266,9 +263,10 @@ func (n *datasetNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.Se
 		oneShot := h == nil
 		if oneShot {
 			var err error
-			if h, err = n.newWriteHandle(d); err != nil {
+			if h, err = n.newWriteHandle(); err != nil {
 				return errno(err)
 			}
+			defer h.Close()
 		} else {
 			n.latest.Store(h)
 		}
@@ -317,6 +315,7 @@ func (n *datasetNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Err
 		if errn := h.commit(false); errn != 0 {
 			slog.Error("changes lost: commit at release failed", "dataset", n.path)
 		}
+		h.Close() // what could not be committed gives its memory and spill slots back
 	}
 	return 0
 }
@@ -340,139 +339,66 @@ func (n *datasetNode) setShape(value []byte) syscall.Errno {
 			return syscall.EINVAL
 		}
 	}
-	h, err := n.newWriteHandle(d)
+	h, err := n.newWriteHandle()
 	if err != nil {
 		return errno(err)
 	}
-	h.mu.Lock()
-	err = h.arr.Resize(shape, h.src)
-	h.mu.Unlock()
-	if err != nil {
+	defer h.Close()
+	if err := h.Reshape(shape); err != nil {
 		return errno(err)
 	}
 	return h.commit(true)
 }
 
-// writeHandle is one open-for-writing of a version's dataset file. It owns a
-// StagedChangesArray based on that version; commits turn it into new versions and the
-// handle carries on from the version it made.
-//
-// Lock ordering: writeHandle.mu, then commit.Committer's, then versions.File's, then the
-// HDF5 lock.
+// writeHandle is a FUSE file handle on a writefile.Handle, which has the semantics; this
+// adds the node it belongs to, errno mapping, logging and the kernel's page cache.
 type writeHandle struct {
-	n   *datasetNode
-	rel string // the dataset's path inside its version
-
-	mu    sync.Mutex
-	base  string        // the version the staged changes apply to; GUARDED_BY(mu)
-	arr   *staged.Array // GUARDED_BY(mu)
-	wrote bool          // write(2) since the last commit; GUARDED_BY(mu)
-	src   staged.ChunkSource
+	n *datasetNode
+	*writefile.Handle
 }
 
-func (n *datasetNode) newWriteHandle(d *versions.Dataset) (*writeHandle, error) {
-	arr, err := d.NewStaged()
+func (n *datasetNode) newWriteHandle() (*writeHandle, error) {
+	version, rel := n.versionAndRel()
+	h, err := writefile.Open(n.m.file, n.m.commit, n.m.stage, version, rel)
 	if err != nil {
 		return nil, err
 	}
-	version, rel := n.versionAndRel()
-	return &writeHandle{n: n, rel: rel, base: version, arr: arr, src: d.ChunkSource()}, nil
+	return &writeHandle{n: n, Handle: h}, nil
 }
 
-func (h *writeHandle) written() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.wrote
-}
+func (h *writeHandle) size() int64 { return h.Size() }
 
-func (h *writeHandle) size() int64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.arr.Size()
-}
+func (h *writeHandle) readAt(p []byte, off int64) (int, error) { return h.ReadAt(p, off) }
 
-func (h *writeHandle) readAt(p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.arr.ReadAt(p, off, h.src)
-}
+func (h *writeHandle) written() bool { return h.Written() }
 
-// rowBytes is the size of one row along axis 0; 0 if a later axis has length 0.
-func rowBytes(arr *staged.Array) int64 {
-	r := int64(arr.ItemSize())
-	for _, s := range arr.Shape()[1:] {
-		r *= s
-	}
-	return r
-}
-
-// writeAt writes data at off; writing past the end grows axis 0 first (rows not written
-// read as the fill value).
+// writeAt writes data at off (growing axis 0 past the end). A write the engine refuses (a
+// spill file on a full disk, say: the write fails, what was staged before stays) is logged
+// with its reason.
 func (h *writeHandle) writeAt(data []byte, off int64) (uint32, syscall.Errno) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	end := off + int64(len(data))
-	if off < 0 {
-		return 0, syscall.EINVAL
+	if _, err := h.WriteAt(data, off); err != nil {
+		en := errno(err)
+		slog.Error("write failed", "dataset", h.n.path, "base", h.Base(), "off", off, "len", len(data), "errno", en, "err", err)
+		return 0, en
 	}
-	if end > h.arr.Size() {
-		row := rowBytes(h.arr)
-		if row == 0 {
-			return 0, syscall.EFBIG
-		}
-		shape := h.arr.Shape()
-		shape[0] = (end + row - 1) / row
-		if err := h.arr.Resize(shape, h.src); err != nil {
-			return 0, errno(err)
-		}
-	}
-	if _, err := h.arr.WriteAt(data, off, h.src); err != nil {
-		return 0, errno(err)
-	}
-	h.wrote = true
 	return uint32(len(data)), 0
 }
 
 // truncate resizes axis 0 to size bytes, which must be a whole number of rows.
-func (h *writeHandle) truncate(size int64) syscall.Errno {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	row := rowBytes(h.arr)
-	if size < 0 || (row == 0 && size != 0) || (row > 0 && size%row != 0) {
-		return syscall.EINVAL
-	}
-	shape := h.arr.Shape()
-	if row > 0 {
-		shape[0] = size / row
-	}
-	if err := h.arr.Resize(shape, h.src); err != nil {
-		return errno(err)
-	}
-	return 0
-}
+func (h *writeHandle) truncate(size int64) syscall.Errno { return errno(h.Truncate(size)) }
 
-// commit commits the handle's changes, if any, as a new version on top of its base; the
-// handle then continues from the new version. explicit is fsync's request: it commits
-// whatever was written. Close and release commit only data that differs from the base, so
-// that a write-back of unchanged pages (mmap) makes no empty version.
+// commit commits the handle's changes (writefile.Handle.Commit); a failure is logged and
+// answered EIO.
 func (h *writeHandle) commit(explicit bool) syscall.Errno {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.arr.Dirty() {
-		return 0
-	}
-	res, err := h.n.m.commit.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit})
+	name, err := h.Commit(explicit)
 	if err != nil {
-		slog.Error("commit failed", "dataset", path.Join(h.base, h.rel), "err", err)
+		slog.Error("commit failed", "dataset", h.n.path, "base", h.Base(), "err", err)
 		return syscall.EIO
 	}
-	h.wrote = false
-	if res.Skipped {
-		return 0
+	if name != "" {
+		// Pages an mmap put in the kernel's cache belong to this inode, i.e. to the old
+		// version: drop them (asynchronously: the kernel may hold locks on our behalf now).
+		go h.n.NotifyContent(0, 0)
 	}
-	h.base = res.Name
-	// Pages an mmap put in the kernel's cache belong to this inode, i.e. to the old
-	// version: drop them (asynchronously: the kernel may hold locks on our behalf now).
-	go h.n.NotifyContent(0, 0)
 	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strings"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/mountopts"
+	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -34,6 +36,9 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 			}
 		}
 		m.commit = c
+		m.stage = staged.OpenStore(f.Path(), cfg.StageMemBudget())
+		m.stage.SetDigester(commit.Hash)
+		limitHeap(cfg.StageMemBudget())
 		mountOpts = []string{"rw"}
 	}
 	root := &rootNode{m: m, frozenDir: frozenDir{m, "/"}}
@@ -109,6 +114,21 @@ func Detach(mountpoint string) error {
 		return fmt.Errorf("fusermount3 -uz %s: %v: %s", mountpoint, ferr, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// heapRoom is the Go heap a read-write mount needs beside its staged chunks: chunk maps,
+// commit plans, caches.
+const heapRoom = 160 << 20
+
+// limitHeap sets a soft limit on the Go heap of the staged chunks' budget plus heapRoom
+// (unless GOMEMLIMIT sets one): the store bounds the staged chunks held, but the heap
+// would otherwise grow to twice what is live between collections, and a large commit's
+// plan would double the daemon's peak RSS.
+func limitHeap(budget int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(max(budget, 0) + heapRoom)
 }
 
 // TuneReads sets the options that shape reads and writes through a mount: requests of up

@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -27,6 +28,7 @@ const (
 type mount struct {
 	file   *versions.File
 	commit *commit.Committer // nil for read-only mounts
+	stage  *staged.Store     // staged chunks' memory budget and spill file (read-write mounts)
 	live   bool              // -o live: follow a SWMR writer and other processes' commits (live.go)
 	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
 	umask  uint32            // -o umask=: permission bits cleared from every mode but symlinks'

@@ -15,7 +15,7 @@ type ChunkInfo struct {
 // ChunkInfo looks up the stored chunks whose first elements are at coords (each a multiple
 // of the chunk dims). One call into libhdf5 serves them all.
 func (d *Dataset) ChunkInfo(coords [][]int64) ([]ChunkInfo, error) {
-	rank := len(d.info.Shape)
+	rank := d.rank()
 	if d.info.Layout != Chunked {
 		return nil, &Error{Op: "chunk info", Path: d.path, Err: fmt.Errorf("layout is %s, not chunked", d.info.Layout)}
 	}

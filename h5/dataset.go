@@ -94,6 +94,14 @@ func (d *Dataset) Info() Info {
 	return d.info
 }
 
+// rank is the dataset's rank, which never changes; SetExtent and refreshes replace the
+// shape meanwhile (under infoMu), so it is read under infoMu too.
+func (d *Dataset) rank() int {
+	d.infoMu.RLock()
+	defer d.infoMu.RUnlock()
+	return len(d.info.Shape)
+}
+
 // Close closes the dataset; it is safe to call more than once.
 func (d *Dataset) Close() error {
 	lock()
@@ -208,7 +216,7 @@ func (d *Dataset) Mappings() ([]Mapping, error) {
 	if d.info.Layout != Virtual || n == 0 {
 		return nil, nil
 	}
-	rank := len(d.info.Shape)
+	rank := d.rank()
 	arr := make([]C.hsize_t, 4*n*rank)
 	vstart, vcount := arr[:n*rank], arr[n*rank:2*n*rank]
 	sstart, scount := arr[2*n*rank:3*n*rank], arr[3*n*rank:]
@@ -243,7 +251,7 @@ func (d *Dataset) Mappings() ([]Mapping, error) {
 // ReadBox reads the box start/count of the dataset, in its own file type (no conversion),
 // into mem, a C-order buffer of shape memShape, at memStart.
 func (d *Dataset) ReadBox(start, count, memShape, memStart []int64, mem []byte) error {
-	rank := len(d.info.Shape)
+	rank := d.rank()
 	if len(start) != rank || len(count) != rank || len(memShape) != rank || len(memStart) != rank {
 		return &Error{Op: "read", Path: d.path, Err: fmt.Errorf("rank mismatch")}
 	}

@@ -103,7 +103,7 @@ func (f *File) pathOp(op, path string, fn func(id C.hid_t, cpath *C.char) C.int)
 
 // SetExtent resizes a chunked dataset.
 func (d *Dataset) SetExtent(dims []int64) error {
-	if len(dims) != len(d.info.Shape) {
+	if len(dims) != d.rank() {
 		return &Error{Op: "resize", Path: d.path, Err: fmt.Errorf("rank mismatch")}
 	}
 	cd := hsizes(dims)
@@ -125,7 +125,7 @@ func (d *Dataset) SetExtent(dims []int64) error {
 // WriteBox writes the box start/count of the dataset, in its own file type, from mem, a
 // C-order buffer of shape memShape, at memStart.
 func (d *Dataset) WriteBox(start, count, memShape, memStart []int64, mem []byte) error {
-	rank := len(d.info.Shape)
+	rank := d.rank()
 	if len(start) != rank || len(count) != rank || len(memShape) != rank || len(memStart) != rank {
 		return &Error{Op: "write", Path: d.path, Err: fmt.Errorf("rank mismatch")}
 	}

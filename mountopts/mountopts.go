@@ -27,6 +27,11 @@
 //	                background mount runs in /)
 //	at=TIME         show the file as it was at TIME (read-only); the caller
 //	                parses TIME
+//	stage_mem=SIZE  memory budget of the staged (written, not yet committed)
+//	                chunks of all open files together; beyond it they spill
+//	                to a file beside the HDF5 file. SIZE is bytes, or a number
+//	                with the suffix K, M or G (KiB, MiB, GiB); 0 spills every
+//	                chunk. Default 32M (DefaultStageMem).
 //
 // Ownership and modes, applied by vh5fs to every node it reports (libfuse's
 // high-level library implements these; the kernel does not know them):
@@ -83,6 +88,18 @@ import (
 // DefaultSubtype is the Subtype used when no "subtype=" option is given.
 const DefaultSubtype = "vh5fs"
 
+// DefaultStageMem is the staged chunks' memory budget without "stage_mem=": with the
+// daemon's other memory it keeps its peak RSS within 256 MiB for a write of any size.
+const DefaultStageMem = 32 << 20
+
+// StageMemBudget is the staged chunks' memory budget in bytes.
+func (c Config) StageMemBudget() int64 {
+	if c.HasStageMem {
+		return c.StageMem
+	}
+	return DefaultStageMem
+}
+
 // Config is the parsed form of the vh5fs mount options.
 type Config struct {
 	ReadWrite   bool     // "rw" (default false: "ro")
@@ -94,6 +111,8 @@ type Config struct {
 	CommitName  string   // "commit_name=..." name for the next committed version (optional)
 	LogFile     string   // "logfile=PATH": where the mount's log lines go too (absolute)
 	At          string   // "at=TIME": the moment to show the file as of (unparsed)
+	StageMem    int64    // "stage_mem=SIZE": staged chunks' memory budget in bytes, when HasStageMem
+	HasStageMem bool     // a "stage_mem=" option was given (else DefaultStageMem)
 	UID         uint32   // "uid=N": owner reported for every node, when HasUID
 	HasUID      bool     // a "uid=" option was given (else: the mounting user)
 	GID         uint32   // "gid=N": group reported for every node, when HasGID
@@ -165,6 +184,7 @@ var known = map[string]optKind{
 	"commit_name": kindValue,
 	"logfile":     kindValue,
 	"at":          kindValue,
+	"stage_mem":   kindValue,
 	"uid":         kindOwner,
 	"gid":         kindOwner,
 	"umask":       kindUmask,
@@ -386,8 +406,50 @@ func (c *Config) apply(seg segment) error {
 		c.LogFile = seg.value
 	case "at":
 		c.At = seg.value
+	case "stage_mem":
+		n, err := parseSize(seg.value)
+		if err != nil {
+			return fmt.Errorf("mountopts: option %q: %w", seg.key, err)
+		}
+		c.StageMem, c.HasStageMem = n, true
 	}
 	return nil
+}
+
+// parseSize parses a byte count: decimal digits, optionally followed by K, M or G (powers
+// of 1024).
+func parseSize(v string) (int64, error) {
+	shift := 0
+	switch v[len(v)-1] {
+	case 'K', 'k':
+		shift = 10
+	case 'M', 'm':
+		shift = 20
+	case 'G', 'g':
+		shift = 30
+	}
+	digits := v
+	if shift > 0 {
+		digits = v[:len(v)-1]
+	}
+	n, err := strconv.ParseUint(digits, 10, 63)
+	if err != nil || digits == "" || n > (1<<63-1)>>shift {
+		return 0, fmt.Errorf("invalid size %q (want bytes, or a number with K, M or G)", v)
+	}
+	return int64(n) << shift, nil
+}
+
+// formatSize renders n as parseSize reads it, with the largest exact suffix.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		shift  uint
+		suffix string
+	}{{30, "G"}, {20, "M"}, {10, "K"}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // addPassthrough appends opt, first removing any earlier entry with the same
@@ -436,7 +498,7 @@ func escape(s string) string {
 
 // String renders the config as a canonical option string: "ro" or "rw",
 // then live, allow_other, debug, fsname, subtype (only when not the
-// default), commit_name, logfile, at, uid, gid, umask (only when not 0), the access-time
+// default), commit_name, logfile, at, stage_mem, uid, gid, umask (only when not 0), the access-time
 // flags given (noatime/atime, nodiratime/diratime, relatime/norelatime,
 // strictatime/nostrictatime, lazytime/nolazytime) and the passthrough options
 // in order. Values are escaped so that Parse(c.String()) returns c for any
@@ -471,6 +533,9 @@ func (c Config) String() string {
 	}
 	if c.At != "" {
 		opts = append(opts, "at="+escape(c.At))
+	}
+	if c.HasStageMem {
+		opts = append(opts, "stage_mem="+formatSize(c.StageMem))
 	}
 	if c.HasUID {
 		opts = append(opts, fmt.Sprintf("uid=%d", c.UID))

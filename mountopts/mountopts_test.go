@@ -39,6 +39,12 @@ func TestParse(t *testing.T) {
 		{"logfile", []string{"logfile=/var/log/vh5fs.log"}, def(func(c *Config) { c.LogFile = "/var/log/vh5fs.log" })},
 		{"logfile later wins", []string{"logfile=/a,logfile=/b"}, def(func(c *Config) { c.LogFile = "/b" })},
 		{"at", []string{"at=2024-01-01 02:30:00"}, def(func(c *Config) { c.At = "2024-01-01 02:30:00" })},
+		{"stage_mem bytes", []string{"stage_mem=1000"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 1000, true })},
+		{"stage_mem zero", []string{"stage_mem=0"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 0, true })},
+		{"stage_mem K", []string{"stage_mem=4K"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 4<<10, true })},
+		{"stage_mem m", []string{"stage_mem=1m"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 1<<20, true })},
+		{"stage_mem G", []string{"stage_mem=2G"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 2<<30, true })},
+		{"stage_mem later wins", []string{"stage_mem=1M", "stage_mem=3M"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 3<<20, true })},
 		{"all vh5fs options", []string{"rw,live,allow_other,debug,fsname=f,subtype=s,commit_name=c"},
 			Config{ReadWrite: true, Live: true, AllowOther: true, Debug: true, FSName: "f", Subtype: "s", CommitName: "c"}},
 
@@ -205,6 +211,15 @@ func TestParseErrors(t *testing.T) {
 		{"umask not octal", []string{"umask=088"}, "umask"},
 		{"umask too large", []string{"umask=1000"}, "umask"},
 
+		// invalid sizes
+		{"stage_mem no value", []string{"stage_mem"}, "stage_mem"},
+		{"stage_mem empty", []string{"stage_mem="}, "stage_mem"},
+		{"stage_mem only suffix", []string{"stage_mem=M"}, "stage_mem"},
+		{"stage_mem negative", []string{"stage_mem=-1M"}, "stage_mem"},
+		{"stage_mem unknown suffix", []string{"stage_mem=1T"}, "stage_mem"},
+		{"stage_mem fraction", []string{"stage_mem=1.5G"}, "stage_mem"},
+		{"stage_mem overflows", []string{"stage_mem=9999999999G"}, "stage_mem"},
+
 		// invalid commit names
 		{"commit_name empty", []string{"commit_name="}, "commit_name"},
 		{"commit_name slash", []string{"commit_name=a/b"}, "commit_name"},
@@ -353,4 +368,17 @@ func TestKernelOptions(t *testing.T) {
 			require.Equal(t, before, c.Passthrough, "Passthrough is left as parsed")
 		})
 	}
+}
+
+func TestStageMemBudget(t *testing.T) {
+	c, err := Parse("rw")
+	require.NoError(t, err)
+	require.Equal(t, int64(DefaultStageMem), c.StageMemBudget())
+	c, err = Parse("rw,stage_mem=1M")
+	require.NoError(t, err)
+	require.Equal(t, int64(1<<20), c.StageMemBudget())
+	require.Equal(t, "rw,stage_mem=1M", c.String())
+	c, err = Parse("stage_mem=1025")
+	require.NoError(t, err)
+	require.Equal(t, "ro,stage_mem=1025", c.String())
 }

@@ -18,7 +18,10 @@
 //     a SetItemPlan, and Resize) and discarded on commit (MarkClean). Writes
 //     give every staged chunk a slab of its own (one chunk long), so memory
 //     is only held for touched chunks and a chunk is freed individually;
-//     staged chunks are never shared between grid positions.
+//     staged chunks are never shared between grid positions. An array that
+//     uses a Store (UseStore) keeps them under the store's memory budget:
+//     beyond it its oldest staged chunks move to the store's spill file and
+//     are read back when a read, a write or the commit needs them.
 //
 // # slab_indices and slab_offsets
 //
@@ -48,7 +51,9 @@
 // other, but every mutation (WriteAt, Resize, MapBase, MapFull, MarkClean,
 // and StagedChunks, which normalises padding in place) must be serialised
 // by the caller against all other calls on the same Array, typically with a
-// sync.RWMutex held by the file handle that owns it.
+// sync.RWMutex held by the file handle that owns it. The digest workers of a
+// Store (SetDigester) only read a chunk's buffer; every call that changes or
+// frees that buffer waits for its worker first.
 package staged
 
 import (
@@ -90,8 +95,12 @@ type Array struct {
 	// commits append new chunks in this order, as versioned-hdf5 appends its staged slabs.
 	slabSeq    []uint64
 	nextSeq    uint64
-	nStaged    int64   // chunks whose slab index is >= 2
-	cleanShape []int64 // shape at New or the last MarkClean
+	nStaged    int64        // chunks whose slab index is >= 2
+	store      *Store       // where staged chunks live under a memory budget (nil: memory only)
+	spillOff   []int64      // per slab: 1 + its spill-file offset when spilled (slabs[i] nil), else 0
+	resident   []int32      // staged slabs in memory, oldest first (may hold stale entries)
+	jobs       []*digestJob // per slab: its digest made at write time (digest.go), or nil
+	cleanShape []int64      // shape at New or the last MarkClean
 	// dropped: a resize since New or the last MarkClean dropped a chunk that held data
 	// (base or staged). Growing back to cleanShape then reads the fill value where that
 	// data was, from chunks on the full slab, which neither nStaged nor the shape shows.
@@ -234,10 +243,10 @@ func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 	}
 	if slab >= 2 {
 		data := a.slabs[slab]
-		if data == nil {
+		if a.gone(slab) {
 			return fmt.Errorf("staged slab %d was dropped", slab)
 		}
-		if off > (int64(len(data))-int64(a.chunkBytes))/a.rowBytes {
+		if data != nil && off > (int64(len(data))-int64(a.chunkBytes))/a.rowBytes {
 			return fmt.Errorf("offset %d overruns staged slab %d of %d bytes", off, slab, len(data))
 		}
 	}

@@ -93,7 +93,8 @@ func (a *Array) loadChunk(t *Transfer, src ChunkSource) ([]byte, error) {
 	return a.chunkData(t.Chunk, t.Slab, t.SlabOffset, src)
 }
 
-// chunkData returns the ChunkBytes() bytes of the chunk at (slab, off), a
+// chunkData returns the ChunkBytes() bytes of the chunk at (slab, off) (for a spilled
+// staged chunk, a copy read from the spill file: fault it in first to update it), a
 // non-full slab: fetched through src for the base slab (the caller must not
 // modify them), sliced in place for a staged slab.
 func (a *Array) chunkData(grid []int64, slab int32, off int64, src ChunkSource) ([]byte, error) {
@@ -110,8 +111,15 @@ func (a *Array) chunkData(grid []int64, slab int32, off int64, src ChunkSource) 
 		}
 		return data, nil
 	}
-	if slab < 0 || int(slab) >= len(a.slabs) || a.slabs[slab] == nil {
+	if slab < 0 || int(slab) >= len(a.slabs) || a.gone(slab) {
 		return nil, fmt.Errorf("chunk %v lies on missing slab %d", grid, slab)
+	}
+	if a.isSpilled(slab) { // one chunk per staged slab
+		data, err := a.loadSpilled(slab, nil)
+		if err != nil {
+			return nil, fmt.Errorf("chunk %v: %w", grid, err)
+		}
+		return data, nil
 	}
 	data := a.slabs[slab]
 	start := off * a.rowBytes

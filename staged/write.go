@@ -158,26 +158,57 @@ func (a *Array) WriteAt(p []byte, off int64, src ChunkSource) (int, error) {
 // buffers are prepared (and base chunks read) before anything is modified,
 // so a failing ChunkSource leaves the array unchanged.
 func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
+	// Room under the store's budget for the chunks this write brings into memory, made
+	// (by spilling older chunks) before anything changes.
+	var extra int64
+	keep := map[int32]bool{}
+	for _, c := range plan.Chunks {
+		if c.Action != UpdateInPlace || a.isSpilled(c.Slab) {
+			extra += int64(a.chunkBytes)
+		} else {
+			keep[c.Slab] = true
+		}
+	}
+	if err := a.makeRoom(extra, keep); err != nil {
+		return err
+	}
+	for _, c := range plan.Chunks {
+		if c.Action == UpdateInPlace {
+			if err := a.faultIn(c.Slab); err != nil {
+				return err
+			}
+			a.forgetDigest(c.Slab) // written again: its digest would be stale
+		}
+	}
 	bufs := make([][]byte, len(plan.Chunks))
+	release := func() {
+		for i, c := range plan.Chunks {
+			if c.Action != UpdateInPlace && bufs[i] != nil && a.store != nil {
+				a.store.release(bufs[i])
+			}
+		}
+	}
 	for i, c := range plan.Chunks {
 		switch c.Action {
 		case NewChunk:
-			bufs[i] = make([]byte, a.chunkBytes)
+			bufs[i] = a.newBuffer()
 		case CopyChunk:
-			buf := make([]byte, a.chunkBytes)
+			buf := a.newBuffer()
+			bufs[i] = buf
 			if c.Slab == FullSlab {
 				fillPattern(buf, a.fill, 0)
 			} else {
 				old, err := a.chunkData(c.Chunk, c.Slab, c.SlabOffset, src)
 				if err != nil {
+					release()
 					return err
 				}
 				copy(buf, old)
 			}
-			bufs[i] = buf
 		case UpdateInPlace:
 			data, err := a.chunkData(c.Chunk, c.Slab, c.SlabOffset, nil)
 			if err != nil {
+				release()
 				return err
 			}
 			bufs[i] = data
@@ -241,6 +272,12 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			if !nextRow(idx, t.Count) {
 				break
 			}
+		}
+	}
+	for _, c := range plan.Chunks {
+		if c.Action == NewChunk { // wholly written: digest it while the writes go on
+			s, _ := a.Slab(c.Chunk)
+			a.startDigest(s, c.Chunk)
 		}
 	}
 	return nil
@@ -332,6 +369,84 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 		return fmt.Errorf("staged: resize to %v: %w", shape, err)
 	}
 	shape = slices.Clone(shape)
+	if shape[0] >= a.shape[0] && slices.Equal(shape[1:], a.shape[1:]) {
+		if err := a.growAxis0(shape, grid, size, nChunks, src); err != nil {
+			return fmt.Errorf("staged: resize to %v: %w", shape, err)
+		}
+		return nil
+	}
+	return a.resize(shape, grid, size, nChunks, src)
+}
+
+// growAxis0 is Resize for a shape that only grows along axis 0 (a file written past its
+// end). The C-order grid keeps every old chunk at its flat index and appends the new ones,
+// so only the old last row of chunks along axis 0 can need work: its chunks off the full
+// slab get the fill value where the new shape exposes their padding. The cost is that of
+// the edge row, not of the whole grid: growing writes stay linear in the bytes written.
+func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSource) error {
+	type grow struct {
+		k     int64
+		g     []int64
+		oldL  []int64
+		data  []byte
+		stage bool
+	}
+	var grows []grow
+	old := int64(len(a.slabIndices))
+	if last := a.grid[0] - 1; old > 0 && last < grid[0] && a.shape[0]-last*a.chunks[0] < min(a.chunks[0], shape[0]-last*a.chunks[0]) {
+		per := old / a.grid[0] // chunks per axis-0 row of the grid
+		g := make([]int64, len(shape))
+		g[0] = last
+		for k := last * per; k < old; k++ {
+			if s := a.slabIndices[k]; s != FullSlab {
+				if s >= 2 {
+					if err := a.faultIn(s); err != nil {
+						return err
+					}
+					a.forgetDigest(s) // its padding is about to be filled
+				}
+				data, err := a.chunkData(g, s, a.slabOffsets[k], src)
+				if err != nil {
+					return err
+				}
+				gr := grow{k: k, g: slices.Clone(g), oldL: a.trimmed(a.shape, a.grid, g), data: data}
+				if s == BaseSlab {
+					gr.data = append(a.newBuffer()[:0], data...)
+					gr.stage = true
+				}
+				grows = append(grows, gr)
+			}
+			for i := len(g) - 1; i >= 1; i-- {
+				if g[i]++; g[i] < a.grid[i] {
+					break
+				}
+				g[i] = 0
+			}
+		}
+	}
+	// Nothing can fail from here on.
+	a.slabIndices = slices.Grow(a.slabIndices, int(nChunks-old))[:nChunks]
+	a.slabOffsets = slices.Grow(a.slabOffsets, int(nChunks-old))[:nChunks]
+	clear(a.slabIndices[old:])
+	clear(a.slabOffsets[old:])
+	slices.SortStableFunc(grows, func(x, y grow) int { // stage base chunks by offset
+		return cmp.Compare(a.slabOffsets[x.k], a.slabOffsets[y.k])
+	})
+	for _, gr := range grows {
+		a.fillOutside(gr.data, gr.oldL)
+		if gr.stage {
+			a.slabIndices[gr.k] = a.newStagedSlab(gr.data)
+			a.slabOffsets[gr.k] = 0
+			a.nStaged++
+		}
+	}
+	a.shape, a.grid, a.size = shape, grid, size
+	a.dstStrides = strides(shape, a.itemSize)
+	return nil
+}
+
+// resize is Resize's general case: any axis, growing or shrinking.
+func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource) error {
 	nd := len(shape)
 	idx := make([]int32, nChunks)
 	offs := make([]int64, nChunks)
@@ -370,12 +485,18 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 						// trimmed extent gets its own slot and hash.
 						if newL[i] > oldL[i] || (s == BaseSlab && newL[i] < oldL[i]) {
 							gr := grow{k: k, g: slices.Clone(g), oldL: oldL, slab: s}
+							if s >= 2 {
+								if err := a.faultIn(s); err != nil {
+									return fmt.Errorf("staged: resize to %v: %w", shape, err)
+								}
+								a.forgetDigest(s) // its padding is about to be filled
+							}
 							data, err := a.chunkData(g, s, o, src)
 							if err != nil {
 								return fmt.Errorf("staged: resize to %v: %w", shape, err)
 							}
 							if s == BaseSlab {
-								gr.data = append(make([]byte, 0, a.chunkBytes), data...)
+								gr.data = append(a.newBuffer()[:0], data...)
 								gr.stage = true
 							} else {
 								gr.data = data
@@ -454,13 +575,19 @@ func layout(shape, chunks []int64, itemSize int) (grid []int64, size, nChunks in
 // trimmed extent).
 type StagedChunk struct {
 	Grid []int64
-	Data []byte
+	Data []byte // nil if the chunk is spilled: StagedData reads it
 	Seq  uint64 // staging order: lower was staged earlier
+	// Digest, if not nil, is the chunk's digest (the store's Digester) for its trimmed
+	// extent, made when it was written: the commit need not read the chunk to hash it.
+	Digest *[32]byte
+
+	slab int32
 }
 
 // StagedChunks returns the chunks that lie on staged slabs, in C order of
 // the chunk grid: what a commit hashes and writes. Data aliases the staged
-// memory (do not modify it; it is valid until the next mutation). The padding
+// memory of the chunks in memory (do not modify it; it is valid until the
+// next mutation) and is nil for spilled ones (StagedData). The padding
 // outside each chunk's trimmed extent is set to the fill value in place
 // first, so this counts as a mutation for locking purposes.
 func (a *Array) StagedChunks() []StagedChunk {
@@ -469,15 +596,38 @@ func (a *Array) StagedChunks() []StagedChunk {
 		if slab < 2 {
 			return nil
 		}
-		data, err := a.chunkData(g, slab, off, nil)
-		if err != nil {
-			return nil // unreachable: setChunk validates staged chunks
+		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabSeq[slab], slab: slab}
+		sc.Digest = a.digestOf(slab, a.trimmed(a.shape, a.grid, g)) // waits for its worker
+		if !a.isSpilled(slab) {
+			data, err := a.chunkData(g, slab, off, nil)
+			if err != nil {
+				return nil // unreachable: setChunk validates staged chunks
+			}
+			a.fillOutside(data, a.trimmed(a.shape, a.grid, g))
+			sc.Data = data
 		}
-		a.fillOutside(data, a.trimmed(a.shape, a.grid, g))
-		out = append(out, StagedChunk{Grid: slices.Clone(g), Data: data, Seq: a.slabSeq[slab]})
+		out = append(out, sc)
 		return nil
 	})
 	return out
+}
+
+// StagedData returns the bytes of a chunk StagedChunks listed: its Data, or for a spilled
+// chunk its bytes read into buf (ChunkBytes() long; nil allocates) with the padding set
+// to the fill value. It is valid until the next mutation, as StagedChunks.
+func (a *Array) StagedData(sc StagedChunk, buf []byte) ([]byte, error) {
+	if sc.Data != nil {
+		return sc.Data, nil
+	}
+	if int(sc.slab) >= len(a.slabs) || !a.isSpilled(sc.slab) {
+		return nil, fmt.Errorf("staged: chunk %v is no longer staged", sc.Grid)
+	}
+	data, err := a.loadSpilled(sc.slab, buf)
+	if err != nil {
+		return nil, err
+	}
+	a.fillOutside(data, a.trimmed(a.shape, a.grid, sc.Grid))
+	return data, nil
 }
 
 // Trimmed returns the trimmed extent L of chunk grid index grid: L[i] =
@@ -560,6 +710,7 @@ func (a *Array) newStagedSlab(data []byte) int32 {
 	}
 	a.slabSeq[s] = a.nextSeq
 	a.nextSeq++
+	a.held(s)
 	return s
 }
 
@@ -574,14 +725,19 @@ func (a *Array) collectSlabs() {
 		}
 	}
 	if !referenced {
-		clear(a.slabs[2:])
+		for s := 2; s < len(a.slabs); s++ {
+			a.dropSlab(int32(s))
+		}
 		a.slabs = a.slabs[:2]
+		a.spillOff = a.spillOff[:min(len(a.spillOff), 2)]
+		a.jobs = a.jobs[:min(len(a.jobs), 2)]
+		a.resident = a.resident[:0]
 		a.freeSlabs = nil
 		return
 	}
 	for s := 2; s < len(a.slabs); s++ {
-		if !used[s] && a.slabs[s] != nil {
-			a.slabs[s] = nil
+		if !used[s] && !a.gone(int32(s)) {
+			a.dropSlab(int32(s))
 			a.freeSlabs = append(a.freeSlabs, int32(s))
 		}
 	}

@@ -2,9 +2,11 @@ package staged
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -172,23 +174,42 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 	}))
 	sc := a.StagedChunks()
 	require.Len(t, sc, len(staged), what)
+	digests := 0
+	defer func() { digestsSeen += digests }()
 	for i, c := range sc {
 		require.Equal(t, staged[i], c.Grid, what)
-		require.Len(t, c.Data, a.ChunkBytes())
-		if want := m.chunk(c.Grid, a.Chunks()); !bytes.Equal(want, c.Data) {
-			require.Equal(t, want, c.Data, "%s: staged chunk %v (trimmed %v)", what, c.Grid, a.Trimmed(c.Grid))
+		data, err := a.StagedData(c, nil)
+		require.NoError(t, err, what)
+		require.Len(t, data, a.ChunkBytes())
+		if c.Digest != nil {
+			digests++
+			require.Equal(t, cornerDigest(data, a.Chunks(), a.Trimmed(c.Grid), a.ItemSize()), *c.Digest,
+				"%s: digest made at write time of chunk %v", what, c.Grid)
+		}
+		if want := m.chunk(c.Grid, a.Chunks()); !bytes.Equal(want, data) {
+			require.Equal(t, want, data, "%s: staged chunk %v (trimmed %v)", what, c.Grid, a.Trimmed(c.Grid))
 		}
 	}
-	// One live staged slab per staged chunk: dropped chunks free memory.
-	live := 0
-	for _, s := range a.slabs[2:] {
+	// One live staged slab per staged chunk: dropped chunks free memory (and spill slots).
+	live, inMemory := 0, 0
+	for i, s := range a.slabs[2:] {
 		if s != nil {
-			live++
+			inMemory++
 			require.Len(t, s, a.ChunkBytes(), "staged slabs hold one chunk")
+		}
+		if !a.gone(int32(i + 2)) {
+			live++
 		}
 	}
 	require.Equal(t, len(staged), live, "%s: live staged slabs", what)
 	require.Equal(t, int64(len(staged)), a.nStaged)
+	if st := a.Store(); st != nil {
+		require.Equal(t, int64(inMemory*a.ChunkBytes()), st.Resident(), "%s: resident bytes", what)
+		st.mu.Lock()
+		used := st.used
+		st.mu.Unlock()
+		require.Equal(t, int64(live-inMemory), used, "%s: spill slots in use", what)
+	}
 }
 
 // wantActions classifies the chunks a write of [off, off+n) touches, naively:
@@ -256,11 +277,31 @@ func randomShape(rng *rand.Rand, shape, chunks []int64) []int64 {
 	return s
 }
 
+// storeBudgets are the ways the model tests keep staged chunks: plain memory (nil), a
+// store that spills everything, and one that keeps two chunks in memory.
+var storeBudgets = []struct {
+	name   string
+	chunks int64 // budget in chunks; -1: no store
+}{{"memory", -1}, {"spill-all", 0}, {"budget-2", 2}}
+
 func TestWriteResizeMatchesModel(t *testing.T) {
+	for _, sb := range storeBudgets {
+		t.Run(sb.name, func(t *testing.T) { testWriteResizeMatchesModel(t, sb.chunks) })
+	}
+	require.Positive(t, digestsSeen, "write-time digests were made and checked")
+}
+
+func testWriteResizeMatchesModel(t *testing.T, budget int64) {
 	for ci, c := range configs {
 		t.Run(fmt.Sprintf("%v/%v/is%d", c.shape, c.chunks, c.itemSize), func(t *testing.T) {
 			for seed := range uint64(4) {
 				a, src, m := newWriteFixture(t, c, seed*131+uint64(ci))
+				if budget >= 0 {
+					st := OpenStore(filepath.Join(t.TempDir(), "f.h5"), budget*int64(a.ChunkBytes()))
+					st.SetDigester(cornerDigest)
+					t.Cleanup(func() { st.Close() })
+					a.UseStore(st)
+				}
 				rng := rand.New(rand.NewPCG(seed, uint64(ci)+99))
 				checkArray(t, a, src, m, "initial")
 				for step := range 60 {
@@ -705,4 +746,24 @@ func FuzzWriteAt(f *testing.F) {
 		m.resize(shape)
 		checkArray(t, a, src, m, "fuzz")
 	})
+}
+
+// digestsSeen counts the write-time digests checkArray compared (so that a test can tell
+// they were made).
+var digestsSeen int
+
+// cornerDigest is a Digester for the tests: SHA-256 of the trimmed corner, element by
+// element (the slow, obvious way), then the extent.
+func cornerDigest(chunk []byte, chunkShape, trimmed []int64, itemSize int) [32]byte {
+	h := sha256.New()
+	n := prod(trimmed)
+	for e := range n {
+		c := coords(trimmed, e)
+		k, _ := linearIn(chunkShape, c)
+		h.Write(chunk[k*int64(itemSize) : (k+1)*int64(itemSize)])
+	}
+	fmt.Fprint(h, trimmed)
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
 }

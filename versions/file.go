@@ -54,18 +54,20 @@ type File struct {
 	chunks      *chunkCache
 
 	mu       sync.Mutex
-	datasets map[string]*Dataset    // by HDF5 path; GUARDED_BY(mu)
-	raws     map[string]*h5.Dataset // open raw_data datasets by path; GUARDED_BY(mu)
-	meta     map[string]Version     // committed versions' metadata; GUARDED_BY(mu)
-	indexes  map[string]*rawIndex   // raw_data path -> slot storage; GUARDED_BY(mu)
-	gen      atomic.Uint64          // bumped by each commit (BeginWrite) and reload: slot indexes made before are stale
-	raw      *os.File               // the file's bytes, for the fast path (read-only)
-	fmap     *fileMap               // raw's bytes at open, mapped (nil if it could not be)
-	writeMu  sync.RWMutex           // held by commits; readers of raw's metadata take it shared
-	ahead    chan struct{}          // slots for background read-ahead decodes
-	scratch  sync.Pool              // *[]byte: inflated chunks on their way to unshuffle
-	live     *liveState             // OpenLive only (live.go)
-	asOf     *asOf                  // set by AsOf before the File is shared, then read-only
+	datasets map[string]*Dataset     // by HDF5 path; GUARDED_BY(mu)
+	raws     map[string]*h5.Dataset  // open raw_data datasets by path; GUARDED_BY(mu)
+	meta     map[string]Version      // committed versions' metadata; GUARDED_BY(mu)
+	indexes  map[string]*rawIndex    // raw_data path -> slot storage; GUARDED_BY(mu)
+	gen      atomic.Uint64           // bumped by each commit (BeginWrite) and reload: slot indexes made before are stale
+	raw      *os.File                // the file's bytes, for the fast path (read-only)
+	fmap     *fileMap                // raw's bytes at open, mapped (nil if it could not be)
+	writeMu  sync.RWMutex            // held by commits; readers of raw's metadata take it shared
+	writing  atomic.Bool             // a commit holds writeMu (BeginWrite to EndWrite)
+	listing  atomic.Pointer[listing] // the last version list read from the bytes
+	ahead    chan struct{}           // slots for background read-ahead decodes
+	scratch  sync.Pool               // *[]byte: inflated chunks on their way to unshuffle
+	live     *liveState              // OpenLive only (live.go)
+	asOf     *asOf                   // set by AsOf before the File is shared, then read-only
 }
 
 // Open opens path read-only and checks its layout. A file with a _version_data group must
@@ -262,8 +264,26 @@ func (f *File) versionsFromHDF5() ([]Version, error) {
 	return out, nil
 }
 
+// listing is a version list read from the file's bytes at gen.
+type listing struct {
+	gen      uint64
+	versions []Version
+}
+
 // versionsFromBytes is Versions through h5meta; versions already known come from f.meta.
+// While a commit writes, the bytes cannot be read: the list read last before it began is
+// still the list of committed versions (the commit's own is published when it ends), else
+// libhdf5 answers.
 func (f *File) versionsFromBytes() ([]Version, error) {
+	if !f.writeMu.TryRLock() {
+		gen, busy := f.gen.Load(), f.writing.Load()
+		if l := f.listing.Load(); l != nil && gen == f.gen.Load() && (l.gen == gen || busy && l.gen == gen-1) {
+			return slices.Clone(l.versions), nil
+		}
+		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
+	}
+	gen := f.gen.Load()
+	f.writeMu.RUnlock()
 	addr, err := f.h.ObjectAddr(VersionsGroup)
 	if err != nil {
 		return nil, err
@@ -280,6 +300,9 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 	f.mu.Lock()
 	maps.Copy(f.meta, found)
 	f.mu.Unlock()
+	if f.gen.Load() == gen {
+		f.listing.Store(&listing{gen: gen, versions: slices.Clone(out)})
+	}
 	return out, nil
 }
 
@@ -287,7 +310,9 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 // they are and adding the others it reads to found. Reading 10,000 versions' attributes is
 // most of an `ls versions/`, so a long list is read by one goroutine per core.
 func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Version, error) {
-	f.writeMu.RLock()
+	if !f.writeMu.TryRLock() {
+		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
+	}
 	defer f.writeMu.RUnlock()
 	st, err := f.raw.Stat()
 	if err != nil {
@@ -436,7 +461,9 @@ func (f *File) bytesAttrs(path string) ([]h5.Attr, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.writeMu.RLock()
+	if !f.writeMu.TryRLock() { // a commit is writing: libhdf5 answers
+		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
+	}
 	m, err := f.bytesMeta()
 	var o *h5meta.Object
 	if err == nil {

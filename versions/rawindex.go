@@ -41,7 +41,9 @@ func (f *File) bytesMeta() (*h5meta.File, error) {
 
 // mappings reads a virtual dataset's mappings through h5meta, falling back to libhdf5.
 func (f *File) mappings(h *h5.Dataset) ([]h5.Mapping, error) {
-	f.writeMu.RLock()
+	if !f.writeMu.TryRLock() { // a commit is writing: libhdf5 answers (see BeginWrite)
+		return h.Mappings()
+	}
 	defer f.writeMu.RUnlock()
 	if m, err := f.bytesMeta(); err == nil {
 		if addr, err := h.Addr(); err == nil {
@@ -72,7 +74,9 @@ func (f *File) index(d *Dataset) *rawIndex {
 		ix.pipeline = append(ix.pipeline, filters.Filter{ID: fl.ID, Params: fl.Params})
 	}
 	ix.decode = filters.Supported(ix.pipeline)
-	f.writeMu.RLock()
+	if !f.writeMu.TryRLock() {
+		return ix // a commit is writing: no index for now (libhdf5 answers), none kept
+	}
 	ix.gen = f.gen.Load() // a commit bumps it holding writeMu: the bytes below are this gen's
 	if m, err := f.bytesMeta(); err == nil {
 		if addr, err := d.raw.Addr(); err == nil {
@@ -96,7 +100,9 @@ func (f *File) slots(d *Dataset, offs ...int64) (cis []h5.ChunkInfo, ix *rawInde
 		if ix.chunks == nil {
 			return nil, ix, false
 		}
-		f.writeMu.RLock()
+		if !f.writeMu.TryRLock() {
+			return nil, ix, false // a commit is writing: libhdf5 answers
+		}
 		if ix.gen != f.gen.Load() { // a commit came between: its index
 			f.writeMu.RUnlock()
 			continue
@@ -197,13 +203,22 @@ func (f *File) slotInfo(d *Dataset) ([]h5.ChunkInfo, error) {
 // BeginWrite and EndWrite bracket a commit's writes: while libhdf5 writes, nothing reads
 // metadata from the file's bytes. Lock ordering: after commit.Committer's lock; the holder
 // must not take File.mu (readers take File.mu, then writeMu).
+//
+// Readers do not wait for a commit: whatever would read metadata from
+// the bytes while one is written asks libhdf5 instead. Its state between two of the
+// commit's calls is consistent, each of those calls is short, and the chunks of committed
+// versions never move, so readers of other versions are served during the whole commit.
 func (f *File) BeginWrite() {
 	f.writeMu.Lock()
 	f.gen.Add(1) // slot indexes made before may read nodes libhdf5 rewrites
+	f.writing.Store(true)
 }
 
 // EndWrite ends what BeginWrite began.
-func (f *File) EndWrite() { f.writeMu.Unlock() }
+func (f *File) EndWrite() {
+	f.writing.Store(false)
+	f.writeMu.Unlock()
+}
 
 // Fd is the descriptor of the HDF5 file's bytes, opened read-only, that located ranges
 // refer to.

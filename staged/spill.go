@@ -1,0 +1,140 @@
+package staged
+
+import "fmt"
+
+// UseStore makes the array keep its staged chunks in s, under s's memory budget; spilled
+// chunks are read back when a read, a write or the commit needs them. Call it before the
+// first write.
+func (a *Array) UseStore(s *Store) {
+	a.store = s
+	for i := 2; i < len(a.slabs); i++ {
+		if a.slabs[i] != nil {
+			a.held(int32(i))
+		}
+	}
+}
+
+// Store is the store the array keeps its staged chunks in (nil: plain memory).
+func (a *Array) Store() *Store { return a.store }
+
+// gone: staged slab i was dropped (neither in memory nor spilled).
+func (a *Array) gone(i int32) bool {
+	return a.slabs[i] == nil && (int(i) >= len(a.spillOff) || a.spillOff[i] == 0)
+}
+
+// isSpilled: staged slab i is in the spill file.
+func (a *Array) isSpilled(i int32) bool {
+	return int(i) < len(a.spillOff) && a.spillOff[i] != 0
+}
+
+// held records that staged slab i now holds memory (a new or re-loaded chunk).
+func (a *Array) held(i int32) {
+	if a.store == nil {
+		return
+	}
+	a.store.resident.Add(int64(len(a.slabs[i])))
+	a.resident = append(a.resident, i)
+}
+
+// newBuffer is a chunk buffer for a new staged chunk (contents undefined).
+func (a *Array) newBuffer() []byte {
+	if a.store == nil {
+		return make([]byte, a.chunkBytes)
+	}
+	return a.store.buffer(a.chunkBytes)
+}
+
+// dropSlab frees staged slab i, in memory or spilled.
+func (a *Array) dropSlab(i int32) {
+	a.forgetDigest(i)
+	if a.store != nil {
+		if a.slabs[i] != nil {
+			a.store.resident.Add(-int64(len(a.slabs[i])))
+			a.store.release(a.slabs[i])
+		} else if a.isSpilled(i) {
+			a.store.freeSlot(a.spillOff[i]-1, int64(a.chunkBytes))
+		}
+	}
+	a.slabs[i] = nil
+	if int(i) < len(a.spillOff) {
+		a.spillOff[i] = 0
+	}
+}
+
+// makeRoom spills the array's oldest resident staged chunks, except those in keep, until
+// extra more bytes fit the store's budget or nothing is left to spill. A spill that fails
+// leaves that chunk in memory, as it was, and returns the error: no staged byte is lost.
+func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
+	if a.store == nil || !a.store.over(extra) {
+		return nil
+	}
+	var kept []int32
+	for len(a.resident) > 0 && a.store.over(extra) {
+		i := a.resident[0]
+		a.resident = a.resident[1:]
+		if int(i) >= len(a.slabs) || a.slabs[i] == nil || a.isSpilled(i) {
+			continue // dropped or spilled since it was queued
+		}
+		if keep[i] {
+			kept = append(kept, i)
+			continue
+		}
+		a.waitDigest(i) // its buffer goes back to the pool: no worker may still read it
+		off, err := a.store.spill(a.slabs[i])
+		if err != nil {
+			a.resident = append(append(kept, i), a.resident...)
+			return err
+		}
+		for len(a.spillOff) < len(a.slabs) {
+			a.spillOff = append(a.spillOff, 0)
+		}
+		a.spillOff[i] = off + 1
+		a.store.resident.Add(-int64(len(a.slabs[i])))
+		a.store.release(a.slabs[i])
+		a.slabs[i] = nil
+	}
+	a.resident = append(kept, a.resident...)
+	return nil
+}
+
+// loadSpilled reads spilled staged slab i into a new buffer.
+func (a *Array) loadSpilled(i int32, buf []byte) ([]byte, error) {
+	if buf == nil {
+		buf = make([]byte, a.chunkBytes)
+	}
+	if err := a.store.load(buf, a.spillOff[i]-1); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// faultIn brings spilled staged slab i back into memory for an update in place; its slot
+// is freed. The caller made room first.
+func (a *Array) faultIn(i int32) error {
+	if !a.isSpilled(i) {
+		return nil
+	}
+	buf, err := a.loadSpilled(i, a.store.buffer(a.chunkBytes))
+	if err != nil {
+		return fmt.Errorf("staged slab %d: %w", i, err)
+	}
+	a.store.freeSlot(a.spillOff[i]-1, int64(a.chunkBytes))
+	a.spillOff[i] = 0
+	a.slabs[i] = buf
+	a.held(i)
+	return nil
+}
+
+// Discard drops every staged chunk, giving its memory and spill slot back to the store:
+// for an array that is done with (a closed handle whose changes could not be committed).
+// The array must not be used afterwards.
+func (a *Array) Discard() {
+	for i := 2; i < len(a.slabs); i++ {
+		a.dropSlab(int32(i))
+	}
+	a.slabs = a.slabs[:2]
+	a.resident = nil
+	a.freeSlabs = nil
+	clear(a.slabIndices)
+	a.nStaged = 0
+}

@@ -1,0 +1,199 @@
+// Package writefile is the write path's file handle: one open-for-writing of a version's
+// dataset file, with the semantics of a plain file on top of versioned-hdf5. It owns a
+// StagedChangesArray (package staged) based on that version; writes past the end grow
+// axis 0, truncates resize it by whole rows, and committing (package commit) turns the
+// staged changes into a new version, after which the handle carries on from the version
+// it made. Nothing here knows FUSE: fsnode translates requests into these calls, and the
+// tests drive them directly.
+//
+// Errors that a file system answers with a specific errno wrap it (syscall.EINVAL for a
+// size that is not whole rows, EFBIG for growing a dataset without rows, ENOSPC from a
+// spill on a full disk); everything else is EIO for the caller.
+package writefile
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// Handle is a version's dataset opened for writing. Its methods are safe for concurrent
+// use; they are serialised on the handle's lock, except Size.
+//
+// Lock ordering: Handle.mu, then commit.Committer's, then versions.File's, then the HDF5
+// lock.
+type Handle struct {
+	c   *commit.Committer
+	rel string // the dataset's path inside its version
+
+	mu    sync.Mutex
+	base  string        // the version the staged changes apply to; GUARDED_BY(mu)
+	arr   *staged.Array // GUARDED_BY(mu)
+	wrote bool          // WriteAt since the last commit; GUARDED_BY(mu)
+	src   staged.ChunkSource
+	// sz is arr.Size(), stored after each change under mu: Size reads it without waiting
+	// for mu, which a commit holds for as long as it runs.
+	sz atomic.Int64
+}
+
+// Open opens dataset rel of version for writing, its staged chunks kept in store (nil:
+// in memory).
+func Open(f *versions.File, c *commit.Committer, store *staged.Store, version, rel string) (*Handle, error) {
+	d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + rel)
+	if err != nil {
+		return nil, err
+	}
+	if !d.Stageable() {
+		return nil, fmt.Errorf("writefile: %s/%s: %w", version, rel, versions.ErrUnsupported)
+	}
+	arr, err := d.NewStaged()
+	if err != nil {
+		return nil, err
+	}
+	if store != nil {
+		arr.UseStore(store)
+	}
+	h := &Handle{c: c, rel: rel, base: version, arr: arr, src: d.ChunkSource()}
+	h.sz.Store(arr.Size())
+	return h, nil
+}
+
+// Size is the file's size in bytes as the handle sees it.
+func (h *Handle) Size() int64 { return h.sz.Load() }
+
+// Base is the version the handle's staged changes apply to (the one it made last).
+func (h *Handle) Base() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.base
+}
+
+// Written reports whether WriteAt was called since the last commit.
+func (h *Handle) Written() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wrote
+}
+
+// Dirty reports whether there is anything to commit.
+func (h *Handle) Dirty() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.arr.Dirty()
+}
+
+// ReadAt reads the handle's view: its base version with its staged changes.
+func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.arr.ReadAt(p, off, h.src)
+}
+
+// rowBytes is the size of one row along axis 0; 0 if a later axis has length 0.
+func rowBytes(arr *staged.Array) int64 {
+	r := int64(arr.ItemSize())
+	for _, s := range arr.Shape()[1:] {
+		r *= s
+	}
+	return r
+}
+
+// WriteAt writes p at off; writing past the end grows axis 0 first (rows not written read
+// as the fill value). On error nothing is written (a grow that succeeded stays).
+func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off < 0 {
+		return 0, fmt.Errorf("writefile: write at %d: %w", off, syscall.EINVAL)
+	}
+	if end := off + int64(len(p)); end > h.arr.Size() {
+		row := rowBytes(h.arr)
+		if row == 0 {
+			return 0, fmt.Errorf("writefile: write to [%d, %d): rows of 0 bytes cannot grow: %w", off, end, syscall.EFBIG)
+		}
+		shape := h.arr.Shape()
+		shape[0] = (end + row - 1) / row
+		err := h.arr.Resize(shape, h.src)
+		h.sz.Store(h.arr.Size())
+		if err != nil {
+			return 0, err
+		}
+	}
+	if _, err := h.arr.WriteAt(p, off, h.src); err != nil {
+		return 0, err
+	}
+	h.wrote = true
+	return len(p), nil
+}
+
+// Truncate resizes axis 0 to size bytes, which must be a whole number of rows.
+func (h *Handle) Truncate(size int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	row := rowBytes(h.arr)
+	if size < 0 || (row == 0 && size != 0) || (row > 0 && size%row != 0) {
+		return fmt.Errorf("writefile: truncate to %d bytes: not a whole number of %d-byte rows: %w", size, row, syscall.EINVAL)
+	}
+	shape := h.arr.Shape()
+	if row > 0 {
+		shape[0] = size / row
+	}
+	return h.reshape(shape)
+}
+
+// Reshape resizes the dataset to shape (any axis; same rank, no negative length).
+func (h *Handle) Reshape(shape []int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(shape) != len(h.arr.Shape()) {
+		return fmt.Errorf("writefile: reshape to %v: rank %d, want %d: %w", shape, len(shape), len(h.arr.Shape()), syscall.EINVAL)
+	}
+	for _, s := range shape {
+		if s < 0 {
+			return fmt.Errorf("writefile: reshape to %v: negative length: %w", shape, syscall.EINVAL)
+		}
+	}
+	return h.reshape(shape)
+}
+
+func (h *Handle) reshape(shape []int64) error {
+	err := h.arr.Resize(shape, h.src)
+	h.sz.Store(h.arr.Size())
+	return err
+}
+
+// Close ends the handle: staged changes not committed are dropped, giving their memory
+// and spill slots back to the store. The handle must not be used afterwards.
+func (h *Handle) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.arr.Discard()
+}
+
+// Commit commits the handle's changes, if any, as a new version on top of its base; the
+// handle then continues from the new version, whose name it returns ("" if nothing was
+// committed). explicit is fsync's request: it commits whatever was written. Without it
+// (close) only data that differs from the base commits, so that a write-back of unchanged
+// pages (mmap) makes no empty version.
+func (h *Handle) Commit(explicit bool) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.arr.Dirty() {
+		return "", nil
+	}
+	res, err := h.c.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit})
+	if err != nil {
+		return "", err
+	}
+	h.wrote = false
+	if res.Skipped {
+		return "", nil
+	}
+	h.base = res.Name
+	return res.Name, nil
+}

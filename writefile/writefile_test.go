@@ -1,0 +1,189 @@
+package writefile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/internal/fixture"
+	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// basic_1d's dataset x in v1: ten int64 0..9, chunks of 4, fill value -1.
+const (
+	base = "v1"
+	ds   = "x"
+)
+
+func ints(vs ...int64) []byte {
+	b := make([]byte, 8*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
+	}
+	return b
+}
+
+type env struct {
+	file string
+	f    *versions.File
+	c    *commit.Committer
+}
+
+func open(t *testing.T) *env {
+	t.Helper()
+	file := fixture.Copy(t, filepath.Join(fixture.Dir(), "basic_1d.h5"))
+	f, err := versions.OpenRW(file)
+	require.NoError(t, err)
+	c, err := commit.New(f)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close(); f.Close() })
+	return &env{file: file, f: f, c: c}
+}
+
+// read is version's x through a fresh read-only look at the committed file.
+func (e *env) read(t *testing.T, version string) []byte {
+	t.Helper()
+	d, err := e.f.Dataset(versions.VersionsGroup + "/" + version + "/" + ds)
+	require.NoError(t, err)
+	b := make([]byte, d.Size())
+	_, err = d.ReadAt(b, 0)
+	require.NoError(t, err)
+	return b
+}
+
+func TestHandle(t *testing.T) {
+	type step struct {
+		op      string // "write", "truncate", "reshape", "fsync", "close"
+		off     int64
+		data    []byte
+		shape   []int64
+		wantErr syscall.Errno
+	}
+	tests := []struct {
+		name      string
+		steps     []step
+		want      []byte // x in the last version made
+		versions  int    // versions the handle made
+		finalSize int64
+	}{
+		{"overwrite, fsync", []step{{op: "write", off: 8, data: ints(100, 101)}, {op: "fsync"}},
+			ints(0, 100, 101, 3, 4, 5, 6, 7, 8, 9), 1, 80},
+		{"unaligned, split elements", []step{{op: "write", off: 3, data: []byte{0xAA, 0xBB}}, {op: "fsync"}},
+			append([]byte{0, 0, 0, 0xAA, 0xBB, 0, 0, 0}, ints(1, 2, 3, 4, 5, 6, 7, 8, 9)...), 1, 80},
+		{"write past the end grows axis 0 with fill", []step{{op: "write", off: 96, data: ints(42)}, {op: "fsync"}},
+			ints(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, -1, 42), 1, 104},
+		{"truncate by whole rows", []step{{op: "truncate", off: 24}, {op: "fsync"}}, ints(0, 1, 2), 1, 24},
+		{"truncate inside a row is EINVAL", []step{{op: "truncate", off: 20, wantErr: syscall.EINVAL}, {op: "fsync"}},
+			nil, 0, 80},
+		{"negative truncate is EINVAL", []step{{op: "truncate", off: -8, wantErr: syscall.EINVAL}}, nil, 0, 80},
+		{"negative offset is EINVAL", []step{{op: "write", off: -1, data: []byte{1}, wantErr: syscall.EINVAL}}, nil, 0, 80},
+		{"reshape grows with fill", []step{{op: "reshape", shape: []int64{12}}, {op: "fsync"}},
+			ints(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, -1), 1, 96},
+		{"reshape of another rank is EINVAL", []step{{op: "reshape", shape: []int64{2, 5}, wantErr: syscall.EINVAL}}, nil, 0, 80},
+		{"close commits changed data", []step{{op: "write", off: 0, data: ints(7)}, {op: "close"}},
+			ints(7, 1, 2, 3, 4, 5, 6, 7, 8, 9), 1, 80},
+		{"close with the base's own bytes makes no version", []step{{op: "write", off: 8, data: ints(1, 2)}, {op: "close"}}, nil, 0, 80},
+		{"fsync with the base's own bytes makes a version", []step{{op: "write", off: 8, data: ints(1, 2)}, {op: "fsync"}},
+			ints(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), 1, 80},
+		{"carries on from the version it made", []step{
+			{op: "write", off: 0, data: ints(50)}, {op: "fsync"},
+			{op: "write", off: 72, data: ints(59)}, {op: "fsync"},
+		}, ints(50, 1, 2, 3, 4, 5, 6, 7, 8, 59), 2, 80},
+		{"O_TRUNC then cp-style writes", []step{
+			{op: "truncate", off: 0}, {op: "write", off: 0, data: ints(9, 8, 7)}, {op: "write", off: 24, data: ints(6, 5)}, {op: "close"},
+		}, ints(9, 8, 7, 6, 5), 1, 40},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := open(t)
+			h, err := Open(e.f, e.c, nil, base, ds)
+			require.NoError(t, err)
+			made := []string{}
+			for i, s := range tt.steps {
+				var err error
+				switch s.op {
+				case "write":
+					_, err = h.WriteAt(s.data, s.off)
+				case "truncate":
+					err = h.Truncate(s.off)
+				case "reshape":
+					err = h.Reshape(s.shape)
+				case "fsync", "close":
+					var name string
+					name, err = h.Commit(s.op == "fsync")
+					if name != "" {
+						made = append(made, name)
+						require.Equal(t, name, h.Base(), "step %d: the handle carries on from its version", i)
+					}
+				}
+				if s.wantErr != 0 {
+					require.ErrorIs(t, err, s.wantErr, "step %d", i)
+				} else {
+					require.NoError(t, err, "step %d", i)
+				}
+			}
+			require.Len(t, made, tt.versions)
+			require.Equal(t, tt.finalSize, h.Size())
+			if tt.versions == 0 {
+				require.Equal(t, base, h.Base())
+				return
+			}
+			last := made[len(made)-1]
+			require.Equal(t, tt.want, e.read(t, last))
+			v, ok, err := e.f.Version(last)
+			require.NoError(t, err)
+			require.True(t, ok)
+			prev := base
+			if len(made) > 1 {
+				prev = made[len(made)-2]
+			}
+			require.Equal(t, prev, v.PrevVersion)
+			require.Equal(t, ints(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), e.read(t, base), "the base version is unchanged")
+		})
+	}
+}
+
+// TestHandleSpills: under a store that spills every chunk, what a handle writes reads
+// back and commits as written, and the store holds nothing once it is committed.
+func TestHandleSpills(t *testing.T) {
+	e := open(t)
+	st := staged.OpenStore(e.file, 0)
+	defer st.Close()
+	st.SetDigester(commit.Hash)
+	h, err := Open(e.f, e.c, st, base, ds)
+	require.NoError(t, err)
+	want := make([]byte, 0, 8*40)
+	for i := range int64(40) {
+		want = append(want, ints(1000+i)...)
+	}
+	for off := 0; off < len(want); off += 24 { // three elements a write: chunks complete across writes
+		_, err := h.WriteAt(want[off:min(off+24, len(want))], int64(off))
+		require.NoError(t, err)
+	}
+	got := make([]byte, len(want))
+	_, err = h.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	name, err := h.Commit(true)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, e.read(t, name)))
+	require.Zero(t, st.Resident())
+}
+
+// TestSizeDuringCommit: Size answers while the handle's lock is held (by a commit).
+func TestSizeDuringCommit(t *testing.T) {
+	e := open(t)
+	h, err := Open(e.f, e.c, nil, base, ds)
+	require.NoError(t, err)
+	_, err = h.WriteAt(ints(1), 80)
+	require.NoError(t, err)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Equal(t, int64(88), h.Size())
+}
