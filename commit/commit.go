@@ -232,13 +232,12 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	return res, nil
 }
 
-// write is the part of a commit that writes the file. libhdf5 may rewrite metadata on disk
-// meanwhile, so it holds the File's write lock: nothing reads metadata from the file's
-// bytes until the new version is flushed.
+// write is the part of a commit that writes the file. It takes no lock of versions.File:
+// the journal driver keeps every write over the file's durable bytes until the sync, whose
+// apply step alone holds the File's write lock (versions' bytesLock), so readers of the
+// file's bytes see the state before the commit until then.
 func (c *Committer) write(ch Change, base versions.Version, ds *versions.Dataset, ix *index, plan plan, unchanged map[string]*versions.Dataset, name string, now time.Time, res *Result) error {
 	h := c.f.HDF5()
-	c.f.BeginWrite()
-	defer c.f.EndWrite()
 	if err := c.appendChunks(ds, ix, plan.fresh, ch.Array.ChunkBytes(), res); err != nil {
 		return err
 	}

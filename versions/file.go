@@ -8,8 +8,9 @@
 // life of the File and the chunks they read are cached (bounded) by raw_data slot.
 //
 // Lock ordering: File.mu, then File.writeMu (shared by readers of the file's bytes,
-// exclusive during a commit's writes), then the HDF5 lock (package h5); never the other way
-// round. A commit therefore never takes File.mu while it holds writeMu.
+// exclusive while a commit's sync applies its journal), then the HDF5 lock (package h5);
+// never the other way round. A commit's sync takes writeMu holding only the h5.File's
+// sync lock (h5/journal.go), so it never takes File.mu while it holds writeMu.
 package versions
 
 import (
@@ -58,11 +59,11 @@ type File struct {
 	raws     map[string]*h5.Dataset  // open raw_data datasets by path; GUARDED_BY(mu)
 	meta     map[string]Version      // committed versions' metadata; GUARDED_BY(mu)
 	indexes  map[string]*rawIndex    // raw_data path -> slot storage; GUARDED_BY(mu)
-	gen      atomic.Uint64           // bumped by each commit (BeginWrite) and reload: slot indexes made before are stale
+	gen      atomic.Uint64           // bumped by each commit's apply (bytesLock) and reload: slot indexes made before are stale
 	raw      *os.File                // the file's bytes, for the fast path (read-only)
 	fmap     *fileMap                // raw's bytes at open, mapped (nil if it could not be)
 	writeMu  sync.RWMutex            // held by commits; readers of raw's metadata take it shared
-	writing  atomic.Bool             // a commit holds writeMu (BeginWrite to EndWrite)
+	writing  atomic.Bool             // a commit's apply holds writeMu (bytesLock)
 	listing  atomic.Pointer[listing] // the last version list read from the bytes
 	ahead    chan struct{}           // slots for background read-ahead decodes
 	scratch  sync.Pool               // *[]byte: inflated chunks on their way to unshuffle
@@ -94,6 +95,9 @@ func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
 		h.Close()
 		raw.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if h.Writable() {
+		h.SetApplyLock(bytesLock{f})
 	}
 	return f, nil
 }

@@ -200,24 +200,27 @@ func (f *File) slotInfo(d *Dataset) ([]h5.ChunkInfo, error) {
 	return d.raw.ChunkInfo(coords)
 }
 
-// BeginWrite and EndWrite bracket a commit's writes: while libhdf5 writes, nothing reads
-// metadata from the file's bytes. Lock ordering: after commit.Committer's lock; the holder
-// must not take File.mu (readers take File.mu, then writeMu).
+// bytesLock is what a commit's sync holds while it writes over the file's durable bytes
+// (h5.File.SetApplyLock): the only moment they change, since the journal driver holds every
+// other write over them until then and new chunks and metadata go past their end. Readers
+// of metadata from the bytes take writeMu shared, so they see the old state or the new
+// one whole, and keep their fast path for the rest of the commit; the gen bump makes slot
+// indexes built before stale. Lock ordering: the h5.File's sync lock, then writeMu.
 //
-// Readers do not wait for a commit: whatever would read metadata from
-// the bytes while one is written asks libhdf5 instead. Its state between two of the
-// commit's calls is consistent, each of those calls is short, and the chunks of committed
-// versions never move, so readers of other versions are served during the whole commit.
-func (f *File) BeginWrite() {
-	f.writeMu.Lock()
-	f.gen.Add(1) // slot indexes made before may read nodes libhdf5 rewrites
-	f.writing.Store(true)
+// Whatever would read metadata from the bytes while writeMu is held asks libhdf5 instead
+// (TryRLock), whose state between two calls is consistent, so not even the apply makes
+// readers of other versions wait.
+type bytesLock struct{ f *File }
+
+func (l bytesLock) Lock() {
+	l.f.writeMu.Lock()
+	l.f.gen.Add(1) // slot indexes made before may read nodes the apply rewrites
+	l.f.writing.Store(true)
 }
 
-// EndWrite ends what BeginWrite began.
-func (f *File) EndWrite() {
-	f.writing.Store(false)
-	f.writeMu.Unlock()
+func (l bytesLock) Unlock() {
+	l.f.writing.Store(false)
+	l.f.writeMu.Unlock()
 }
 
 // Fd is the descriptor of the HDF5 file's bytes, opened read-only, that located ranges
