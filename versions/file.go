@@ -279,9 +279,14 @@ type listing struct {
 // still the list of committed versions (the commit's own is published when it ends), else
 // libhdf5 answers.
 func (f *File) versionsFromBytes() ([]Version, error) {
+	// The list changes only with the bytes, and every change of the bytes bumps gen: a
+	// list read at this gen is the list (and asks no lock a commit's libhdf5 calls hold).
+	if l := f.listing.Load(); l != nil && l.gen == f.gen.Load() {
+		return slices.Clone(l.versions), nil
+	}
 	if !f.writeMu.TryRLock() {
 		gen, busy := f.gen.Load(), f.writing.Load()
-		if l := f.listing.Load(); l != nil && gen == f.gen.Load() && (l.gen == gen || busy && l.gen == gen-1) {
+		if l := f.listing.Load(); l != nil && gen == f.gen.Load() && busy && l.gen == gen-1 {
 			return slices.Clone(l.versions), nil
 		}
 		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
