@@ -30,6 +30,6 @@
 // happen on fsync and close. Live mounts (-o live) cache nothing that can change; see
 // live.go.
 //
-// Lock ordering: writeHandle.mu, then commit.Committer's lock, then versions.File's locks,
-// then the HDF5 lock.
+// Lock ordering: the handle's, then commit.Committer's, then versions.File's, then the
+// HDF5 lock; the whole order is docs/ARCHITECTURE.md's table.
 package fsnode

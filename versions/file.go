@@ -10,7 +10,8 @@
 // Lock ordering: File.mu, then File.writeMu (shared by readers of the file's bytes,
 // exclusive while a commit's sync applies its journal), then the HDF5 lock (package h5);
 // never the other way round. A commit's sync takes writeMu holding only the h5.File's
-// sync lock (h5/journal.go), so it never takes File.mu while it holds writeMu.
+// sync lock (h5/journal.go), so it never takes File.mu while it holds writeMu. The whole
+// order of the program's locks is docs/ARCHITECTURE.md's table.
 package versions
 
 import (

@@ -26,7 +26,7 @@ import (
 // use; they are serialised on the handle's lock, except Size.
 //
 // Lock ordering: Handle.mu, then commit.Committer's, then versions.File's, then the HDF5
-// lock.
+// lock (the whole order: docs/ARCHITECTURE.md).
 type Handle struct {
 	c   *commit.Committer
 	rel string // the dataset's path inside its version
