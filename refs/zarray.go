@@ -188,10 +188,10 @@ func fillValue(dtype string, b []byte) (any, error) {
 		shift := 64 - 8*size
 		return int64(bits()<<shift) >> shift, nil
 	case kind == 'f' && (size == 2 || size == 4 || size == 8):
-		return floatFill(floatBits(b, order)), nil
+		return versions.FloatJSON(floatBits(b, order)), nil
 	case kind == 'c' && (size == 8 || size == 16):
 		h := size / 2
-		return []any{floatFill(floatBits(b[:h], order)), floatFill(floatBits(b[h:], order))}, nil
+		return []any{versions.FloatJSON(floatBits(b[:h], order)), versions.FloatJSON(floatBits(b[h:], order))}, nil
 	case kind == 'S' || kind == 'V':
 		return base64.StdEncoding.EncodeToString(b), nil
 	}
@@ -225,18 +225,6 @@ func halfFloat(h uint16) float64 {
 		return sign * math.Inf(1)
 	}
 	return sign * math.Ldexp(1+frac/1024, exp-15)
-}
-
-func floatFill(f float64) any {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	}
-	return f
 }
 
 // reencode reads the stored chunk at ci, undoes the filters its mask did not skip and

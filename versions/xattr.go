@@ -228,10 +228,10 @@ func attrJSON(a h5.Attr) any {
 		flat = toAny(v)
 	case []float64:
 		for _, f := range v {
-			flat = append(flat, floatJSON(f))
+			flat = append(flat, FloatJSON(f))
 		}
 	case float64:
-		return floatJSON(v)
+		return FloatJSON(v)
 	case []byte:
 		return map[string]any{"dtype": a.Type.DType, "shape": a.Shape, "bytes_b64": base64.StdEncoding.EncodeToString(v)}
 	default:
@@ -266,7 +266,9 @@ func nest(flat []any, shape []int64) any {
 	return out
 }
 
-func floatJSON(f float64) any {
+// FloatJSON is f as vh5fs writes floats in JSON (xattrs, Zarr metadata): NaN and the
+// infinities as the strings numpy and Zarr v2 use, which JSON numbers cannot hold.
+func FloatJSON(f float64) any {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"
@@ -316,16 +318,16 @@ func (d *Dataset) fillJSON() any {
 	case 'f':
 		switch size {
 		case 4:
-			return floatJSON(float64(math.Float32frombits(order.Uint32(b))))
+			return FloatJSON(float64(math.Float32frombits(order.Uint32(b))))
 		case 8:
-			return floatJSON(math.Float64frombits(order.Uint64(b)))
+			return FloatJSON(math.Float64frombits(order.Uint64(b)))
 		}
 	case 'c':
 		switch size {
 		case 8:
-			return []any{floatJSON(float64(math.Float32frombits(order.Uint32(b)))), floatJSON(float64(math.Float32frombits(order.Uint32(b[4:]))))}
+			return []any{FloatJSON(float64(math.Float32frombits(order.Uint32(b)))), FloatJSON(float64(math.Float32frombits(order.Uint32(b[4:]))))}
 		case 16:
-			return []any{floatJSON(math.Float64frombits(order.Uint64(b))), floatJSON(math.Float64frombits(order.Uint64(b[8:])))}
+			return []any{FloatJSON(math.Float64frombits(order.Uint64(b))), FloatJSON(math.Float64frombits(order.Uint64(b[8:])))}
 		}
 	}
 	return map[string]any{"bytes_b64": base64.StdEncoding.EncodeToString(b)}
