@@ -247,36 +247,34 @@ func (n *datasetNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.Se
 	_, mode := in.GetMode()
 	_, uid := in.GetUID()
 	_, gid := in.GetGID()
-	_, size := in.GetSize()
-	if mode || uid || gid || !size {
+	size, ok := in.GetSize()
+	if mode || uid || gid || !ok {
 		return n.m.refuse("setattr", n.path)
 	}
 	h, _ := fh.(*writeHandle)
-	if size, ok := in.GetSize(); ok {
-		d, errn := n.dataset()
-		if errn != 0 {
+	d, errn := n.dataset()
+	if errn != 0 {
+		return errn
+	}
+	if !n.writable(d) {
+		return syscall.EACCES
+	}
+	oneShot := h == nil
+	if oneShot {
+		var err error
+		if h, err = n.newWriteHandle(); err != nil {
+			return errno(err)
+		}
+		defer h.Close()
+	} else {
+		n.latest.Store(h)
+	}
+	if errn := h.truncate(int64(size)); errn != 0 {
+		return errn
+	}
+	if oneShot {
+		if errn := h.commit(true); errn != 0 {
 			return errn
-		}
-		if !n.writable(d) {
-			return syscall.EACCES
-		}
-		oneShot := h == nil
-		if oneShot {
-			var err error
-			if h, err = n.newWriteHandle(); err != nil {
-				return errno(err)
-			}
-			defer h.Close()
-		} else {
-			n.latest.Store(h)
-		}
-		if errn := h.truncate(int64(size)); errn != 0 {
-			return errn
-		}
-		if oneShot {
-			if errn := h.commit(true); errn != 0 {
-				return errn
-			}
 		}
 	}
 	out.SetTimeout(n.attrTimeout())
