@@ -176,7 +176,7 @@ func (c *Committer) Commit(ch Change) (Result, error) {
 		return res, nil
 	}
 	if head != "" {
-		slog.Warn("the current version changed this dataset since the handle's base: committed a sibling of it",
+		slog.Warn("the current version does not hold this dataset as the base does: committed a sibling off the base",
 			"version", res.Name, "base", ch.Base, "current", head, "dataset", ch.Dataset)
 	}
 	slog.Info("committed", "version", res.Name, "base", ch.Base, "dataset", ch.Dataset,
