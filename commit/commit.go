@@ -102,11 +102,18 @@ type Change struct {
 	// SkipUnchanged makes no version when the staged data equals the base version's
 	// (e.g. bytes rewritten with what they held); Result.Name is then the base.
 	SkipUnchanged bool
+	// FollowHead commits on top of the current version instead of Base when another commit
+	// moved it past Base without changing Dataset (same stored chunks in both, see
+	// versions.Dataset.SameStored): the new version then carries the head's other datasets.
+	// When the head did change Dataset, the commit makes a sibling off Base, as without
+	// FollowHead, and logs a warning naming both versions.
+	FollowHead bool
 }
 
 // Result describes a commit.
 type Result struct {
 	Name     string // the new version
+	Base     string // its prev_version: Change.Base, or the head a FollowHead change went on
 	Skipped  bool   // SkipUnchanged applied: nothing was written
 	Written  int    // chunks appended to raw_data
 	Reused   int    // chunks deduplicated against existing slots or each other
@@ -136,7 +143,8 @@ func (nc *newChunk) bytes(buf []byte) ([]byte, error) {
 	return nc.arr.StagedData(*nc.spilled, buf)
 }
 
-// Commit writes ch as a new version whose prev_version is ch.Base and makes it current.
+// Commit writes ch as a new version whose prev_version is ch.Base (or the current
+// version, see Change.FollowHead) and makes it current.
 // The new version holds the base's whole tree: unchanged datasets and groups are carried
 // over with their attributes. It returns once the file is flushed and fsynced. On success
 // ch.Array points at the new version's chunks and is clean.
@@ -150,19 +158,67 @@ func (c *Committer) Commit(ch Change) (Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := c.now()
+	head := ""
+	if ch.FollowHead {
+		var err error
+		if ch.Base, head, err = c.head(ch); err != nil {
+			return Result{}, fmt.Errorf("commit %s on %s: %w", ch.Dataset, ch.Base, err)
+		}
+	}
 	res, err := c.commit(ch, start)
 	if err != nil {
 		return Result{}, fmt.Errorf("commit %s on %s: %w", ch.Dataset, ch.Base, err)
 	}
+	res.Base = ch.Base
 	res.Elapsed = time.Since(start)
 	if res.Skipped {
 		slog.Debug("nothing to commit: same data as the base", "base", ch.Base, "dataset", ch.Dataset)
 		return res, nil
 	}
+	if head != "" {
+		slog.Warn("the current version does not hold this dataset as the base does: committed a sibling off the base",
+			"version", res.Name, "base", ch.Base, "current", head, "dataset", ch.Dataset)
+	}
 	slog.Info("committed", "version", res.Name, "base", ch.Base, "dataset", ch.Dataset,
 		"written", res.Written, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
 		"plan", res.Plan, "data", res.Data, "table", res.Table, "group", res.Group, "sync", res.Sync)
 	return res, nil
+}
+
+// head is the base a FollowHead change commits on: the current version if it holds
+// ch.Dataset as ch.Base does, else ch.Base. conflict names the current version when it
+// changed the dataset (or does not have it), which makes the commit a sibling of it.
+func (c *Committer) head(ch Change) (base, conflict string, err error) {
+	cur, err := c.f.CurrentVersion()
+	if err != nil {
+		return "", "", fmt.Errorf("reading the current version: %w", err)
+	}
+	if cur == "" || cur == ch.Base {
+		return ch.Base, "", nil
+	}
+	if _, ok, err := c.f.Version(cur); err != nil {
+		return "", "", fmt.Errorf("current version %q: %w", cur, err)
+	} else if !ok {
+		return ch.Base, cur, nil // a current_version naming no committed version: nothing to follow
+	}
+	from, err := c.f.Dataset(versions.VersionsGroup + "/" + ch.Base + "/" + ch.Dataset)
+	if err != nil {
+		return "", "", err
+	}
+	path := versions.VersionsGroup + "/" + cur + "/" + ch.Dataset
+	if k, err := c.f.HDF5().Kind(path); err != nil {
+		return "", "", err
+	} else if k != h5.KindDataset {
+		return ch.Base, cur, nil
+	}
+	at, err := c.f.Dataset(path)
+	if err != nil {
+		return "", "", err
+	}
+	if !from.SameStored(at) {
+		return ch.Base, cur, nil
+	}
+	return cur, "", nil
 }
 
 func (c *Committer) commit(ch Change, now time.Time) (Result, error) {

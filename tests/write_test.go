@@ -203,7 +203,8 @@ func TestWrites(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	v10 := commitAs(v9, []int64{9, 8, 123, 6, 5, 4, 3, 2, 1})
 
-	// Two writers on the same version commit two sibling versions with the same parent.
+	// Two writers on the same version and dataset: the second finds the head changed x
+	// since its base and commits a sibling with the same parent.
 	a, err := os.OpenFile(filepath.Join(m.Dir, "versions", v10, "x"), os.O_RDWR, 0)
 	require.NoError(t, err)
 	b, err := os.OpenFile(filepath.Join(m.Dir, "versions", v10, "x"), os.O_RDWR, 0)

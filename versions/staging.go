@@ -98,6 +98,21 @@ func (d *Dataset) SameChunks(shape []int64, grids [][]int64, rows []int64) bool 
 	return true
 }
 
+// SameStored reports whether o, the same path in another version, holds exactly what d
+// holds: the same raw_data, element type, fill value, shape and chunk map (every stored
+// chunk at the same raw_data row). Changes staged on d then apply to o unchanged.
+func (d *Dataset) SameStored(o *Dataset) bool {
+	if !d.Stageable() || !o.Stageable() || d.RawData != o.RawData || d.Type != o.Type ||
+		!slices.Equal(d.Fill, o.Fill) || !slices.Equal(d.Chunks, o.Chunks) {
+		return false
+	}
+	grids, rows := make([][]int64, 0, len(o.blocks())), make([]int64, 0, len(o.blocks()))
+	for _, b := range o.blocks() {
+		grids, rows = append(grids, b.grid), append(rows, b.off)
+	}
+	return d.SameChunks(o.Shape, grids, rows)
+}
+
 // Committed records the dataset a commit just wrote at path: base's dataset with a new
 // shape and chunk map (grids[i] stored at raw_data row rows[i]). It saves reading the new
 // virtual dataset's mappings back through libhdf5, whose cost grows with their square.

@@ -35,15 +35,23 @@ type Handle struct {
 	base  string        // the version the staged changes apply to; GUARDED_BY(mu)
 	arr   *staged.Array // GUARDED_BY(mu)
 	wrote bool          // WriteAt since the last commit; GUARDED_BY(mu)
-	src   staged.ChunkSource
+	// follow: opened on the current version, the handle commits on top of whatever is
+	// current then, unless that changed its dataset (commit.Change.FollowHead). A handle
+	// opened on an older version keeps its own line of versions.
+	follow bool
+	src    staged.ChunkSource
 	// sz is arr.Size(), stored after each change under mu: Size reads it without waiting
 	// for mu, which a commit holds for as long as it runs.
 	sz atomic.Int64
 }
 
 // Open opens dataset rel of version for writing, its staged chunks kept in store (nil:
-// in memory).
+// in memory). If version is the current one, the handle follows the head (see Commit).
 func Open(f *versions.File, c *commit.Committer, store *staged.Store, version, rel string) (*Handle, error) {
+	cur, err := f.CurrentVersion()
+	if err != nil {
+		return nil, fmt.Errorf("writefile: %s/%s: reading the current version: %w", version, rel, err)
+	}
 	d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + rel)
 	if err != nil {
 		return nil, err
@@ -58,7 +66,7 @@ func Open(f *versions.File, c *commit.Committer, store *staged.Store, version, r
 	if store != nil {
 		arr.UseStore(store)
 	}
-	h := &Handle{c: c, rel: rel, base: version, arr: arr, src: d.ChunkSource()}
+	h := &Handle{c: c, rel: rel, base: version, arr: arr, src: d.ChunkSource(), follow: version == cur}
 	h.sz.Store(arr.Size())
 	return h, nil
 }
@@ -177,7 +185,10 @@ func (h *Handle) Close() {
 
 // Commit commits the handle's changes, if any, as a new version on top of its base; the
 // handle then continues from the new version, whose name it returns ("" if nothing was
-// committed). explicit is fsync's request: it commits whatever was written. Without it
+// committed). A handle opened on the current version commits on top of the version
+// current at commit time instead, when that holds the handle's dataset as its base does
+// (another handle committed another dataset); when it changed that dataset, the new
+// version is a sibling off the handle's base. explicit is fsync's request: it commits whatever was written. Without it
 // (close) only data that differs from the base commits, so that a write-back of unchanged
 // pages (mmap) makes no empty version.
 func (h *Handle) Commit(explicit bool) (string, error) {
@@ -186,7 +197,7 @@ func (h *Handle) Commit(explicit bool) (string, error) {
 	if !h.arr.Dirty() {
 		return "", nil
 	}
-	res, err := h.c.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit})
+	res, err := h.c.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit, FollowHead: h.follow})
 	if err != nil {
 		return "", err
 	}

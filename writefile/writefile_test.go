@@ -187,3 +187,77 @@ func TestSizeDuringCommit(t *testing.T) {
 	defer h.mu.Unlock()
 	require.Equal(t, int64(88), h.Size())
 }
+
+// TestHandlesFollowHead: two handles opened on the current version of nested, on two
+// datasets, make two versions in a chain, the second holding both changes; a handle
+// opened on an older version still branches off the version it made last.
+func TestHandlesFollowHead(t *testing.T) {
+	file := fixture.Copy(t, filepath.Join(fixture.Dir(), "nested.h5"))
+	f, err := versions.OpenRW(file)
+	require.NoError(t, err)
+	c, err := commit.New(f)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close(); f.Close() })
+	read := func(version, rel string) []byte {
+		t.Helper()
+		d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + rel)
+		require.NoError(t, err)
+		b := make([]byte, d.Size())
+		_, err = d.ReadAt(b, 0)
+		require.NoError(t, err)
+		return b
+	}
+	prev := func(version string) string {
+		t.Helper()
+		v, ok, err := f.Version(version)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return v.PrevVersion
+	}
+	const cur, old, level, phase, flags = "dropped", "added", "sensors/south/level", "phase", "sensors/north/flags"
+	openWrite := func(version, rel string, b byte) (*Handle, []byte) {
+		t.Helper()
+		h, err := Open(f, c, nil, version, rel)
+		require.NoError(t, err)
+		t.Cleanup(h.Close)
+		want := read(version, rel)
+		_, err = h.WriteAt([]byte{b, b, b, b}, 0)
+		require.NoError(t, err)
+		copy(want, []byte{b, b, b, b})
+		return h, want
+	}
+	a, wantPhase := openWrite(cur, phase, 1)
+	b, wantLevel := openWrite(cur, level, 2)
+	// flags is the same in every version so far: only the open decides where o commits.
+	o, wantOld := openWrite(old, flags, 1)
+
+	va, err := a.Commit(false)
+	require.NoError(t, err)
+	require.Equal(t, cur, prev(va))
+	vb, err := b.Commit(false)
+	require.NoError(t, err)
+	require.Equal(t, va, prev(vb), "b goes on top of a's version")
+	require.Equal(t, vb, b.Base())
+	require.Equal(t, wantPhase, read(vb, phase))
+	require.Equal(t, wantLevel, read(vb, level))
+
+	vo, err := o.Commit(false)
+	require.NoError(t, err)
+	require.Equal(t, old, prev(vo), "a handle opened on an older version branches off it")
+	require.Equal(t, wantOld, read(vo, flags))
+	require.Equal(t, read(old, phase), read(vo, phase))
+	require.Equal(t, read(old, level), read(vo, level))
+	require.Equal(t, read(old, "top"), read(vo, "top"))
+
+	// The older version's line stays its own: its next commit goes on top of vo although
+	// another handle moves the head in between.
+	n, _ := openWrite(vo, phase, 4)
+	vn, err := n.Commit(true)
+	require.NoError(t, err)
+	require.Equal(t, vo, prev(vn))
+	_, err = o.WriteAt([]byte{0}, 0)
+	require.NoError(t, err)
+	vo2, err := o.Commit(true)
+	require.NoError(t, err)
+	require.Equal(t, vo, prev(vo2))
+}
