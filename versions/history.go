@@ -649,37 +649,26 @@ func boxRows(d *Dataset, start, stop []int64) ([][]byte, error) {
 		strides[i] = s
 		s *= d.Shape[i]
 	}
-	idx := slices.Clone(start)
 	var out [][]byte
-	for {
-		flat := int64(0)
-		for i, x := range idx {
-			flat += x * strides[i]
+	err := eachRow(start, stop, func(row []int64, lo, hi int64) error {
+		flat := lo
+		for i := range n - 1 {
+			flat += row[i] * strides[i]
 		}
-		cnt := stop[n-1] - start[n-1]
 		if d.Strings {
 			var run []byte
-			for k := flat; k < flat+cnt && k < int64(len(lines)); k++ {
+			for k := flat; k < flat+hi-lo && k < int64(len(lines)); k++ {
 				run = append(run, lines[k]...)
 			}
 			out = append(out, run)
-		} else {
-			b := make([]byte, cnt*int64(d.Type.Size))
-			if _, err := d.ReadAt(b, flat*int64(d.Type.Size)); err != nil {
-				return nil, err
-			}
-			out = append(out, b)
+			return nil
 		}
-		i := n - 2
-		for ; i >= 0; i-- {
-			idx[i]++
-			if idx[i] < stop[i] {
-				break
-			}
-			idx[i] = start[i]
+		b := make([]byte, (hi-lo)*int64(d.Type.Size))
+		if _, err := d.ReadAt(b, flat*int64(d.Type.Size)); err != nil {
+			return err
 		}
-		if i < 0 {
-			return out, nil
-		}
-	}
+		out = append(out, b)
+		return nil
+	})
+	return out, err
 }
