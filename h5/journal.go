@@ -164,8 +164,8 @@ type syncState struct {
 // it as a killed process would: for tests of recovery. The steps are named as in
 // vh5_journal.c: tail, fsync, journal, jsync, dirsync, apply, async, remove.
 func (f *File) InjectSyncFault(step string, crash bool) error {
-	for s, name := range stepIDs {
-		if name == step {
+	for s, name := range steps {
+		if name.id == step {
 			f.sync.mu.Lock()
 			f.sync.fault = &fault{s, crash}
 			f.sync.mu.Unlock()
@@ -266,21 +266,18 @@ func (f *File) syncError(step syncStep, committed bool, errno error) error {
 		what = "after its commit point: the commit is recorded in " + f.path + JournalSuffix +
 			" and completed when the file is next opened read-write (or by 'vh5fs fsck --repair')"
 	}
-	return fmt.Errorf("%w; the sync failed at its %s step, %s", f.stopped(errno), stepNames[step], what)
+	return fmt.Errorf("%w; the sync failed at its %s step, %s", f.stopped(errno), steps[step].what, what)
 }
 
 func (f *File) stopped(errno error) error {
 	return &Error{Op: "write", Path: f.path, Err: fmt.Errorf("%w (%v)", ErrStopped, errno)}
 }
 
-var stepIDs = map[syncStep]string{
-	stepTail: "tail", stepFsync: "fsync", stepJournal: "journal", stepJsync: "jsync",
-	stepDirsync: "dirsync", stepApply: "apply", stepAsync: "async", stepRemove: "remove",
-}
-
-var stepNames = map[syncStep]string{
-	stepTail: "write", stepFsync: "fsync", stepJournal: "journal write", stepJsync: "journal fsync",
-	stepDirsync: "directory fsync", stepApply: "apply", stepAsync: "final fsync", stepRemove: "journal removal",
+// steps names each step: id as InjectSyncFault takes it, what for messages.
+var steps = map[syncStep]struct{ id, what string }{
+	stepTail: {"tail", "write"}, stepFsync: {"fsync", "fsync"}, stepJournal: {"journal", "journal write"},
+	stepJsync: {"jsync", "journal fsync"}, stepDirsync: {"dirsync", "directory fsync"}, stepApply: {"apply", "apply"},
+	stepAsync: {"async", "final fsync"}, stepRemove: {"remove", "journal removal"},
 }
 
 func boolInt(b bool) C.int {

@@ -116,7 +116,7 @@ func exists(path string) bool {
 // step of a sync, and checks the error, what the file on disk holds before recovery, that
 // nothing more is written, and what recovery makes of it.
 func TestJournalFaults(t *testing.T) {
-	steps := []syncStep{stepTail, stepFsync, stepJournal, stepJsync, stepDirsync, stepApply, stepAsync, stepRemove}
+	order := []syncStep{stepTail, stepFsync, stepJournal, stepJsync, stepDirsync, stepApply, stepAsync, stepRemove}
 	type want struct {
 		syncErr  string   // "" for success
 		journal  bool     // a journal is beside the file after the sync (and after close, if it failed)
@@ -146,10 +146,10 @@ func TestJournalFaults(t *testing.T) {
 		{stepRemove, true}:  {"after its commit point", true, RecoveryApplied, "new"},
 	}
 	for _, crash := range []bool{false, true} {
-		for _, step := range steps {
+		for _, step := range order {
 			ft := fault{step, crash}
 			w := cases[ft]
-			name := stepNames[step] + map[bool]string{false: " fails", true: " crash"}[crash]
+			name := steps[step].what + map[bool]string{false: " fails", true: " crash"}[crash]
 			t.Run(name, func(t *testing.T) {
 				path, f, closeFile := openChanged(t, &ft)
 				err := f.FlushSync()
@@ -322,5 +322,60 @@ func TestJournalCommitsInARow(t *testing.T) {
 		k, err := g.Kind("/g" + string(rune('0'+i)))
 		require.NoError(t, err)
 		require.Equal(t, KindGroup, k)
+	}
+}
+
+// legacyJournal is an undo journal as earlier versions of vh5fs wrote it: the file's length
+// at the last sync, then per range its old bytes, then an FNV-1a hash of all that.
+func legacyJournal(base uint64, off uint64, old []byte) []byte {
+	j := []byte("VH5UNDO1")
+	j = binary.NativeEndian.AppendUint64(j, base)
+	j = binary.NativeEndian.AppendUint64(j, 1)
+	j = binary.NativeEndian.AppendUint64(j, off)
+	j = binary.NativeEndian.AppendUint64(j, uint64(len(old)))
+	j = append(j, old...)
+	h := uint64(14695981039346656037)
+	for _, b := range j {
+		h = (h ^ uint64(b)) * 1099511628211
+	}
+	return binary.NativeEndian.AppendUint64(j, h)
+}
+
+// TestLegacyJournal: an earlier version's undo journal makes read-write opens refuse the
+// file; an explicit Recover rolls it back as those versions did; one cut short is removed
+// and the file left alone.
+func TestLegacyJournal(t *testing.T) {
+	path := copyFixture(t, "basic_1d.h5")
+	orig, err := os.ReadFile(path)
+	require.NoError(t, err)
+	torn := bytes.Clone(orig)
+	copy(torn[100:116], bytes.Repeat([]byte{0xff}, 16))
+	torn = append(torn, make([]byte, 512)...) // what the interrupted sync appended
+	journal := legacyJournal(uint64(len(orig)), 100, orig[100:116])
+	undo := path + legacySuffix
+
+	for _, cut := range []bool{true, false} {
+		require.NoError(t, os.WriteFile(path, torn, 0o644))
+		j := journal
+		if cut {
+			j = j[:len(j)-3]
+		}
+		require.NoError(t, os.WriteFile(undo, j, 0o600))
+		_, err = Open(path)
+		require.ErrorIs(t, err, ErrInterruptedCommit)
+		_, err = OpenRW(path)
+		require.ErrorIs(t, err, ErrLegacyJournal)
+		rec, err := Recover(path)
+		require.NoError(t, err)
+		require.False(t, exists(undo), "the undo journal is removed")
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		if cut {
+			require.Equal(t, RecoveryIncomplete, rec)
+			require.True(t, bytes.Equal(torn, got), "a journal cut short is never acted on")
+		} else {
+			require.Equal(t, RecoveryRolledBack, rec)
+			require.True(t, bytes.Equal(orig, got), "rolled back to the last sync")
+		}
 	}
 }

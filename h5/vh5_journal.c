@@ -471,7 +471,7 @@ static int sync_now(jfile *f) {
 static herr_t j_close(H5FD_t *file) {
 	jfile *f = (jfile *)file;
 	herr_t rc = 0;
-	if (!f->failed && f->nops + (f->eof != f->base) > 0) rc = sync_now(f) < 0 ? -1 : 0;  // libhdf5's last writes
+	if (!f->failed && (f->nops > 0 || f->eof != f->base)) rc = sync_now(f) < 0 ? -1 : 0;  // libhdf5's last writes
 	drop_ops(f, f->nops);
 	free(f->ops);
 	close(f->fd);
