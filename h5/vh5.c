@@ -838,3 +838,249 @@ int vh5_object_addr_by_name(hid_t loc, const char *path, haddr_t *addr) {
 	*addr = info.addr;
 	return 0;
 }
+
+// ---- new data groups and attributes, as h5py makes them ------------------------------------
+
+// vh5_numpy_type returns the HDF5 type h5py makes for a numpy dtype of kind 'i', 'u', 'f',
+// 'c' (compound {r, i} of two floats), 'b' (enum of int8 FALSE=0, TRUE=1) or 'S' (fixed
+// null-padded ASCII, no encoding tag), of size bytes, big-endian if be (1-byte types are
+// little-endian, as h5py makes them). The caller closes it.
+hid_t vh5_numpy_type(int kind, int be, size_t size) {
+	switch (kind) {
+	case 'i':
+	case 'u': {
+		int u = kind == 'u';
+		be = be && size > 1;
+		switch (size) {
+		case 1: return H5Tcopy(u ? H5T_STD_U8LE : H5T_STD_I8LE);
+		case 2: return H5Tcopy(u ? (be ? H5T_STD_U16BE : H5T_STD_U16LE) : (be ? H5T_STD_I16BE : H5T_STD_I16LE));
+		case 4: return H5Tcopy(u ? (be ? H5T_STD_U32BE : H5T_STD_U32LE) : (be ? H5T_STD_I32BE : H5T_STD_I32LE));
+		case 8: return H5Tcopy(u ? (be ? H5T_STD_U64BE : H5T_STD_U64LE) : (be ? H5T_STD_I64BE : H5T_STD_I64LE));
+		}
+		return -1;
+	}
+	case 'f':
+		if (size == 4) return H5Tcopy(be ? H5T_IEEE_F32BE : H5T_IEEE_F32LE);
+		if (size == 8) return H5Tcopy(be ? H5T_IEEE_F64BE : H5T_IEEE_F64LE);
+		return -1;
+	case 'c': {
+		hid_t part = vh5_numpy_type('f', be, size / 2);
+		if (part < 0) return -1;
+		hid_t t = H5Tcreate(H5T_COMPOUND, size);
+		if (t >= 0 && (H5Tinsert(t, "r", 0, part) < 0 || H5Tinsert(t, "i", size / 2, part) < 0)) {
+			H5Tclose(t);
+			t = -1;
+		}
+		H5Tclose(part);
+		return t;
+	}
+	case 'b': {
+		hid_t t = H5Tenum_create(H5T_STD_I8LE);
+		signed char f = 0, tr = 1;
+		if (t >= 0 && (H5Tenum_insert(t, "FALSE", &f) < 0 || H5Tenum_insert(t, "TRUE", &tr) < 0)) {
+			H5Tclose(t);
+			t = -1;
+		}
+		return t;
+	}
+	case 'S': {
+		hid_t t = H5Tcopy(H5T_C_S1);
+		if (t >= 0 && (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0 ||
+		               H5Tset_cset(t, H5T_CSET_ASCII) < 0)) {
+			H5Tclose(t);
+			t = -1;
+		}
+		return t;
+	}
+	}
+	return -1;
+}
+
+// chunked_dcpl is h5py's creation property list for a chunked dataset: fill time ALLOC
+// (h5py sets it on every chunked dataset), no modification times (h5py's track_times=False
+// default), and the filters in h5py's order: shuffle, then deflate or LZF (optional, no
+// client data: the filter's set_local fills it in).
+static hid_t chunked_dcpl(int rank, const hsize_t *chunk, int gzip, int shuffle, int lzf) {
+	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	if (dcpl < 0) return -1;
+	if (H5Pset_chunk(dcpl, rank, chunk) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC) < 0 ||
+	    (shuffle && H5Pset_shuffle(dcpl) < 0) || (gzip >= 0 && H5Pset_deflate(dcpl, (unsigned)gzip) < 0) ||
+	    (lzf && H5Pset_filter(dcpl, VH5_LZF_FILTER, H5Z_FLAG_OPTIONAL, 0, NULL) < 0) ||
+	    H5Pset_obj_track_times(dcpl, 0) < 0) {
+		H5Pclose(dcpl);
+		return -1;
+	}
+	return dcpl;
+}
+
+// hash_table_type is versioned-hdf5's row: {hash: u1[32], shape: <i8[2]}, 48 bytes.
+static hid_t hash_table_type(void) {
+	hsize_t nh = 32, ns = 2;
+	hid_t h = H5Tarray_create2(H5T_STD_U8LE, 1, &nh);
+	hid_t s = H5Tarray_create2(H5T_STD_I64LE, 1, &ns);
+	hid_t t = h >= 0 && s >= 0 ? H5Tcreate(H5T_COMPOUND, 48) : -1;
+	if (t >= 0 && (H5Tinsert(t, "hash", 0, h) < 0 || H5Tinsert(t, "shape", 32, s) < 0)) {
+		H5Tclose(t);
+		t = -1;
+	}
+	if (h >= 0) H5Tclose(h);
+	if (s >= 0) H5Tclose(s);
+	return t;
+}
+
+// first_missing returns a malloc'ed copy of the shortest prefix of path that does not
+// exist (NULL with *rc 0 if all do, *rc -1 on error): what creating path adds, and what a
+// failed creation must remove.
+static char *first_missing(hid_t file, const char *path, int *rc) {
+	size_t n = strlen(path);
+	char *buf = malloc(n + 1);
+	*rc = -1;
+	if (!buf) return NULL;
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0') continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		htri_t e = H5Lexists(file, buf, H5P_DEFAULT);
+		if (e < 0) {
+			free(buf);
+			return NULL;
+		}
+		if (e == 0) {
+			*rc = 0;
+			return buf;
+		}
+		buf[i] = c;
+	}
+	free(buf);
+	*rc = 0;
+	return NULL;
+}
+
+// vh5_create_data_group creates the data group at path (and its missing parents, as h5py's
+// create_group does: one call with intermediate groups, link names in UTF-8 if utf8 else
+// ASCII) with raw_data and hash_table as versioned-hdf5 creates them for a new dataset:
+// raw_data of the numpy type (kind, be, size), dims (0, C1, ...), maxdims (unlimited, C1,
+// ...), chunk C, fill value fill (size bytes), the filters, attribute chunks = C; hash_table
+// of one zero row (unwritten: it reads as the default fill, as versioned-hdf5 leaves it),
+// chunk 4096 rows, LZF, attribute largest_index = 0. On failure whatever it created is
+// unlinked again.
+int vh5_create_data_group(hid_t file, const char *path, int kind, int be, size_t size, int rank,
+                          const hsize_t *chunk, const int64_t *chunk64, const void *fill, int gzip,
+                          int shuffle, int lzf, int utf8) {
+	int rc = -1, mrc;
+	char *added = first_missing(file, path, &mrc);
+	if (mrc < 0) return -1;
+	if (!added) return -2; // the group exists already
+	hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+	hid_t g = -1, type = -1, space = -1, dcpl = -1, d = -1, htype = -1, hspace = -1, hdcpl = -1, hd = -1;
+	hsize_t dims[32], maxdims[32];
+	for (int i = 0; i < rank; i++) {
+		dims[i] = i == 0 ? 0 : chunk[i];
+		maxdims[i] = i == 0 ? H5S_UNLIMITED : chunk[i];
+	}
+	hsize_t hdims = 1, hmax = H5S_UNLIMITED, hchunk = 4096;
+	int64_t zero = 0;
+	if (lcpl < 0 || H5Pset_create_intermediate_group(lcpl, 1) < 0 ||
+	    H5Pset_char_encoding(lcpl, utf8 ? H5T_CSET_UTF8 : H5T_CSET_ASCII) < 0) goto done;
+	g = H5Gcreate2(file, path, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0) goto done;
+
+	type = vh5_numpy_type(kind, be, size);
+	space = H5Screate_simple(rank, dims, maxdims);
+	dcpl = chunked_dcpl(rank, chunk, gzip, shuffle, lzf);
+	if (type < 0 || space < 0 || dcpl < 0 || H5Pset_fill_value(dcpl, type, fill) < 0) goto done;
+	d = H5Dcreate2(g, "raw_data", type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	if (d < 0 || vh5_attr_write_i64(d, ".", "chunks", chunk64, rank) < 0) goto done;
+
+	htype = hash_table_type();
+	hspace = H5Screate_simple(1, &hdims, &hmax);
+	hdcpl = chunked_dcpl(1, &hchunk, -1, 0, 1);
+	if (htype < 0 || hspace < 0 || hdcpl < 0) goto done;
+	hd = H5Dcreate2(g, "hash_table", htype, hspace, H5P_DEFAULT, hdcpl, H5P_DEFAULT);
+	if (hd < 0 || vh5_attr_write_i64(hd, ".", "largest_index", &zero, -1) < 0) goto done;
+	rc = 0;
+done:;
+	// Every API call clears the error stack first: keep the failure's for the caller.
+	hid_t es = rc < 0 ? H5Eget_current_stack() : -1;
+	if (hd >= 0) H5Dclose(hd);
+	if (hdcpl >= 0) H5Pclose(hdcpl);
+	if (hspace >= 0) H5Sclose(hspace);
+	if (htype >= 0) H5Tclose(htype);
+	if (d >= 0) H5Dclose(d);
+	if (dcpl >= 0) H5Pclose(dcpl);
+	if (space >= 0) H5Sclose(space);
+	if (type >= 0) H5Tclose(type);
+	if (g >= 0) H5Gclose(g);
+	if (lcpl >= 0) H5Pclose(lcpl);
+	if (rc < 0 && H5Lexists(file, added, H5P_DEFAULT) > 0) {
+		H5Ldelete(file, added, H5P_DEFAULT); // unlink what was added
+	}
+	if (es >= 0) H5Eset_current_stack(es);
+	free(added);
+	return rc;
+}
+
+// vh5_attr_write_value writes attribute name of the object at path as h5py writes a
+// Python value: kind 'i' int64, 'f' float64, 'b' bool enum (buf: int8), 's' variable-length
+// UTF-8 strings (buf: char *[]); rank 0 is a scalar. Like h5py it writes under a temporary
+// name (tmp), then deletes the old attribute and renames the new one over it: a value
+// that fails to write leaves the old one.
+int vh5_attr_write_value(hid_t loc, const char *path, const char *name, const char *tmp, int kind,
+                         int rank, const hsize_t *dims, const void *buf) {
+	hid_t ftype = -1, mtype = -1, space = -1, a = -1;
+	int rc = -1, made = 0;
+	switch (kind) {
+	case 'i':
+		ftype = H5Tcopy(H5T_STD_I64LE);
+		mtype = H5Tcopy(H5T_NATIVE_INT64);
+		break;
+	case 'f':
+		ftype = H5Tcopy(H5T_IEEE_F64LE);
+		mtype = H5Tcopy(H5T_NATIVE_DOUBLE);
+		break;
+	case 'b':
+		ftype = vh5_numpy_type('b', 0, 1);
+		mtype = H5Tcopy(ftype);
+		break;
+	case 's':
+		ftype = H5Tcopy(H5T_C_S1);
+		if (ftype >= 0 && (H5Tset_size(ftype, H5T_VARIABLE) < 0 || H5Tset_cset(ftype, H5T_CSET_UTF8) < 0 ||
+		                   H5Tset_strpad(ftype, H5T_STR_NULLTERM) < 0)) goto done;
+		mtype = H5Tcopy(ftype);
+		break;
+	default:
+		return -1;
+	}
+	space = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(rank, dims, NULL);
+	if (ftype < 0 || mtype < 0 || space < 0) goto done;
+	a = H5Acreate_by_name(loc, path, tmp, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (a < 0) goto done;
+	made = 1;
+	if (H5Awrite(a, mtype, buf) < 0) goto done;
+	H5Aclose(a);
+	a = -1;
+	htri_t e = H5Aexists_by_name(loc, path, name, H5P_DEFAULT);
+	if (e < 0 || (e > 0 && H5Adelete_by_name(loc, path, name, H5P_DEFAULT) < 0)) goto done;
+	if (H5Arename_by_name(loc, path, tmp, name, H5P_DEFAULT) < 0) goto done;
+	rc = 0;
+done:;
+	// Every API call clears the error stack first: keep the failure's for the caller.
+	hid_t es = rc < 0 ? H5Eget_current_stack() : -1;
+	if (a >= 0) H5Aclose(a);
+	if (rc < 0 && made) H5Adelete_by_name(loc, path, tmp, H5P_DEFAULT);
+	if (space >= 0) H5Sclose(space);
+	if (mtype >= 0) H5Tclose(mtype);
+	if (ftype >= 0) H5Tclose(ftype);
+	if (es >= 0) H5Eset_current_stack(es);
+	return rc;
+}
+
+// vh5_attr_delete removes attribute name of the object at path: 0 done, 1 no such
+// attribute, -1 error.
+int vh5_attr_delete(hid_t loc, const char *path, const char *name) {
+	htri_t e = H5Aexists_by_name(loc, path, name, H5P_DEFAULT);
+	if (e < 0) return -1;
+	if (e == 0) return 1;
+	return H5Adelete_by_name(loc, path, name, H5P_DEFAULT) < 0 ? -1 : 0;
+}

@@ -93,6 +93,16 @@ int vh5_create_virtual(hid_t file, const char *path, hid_t typesrc, int rank, co
                        const void *fill, const char *srcname, const hsize_t *srcdims, size_t n,
                        const hsize_t *vstart, const hsize_t *count, const hsize_t *sstart, int virt,
                        haddr_t *addr);
+
+// New data groups and attributes, as h5py makes them (see vh5.c).
+hid_t vh5_numpy_type(int kind, int be, size_t size);
+int vh5_create_data_group(hid_t file, const char *path, int kind, int be, size_t size, int rank,
+                          const hsize_t *chunk, const int64_t *chunk64, const void *fill, int gzip,
+                          int shuffle, int lzf, int utf8);
+int vh5_attr_write_value(hid_t loc, const char *path, const char *name, const char *tmp, int kind,
+                         int rank, const hsize_t *dims, const void *buf);
+int vh5_attr_delete(hid_t loc, const char *path, const char *name);
+
 void vh5_release_memory(void);
 
 int vh5_object_addr(hid_t obj, haddr_t *addr);
