@@ -5,9 +5,11 @@ package conform
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
@@ -120,4 +122,76 @@ func Diff(got, want *Commit) string {
 		}
 	}
 	return ""
+}
+
+// Tree describes a version of file as one line per group and dataset, sorted: for
+// datasets the element type, shape, chunk shape, fill value, filters (ids and client
+// data) and a digest of the data; for both their HDF5 attributes (the version's own
+// timestamp left out). Two versions with the same Tree hold the same things.
+func Tree(file, version string) (string, error) {
+	f, err := versions.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	root := versions.VersionsGroup + "/" + version
+	var lines []string
+	var walk func(dir, rel string) error
+	walk = func(dir, rel string) error {
+		attrs, err := f.Attrs(dir)
+		if err != nil {
+			return err
+		}
+		var as []string
+		for _, a := range attrs {
+			if dir == root && a.Name == "timestamp" {
+				continue
+			}
+			as = append(as, fmt.Sprintf("%s=%v", a.Name, versions.AttrJSON(a)))
+		}
+		slices.Sort(as)
+		lines = append(lines, fmt.Sprintf("group %q attrs %v", rel, as))
+		ents, err := f.List(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			p := dir + "/" + e.Name
+			if e.IsGroup {
+				if err := walk(p, rel+e.Name+"/"); err != nil {
+					return err
+				}
+				continue
+			}
+			d, err := f.Dataset(p)
+			if err != nil {
+				return err
+			}
+			data := make([]byte, d.Size())
+			if _, err := d.ReadAt(data, 0); err != nil {
+				return err
+			}
+			attrs, err := d.Attrs()
+			if err != nil {
+				return err
+			}
+			var as []string
+			for _, a := range attrs {
+				as = append(as, fmt.Sprintf("%s=%v", a.Name, versions.AttrJSON(a)))
+			}
+			slices.Sort(as)
+			var filters []string
+			for _, fl := range d.Filters {
+				filters = append(filters, fmt.Sprintf("%d%v", fl.ID, fl.Params))
+			}
+			lines = append(lines, fmt.Sprintf("dataset %q %s shape %v chunks %v fill %x filters %v data %x attrs %v",
+				rel+e.Name, d.Type.DType, d.Shape, d.Chunks, d.Fill, filters, sha256.Sum256(data), as))
+		}
+		return nil
+	}
+	if err := walk(root, ""); err != nil {
+		return "", err
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n"), nil
 }
