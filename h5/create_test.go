@@ -19,11 +19,11 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-// The golden multi-change edit (testdata/README.md): versioned-hdf5 created
+// The golden multi-change edit (tests/testdata/fixtures/README.md): versioned-hdf5 created
 // /_version_data/temp (float64, chunks (8,), gzip 4 + shuffle, fill 0.0) in the after-file.
 const (
-	goldenBefore = "testdata/golden_stage_multi-before.h5"
-	goldenAfter  = "testdata/golden_stage_multi-after.h5"
+	goldenBefore = "../tests/testdata/fixtures/golden_stage_multi-before.h5"
+	goldenAfter  = "../tests/testdata/fixtures/golden_stage_multi-after.h5"
 	python       = "/usr/bin/python3" // Debian's, with python3-h5py and python3-numpy
 )
 
