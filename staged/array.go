@@ -206,6 +206,9 @@ func (a *Array) Shape() []int64 { return append([]int64(nil), a.shape...) }
 // Chunks returns a copy of the chunk shape in elements.
 func (a *Array) Chunks() []int64 { return append([]int64(nil), a.chunks...) }
 
+// Fill returns the fill value (one element).
+func (a *Array) Fill() []byte { return append([]byte(nil), a.fill...) }
+
 // ItemSize returns the size of one element in bytes.
 func (a *Array) ItemSize() int { return a.itemSize }
 

@@ -799,3 +799,26 @@ func Elements(xs []int64) int64 {
 	}
 	return p
 }
+
+// StageChunk puts a copy of data, one whole chunk (ChunkBytes long, full chunk shape, C
+// order), on a staged slab of its own at grid, as a write of the whole chunk would; grid
+// must not be staged already. It restores staged chunks saved elsewhere (a stage kept on
+// disk); the chunk is staged after every chunk staged before it.
+func (a *Array) StageChunk(grid []int64, data []byte) error {
+	if len(data) != a.chunkBytes {
+		return fmt.Errorf("staged: stage chunk %v: %d bytes, want %d", grid, len(data), a.chunkBytes)
+	}
+	k, err := a.flatChunk(grid)
+	if err != nil {
+		return fmt.Errorf("staged: stage chunk: %w", err)
+	}
+	if a.slabIndices[k] >= 2 {
+		return fmt.Errorf("staged: stage chunk %v: already staged", grid)
+	}
+	if err := a.makeRoom(int64(a.chunkBytes), nil); err != nil {
+		return err
+	}
+	buf := a.newBuffer()
+	copy(buf, data)
+	return a.setChunk(grid, a.newStagedSlab(buf), 0)
+}
