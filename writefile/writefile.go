@@ -71,6 +71,25 @@ func Open(f *versions.File, c *commit.Committer, store *staged.Store, version, r
 	return h, nil
 }
 
+// New returns a handle on arr, whose base chunks src reads, that commits nowhere: the
+// dataset of a stage (package stage), shared by every open of it, which the stage's
+// commit takes as a whole (Hold).
+func New(arr *staged.Array, src staged.ChunkSource) *Handle {
+	h := &Handle{arr: arr, src: src}
+	h.sz.Store(arr.Size())
+	return h
+}
+
+// Hold locks the handle and returns its array, for a caller that reads or commits it
+// whole; release unlocks it.
+func (h *Handle) Hold() (arr *staged.Array, release func()) {
+	h.mu.Lock()
+	return h.arr, h.mu.Unlock
+}
+
+// Source reads the chunks of the handle's base version.
+func (h *Handle) Source() staged.ChunkSource { return h.src }
+
 // Size is the file's size in bytes as the handle sees it.
 func (h *Handle) Size() int64 { return h.sz.Load() }
 
@@ -196,6 +215,9 @@ func (h *Handle) Commit(explicit bool) (string, error) {
 	defer h.mu.Unlock()
 	if !h.arr.Dirty() {
 		return "", nil
+	}
+	if h.c == nil {
+		return "", fmt.Errorf("writefile: a handle of a stage commits with its stage: %w", syscall.EINVAL)
 	}
 	res, err := h.c.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit, FollowHead: h.follow})
 	if err != nil {
