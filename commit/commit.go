@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -65,13 +64,8 @@ func (c *Committer) Close() {
 // already has is refused (ErrExists), so that no commit fails on it later.
 func (c *Committer) SetNextName(name string) error {
 	if name != "" {
-		if err := validName(name); err != nil {
+		if err := c.free(name); err != nil {
 			return err
-		}
-		if _, ok, err := c.f.Version(name); err != nil {
-			return err
-		} else if ok || c.exists(name) {
-			return fmt.Errorf("%w: %s", ErrExists, name)
 		}
 	}
 	c.mu.Lock()
@@ -272,63 +266,30 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 			return Result{Name: ch.Base, Skipped: true}, nil
 		}
 	}
-	if err := c.write(ch, base, ds, ix, plan, c.loadUnchanged(base, ch.Dataset), name, now, &res); err != nil {
+	entries, err := c.baseEntries(base)
+	if err != nil {
+		return Result{}, err
+	}
+	for i := range entries {
+		if entries[i].Path == ch.Dataset {
+			entries[i].Array = ch.Array
+		}
+	}
+	unchanged := c.loadUnchanged(base, func(p string) bool { return p == ch.Dataset })
+	cd := &changedDataset{ds: ds, ix: ix, plan: plan, arr: ch.Array}
+	if err := c.appendChunks(ds, ix, plan.fresh, ch.Array.ChunkBytes(), &res); err != nil {
+		return Result{}, err
+	}
+	if err := c.writeVersion(base, name, now, nil, entries, map[string]*changedDataset{ch.Dataset: cd}, unchanged, &res); err != nil {
 		return Result{}, err
 	}
 	c.next = ""
-	grids, rows := plan.chunkMap(ds.Chunks)
-	if err := f.Committed(versions.VersionsGroup+"/"+name+"/"+ch.Dataset, ds, ch.Array.Shape(), grids, rows); err != nil {
-		return Result{}, err
-	}
 	// The handle continues on top of the new version.
-	if err := plan.apply(ch.Array); err != nil {
+	if err := c.published(versions.VersionsGroup+"/"+name+"/"+ch.Dataset, cd); err != nil {
 		return Result{}, err
 	}
 	res.Name = name
 	return res, nil
-}
-
-// write is the part of a commit that writes the file. It takes no lock of versions.File:
-// the journal driver keeps every write over the file's durable bytes until the sync, whose
-// apply step alone holds the File's write lock (versions' bytesLock), so readers of the
-// file's bytes see the state before the commit until then.
-func (c *Committer) write(ch Change, base versions.Version, ds *versions.Dataset, ix *index, plan plan, unchanged map[string]*versions.Dataset, name string, now time.Time, res *Result) error {
-	h := c.f.HDF5()
-	if err := c.appendChunks(ds, ix, plan.fresh, ch.Array.ChunkBytes(), res); err != nil {
-		return err
-	}
-	t0 := time.Now()
-
-	// The version group, built under committed=False.
-	vpath := versions.VersionsGroup + "/" + name
-	stamp := now.UTC().Format(TimestampLayout)
-	if err := h.CreateGroup(vpath); err != nil {
-		return err
-	}
-	if err := setAttrs(h, vpath, []attr{{"prev_version", base.Name}, {"committed", false}, {"timestamp", stamp}}); err != nil {
-		return err
-	}
-	if err := c.copyTree(base.Path(), vpath, "", ch.Dataset, unchanged, func(dst string) error {
-		return c.createVirtual(ds, dst, ch.Array.Shape(), plan.blocks)
-	}); err != nil {
-		return err
-	}
-	if err := h.CheckMappingLists(); err != nil { // before anything marks it complete
-		return err
-	}
-	if err := setAttrs(h, vpath, []attr{{"committed", true}, {"timestamp", c.now().UTC().Format(TimestampLayout)}}); err != nil {
-		return err
-	}
-	if err := setAttrs(h, versions.VersionsGroup, []attr{{"current_version", name}, {"data_version", int64(versions.SupportedDataVersion)}}); err != nil {
-		return err
-	}
-	res.Group = time.Since(t0)
-	t0 = time.Now()
-	if err := h.FlushSync(); err != nil {
-		return err
-	}
-	res.Sync = time.Since(t0)
-	return nil
 }
 
 // apply points the staged array at the chunks the plan maps and drops its staged data.
@@ -443,12 +404,7 @@ func (p *plan) chunkMap(chunks []int64) (grids [][]int64, rows []int64) {
 
 func (c *Committer) pickName(now time.Time) (string, error) {
 	if c.next != "" {
-		if _, ok, err := c.f.Version(c.next); err != nil {
-			return "", err
-		} else if ok || c.exists(c.next) {
-			return "", fmt.Errorf("%w: %s", ErrExists, c.next)
-		}
-		return c.next, nil
+		return c.next, c.free(c.next)
 	}
 	base := now.UTC().Format(nameLayout)
 	name := base
@@ -779,56 +735,10 @@ func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes in
 	return ordered(len(fresh), 4*workers(), produce, consume, release)
 }
 
-// copyTree recreates the base version's tree under dst: groups with their attributes,
-// unchanged datasets copied whole (mappings and attributes; those in unchanged by
-// copyVirtual, the rest by H5Ocopy), and the changed dataset created by create.
-func (c *Committer) copyTree(srcDir, dstDir, rel, changed string, unchanged map[string]*versions.Dataset, create func(dst string) error) error {
-	h := c.f.HDF5()
-	entries, err := c.f.List(srcDir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		src, dst, r := srcDir+"/"+e.Name, dstDir+"/"+e.Name, path.Join(rel, e.Name)
-		switch {
-		case e.IsGroup:
-			if err := h.CreateGroup(dst); err != nil {
-				return err
-			}
-			if err := h.CopyAttrs(src, dst); err != nil {
-				return err
-			}
-			if err := c.copyTree(src, dst, r, changed, unchanged, create); err != nil {
-				return err
-			}
-		case r == changed:
-			if err := create(dst); err != nil {
-				return err
-			}
-			if err := h.CopyAttrs(src, dst); err != nil {
-				return err
-			}
-		default:
-			copied, err := c.copyVirtual(unchanged[src], src, dst)
-			switch {
-			case err != nil:
-			case copied:
-				err = h.CopyAttrs(src, dst)
-			default:
-				err = h.CopyObject(src, dst)
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// loadUnchanged loads the base version's datasets other than the changed one whose lists
+// loadUnchanged loads the base version's datasets other than the changed ones whose lists
 // copyVirtual would copy (and which a commit could have created: fixed-size elements);
 // once the commit's write has begun, datasets can no longer be loaded.
-func (c *Committer) loadUnchanged(base versions.Version, changed string) map[string]*versions.Dataset {
+func (c *Committer) loadUnchanged(base versions.Version, changed func(path string) bool) map[string]*versions.Dataset {
 	paths, err := c.f.DatasetPaths(base.Name)
 	if err != nil {
 		return nil // H5Ocopy copies them all
@@ -836,7 +746,7 @@ func (c *Committer) loadUnchanged(base versions.Version, changed string) map[str
 	out := map[string]*versions.Dataset{}
 	for _, p := range paths {
 		src := base.Path() + "/" + p
-		if p == changed {
+		if changed(p) {
 			continue
 		}
 		if copies, err := c.f.HDF5().CopiesMappingList(src); err != nil || !copies {

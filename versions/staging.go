@@ -145,3 +145,34 @@ func (f *File) Committed(path string, base *Dataset, shape []int64, grids [][]in
 	}
 	return nil
 }
+
+// NewDataset is a dataset about to be created at path (a version's dataset being
+// committed) in the raw_data at rawPath, of the given shape, mapping no chunk yet. rawPath
+// is opened through libhdf5, so a commit can use a raw_data it has just created, which the
+// file's durable bytes do not hold yet.
+func (f *File) NewDataset(path, rawPath string, shape []int64) (*Dataset, error) {
+	f.mu.Lock()
+	raw, err := f.rawData(rawPath)
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	info := raw.Info()
+	if !info.Type.Raw || info.Type.VlenString || len(info.Chunks) != len(shape) {
+		return nil, fmt.Errorf("%s: %w: new datasets take fixed-size elements of rank %d", rawPath, ErrUnsupported, len(shape))
+	}
+	arr, err := staged.New(shape, info.Chunks, info.Type.Size, info.Fill)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dataset{
+		Path: path, Type: info.Type, Shape: slices.Clone(shape), Chunks: info.Chunks, Fill: info.Fill,
+		Filters: info.Filters, RawData: rawPath, Layout: h5.Contiguous,
+		fillDefined: info.FillDefined, f: f, raw: raw, arr: arr,
+	}
+	d.size = int64(d.Type.Size)
+	for _, s := range shape {
+		d.size *= s
+	}
+	return d, nil
+}

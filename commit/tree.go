@@ -1,0 +1,352 @@
+package commit
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// Tree is a whole new version: what a stage (package stage) made of its base's tree.
+// Every group and dataset of the new version is listed; what is not listed is not in it.
+type Tree struct {
+	Base string
+	Name string // the new version's name; "" for the default name (see SetNextName)
+	// Attrs are set on the version group itself (the stage's root), whose user attributes
+	// versioned-hdf5 does not carry from one version to the next.
+	Attrs   []AttrChange
+	Entries []Entry // parents before their children
+}
+
+// Entry is one group or dataset of a Tree.
+type Entry struct {
+	Path  string // inside the version, e.g. "grp/ds"
+	Group bool
+	// FromBase: the base has this object at Path; its attributes are carried over (then
+	// Attrs applied), and a dataset without Array is copied from the base unchanged.
+	FromBase bool
+	// Array holds a changed dataset's data: the base's with staged changes, or all of a
+	// New dataset's. On success it is re-pointed at the new version's chunks.
+	Array *staged.Array
+	New   *h5.DataSpec // a dataset created in the stage (its data group made if missing)
+	Attrs []AttrChange
+}
+
+// AttrChange sets an HDF5 attribute from its JSON form (h5.File.SetAttrJSON), or removes
+// it (JSON nil).
+type AttrChange struct {
+	Name string
+	JSON []byte
+}
+
+// ErrSpec marks a new dataset whose data group exists with another dtype, chunk shape or
+// fill value: versioned-hdf5 fixes those per path forever.
+var ErrSpec = errors.New("the dataset's path holds data of another kind")
+
+// changedDataset is one dataset a commit writes: its dataset (the base's, or a new one),
+// hash index, plan and staged array.
+type changedDataset struct {
+	ds    *versions.Dataset
+	ix    *index
+	plan  plan
+	arr   *staged.Array
+	isNew bool
+}
+
+// CommitTree writes t as one new version whose prev_version is t.Base, and makes it
+// current. Changed and new datasets are hashed, deduplicated and appended to their data
+// groups (new ones created as versioned-hdf5 creates them), in the order of t.Entries;
+// the version group is then built as Commit builds it.
+func (c *Committer) CommitTree(t Tree) (Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := c.now()
+	res, err := c.commitTree(t, start)
+	if err != nil {
+		return Result{}, fmt.Errorf("commit on %s: %w", t.Base, err)
+	}
+	res.Base = t.Base
+	res.Elapsed = time.Since(start)
+	slog.Info("committed", "version", res.Name, "base", t.Base, "entries", len(t.Entries),
+		"written", res.Written, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
+		"plan", res.Plan, "data", res.Data, "table", res.Table, "group", res.Group, "sync", res.Sync)
+	return res, nil
+}
+
+func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
+	f := c.f
+	base, ok, err := f.Version(t.Base)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ok {
+		return Result{}, fmt.Errorf("base version %q: %w", t.Base, versions.ErrNotFound)
+	}
+	name := t.Name
+	if name == "" {
+		if name, err = c.pickName(now); err != nil {
+			return Result{}, err
+		}
+	} else if err := c.free(name); err != nil {
+		return Result{}, err
+	}
+	if err := c.checkDataVersion(); err != nil {
+		return Result{}, err
+	}
+	vpath := versions.VersionsGroup + "/" + name
+	// Whatever is read from the file's bytes is read before the first write: the base's
+	// changed datasets, their indexes and plans, the unchanged datasets' mapping lists.
+	var res Result
+	t0 := time.Now()
+	changed := map[string]*changedDataset{}
+	for _, e := range t.Entries {
+		if e.Group || e.Array == nil || e.New != nil {
+			continue
+		}
+		ds, err := f.Dataset(base.Path() + "/" + e.Path)
+		if err != nil {
+			return Result{}, err
+		}
+		cd, err := c.planDataset(ds, e.Array, &res)
+		if err != nil {
+			return Result{}, err
+		}
+		changed[e.Path] = cd
+	}
+	unchanged := c.loadUnchanged(base, func(p string) bool { _, ok := changed[p]; return ok })
+	for _, e := range t.Entries {
+		if e.Group || e.New == nil {
+			continue
+		}
+		if e.Array == nil {
+			return Result{}, fmt.Errorf("new dataset %s has no data", e.Path)
+		}
+		ds, err := c.newDataset(vpath+"/"+e.Path, e)
+		if err != nil {
+			return Result{}, err
+		}
+		cd, err := c.planDataset(ds, e.Array, &res)
+		if err != nil {
+			return Result{}, err
+		}
+		cd.isNew = true
+		changed[e.Path] = cd
+	}
+	res.Plan = time.Since(t0)
+	for _, e := range t.Entries {
+		if cd := changed[e.Path]; cd != nil && !e.Group {
+			if err := c.appendChunks(cd.ds, cd.ix, cd.plan.fresh, cd.arr.ChunkBytes(), &res); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	if err := c.writeVersion(base, name, now, t.Attrs, t.Entries, changed, unchanged, &res); err != nil {
+		return Result{}, err
+	}
+	c.next = ""
+	for p, cd := range changed {
+		if err := c.published(vpath+"/"+p, cd); err != nil {
+			return Result{}, err
+		}
+	}
+	res.Name = name
+	return res, nil
+}
+
+// planDataset plans the commit of arr, staged on ds.
+func (c *Committer) planDataset(ds *versions.Dataset, arr *staged.Array, res *Result) (*changedDataset, error) {
+	if !ds.Stageable() {
+		return nil, fmt.Errorf("%s: %w", ds.Path, versions.ErrUnsupported)
+	}
+	ix, err := c.index(ds)
+	if err != nil {
+		return nil, err
+	}
+	p, r, err := c.plan(ds, arr, ix)
+	if err != nil {
+		return nil, err
+	}
+	res.Written += r.Written
+	res.Reused += r.Reused
+	res.Unmapped += r.Unmapped
+	res.Bytes += r.Bytes
+	return &changedDataset{ds: ds, ix: ix, plan: p, arr: arr}, nil
+}
+
+// newDataset is the dataset a new entry becomes at path: in its data group, created as
+// versioned-hdf5 creates it unless an earlier dataset of the same path left it (which
+// must then hold the same kind of data).
+func (c *Committer) newDataset(path string, e Entry) (*versions.Dataset, error) {
+	h := c.f.HDF5()
+	group := versions.DataRoot + "/" + e.Path
+	raw := group + "/raw_data"
+	k, err := h.Kind(raw)
+	if err != nil {
+		return nil, err
+	}
+	if k == h5.KindMissing {
+		if err := h.CreateDataGroup(group, *e.New); err != nil {
+			return nil, err
+		}
+	}
+	ds, err := c.f.NewDataset(path, raw, e.Array.Shape())
+	if err != nil {
+		return nil, err
+	}
+	if ds.Type.DType != e.New.DType || !slices.Equal(ds.Chunks, e.New.Chunks) || ds.Type.Size != e.Array.ItemSize() ||
+		(e.New.Fill != nil && !slices.Equal(ds.Fill, e.New.Fill)) {
+		return nil, fmt.Errorf("%s: %w: %s in chunks %v, not %s in chunks %v", e.Path, ErrSpec, ds.Type.DType, ds.Chunks, e.New.DType, e.New.Chunks)
+	}
+	return ds, nil
+}
+
+// published records a dataset the commit wrote (versions.File.Committed) and points its
+// staged array at the new version's chunks.
+func (c *Committer) published(path string, cd *changedDataset) error {
+	grids, rows := cd.plan.chunkMap(cd.ds.Chunks)
+	if err := c.f.Committed(path, cd.ds, cd.arr.Shape(), grids, rows); err != nil {
+		return err
+	}
+	return cd.plan.apply(cd.arr)
+}
+
+// free refuses a version name that is invalid or taken.
+func (c *Committer) free(name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	if _, ok, err := c.f.Version(name); err != nil {
+		return err
+	} else if ok || c.exists(name) {
+		return fmt.Errorf("%w: %s", ErrExists, name)
+	}
+	return nil
+}
+
+// baseEntries lists the base version's tree as Entries carried over unchanged.
+func (c *Committer) baseEntries(base versions.Version) ([]Entry, error) {
+	var out []Entry
+	var walk func(dir, rel string) error
+	walk = func(dir, rel string) error {
+		entries, err := c.f.List(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := rel + e.Name
+			out = append(out, Entry{Path: p, Group: e.IsGroup, FromBase: true})
+			if e.IsGroup {
+				if err := walk(dir+"/"+e.Name, p+"/"); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return out, walk(base.Path(), "")
+}
+
+// writeVersion builds version group name on base: created under committed=False with
+// rootAttrs, every entry made (groups; changed datasets as new virtual datasets of their
+// plans; unchanged ones copied from the base), checked, flagged committed, made current,
+// then flushed and synced (h5.File.FlushSync).
+//
+// It takes no lock of versions.File: the journal driver keeps every write over the
+// file's durable bytes until the sync, whose apply step alone holds the File's write lock
+// (versions' bytesLock), so readers of the file's bytes see the state before the commit
+// until then.
+func (c *Committer) writeVersion(base versions.Version, name string, now time.Time, rootAttrs []AttrChange, entries []Entry,
+	changed map[string]*changedDataset, unchanged map[string]*versions.Dataset, res *Result) error {
+	h := c.f.HDF5()
+	t0 := time.Now()
+	vpath := versions.VersionsGroup + "/" + name
+	stamp := now.UTC().Format(TimestampLayout)
+	if err := h.CreateGroup(vpath); err != nil {
+		return err
+	}
+	if err := setAttrs(h, vpath, []attr{{"prev_version", base.Name}, {"committed", false}, {"timestamp", stamp}}); err != nil {
+		return err
+	}
+	if err := applyAttrs(h, vpath, rootAttrs); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := c.writeEntry(base.Path()+"/"+e.Path, vpath+"/"+e.Path, e, changed[e.Path], unchanged); err != nil {
+			return err
+		}
+	}
+	if err := h.CheckMappingLists(); err != nil { // before anything marks it complete
+		return err
+	}
+	if err := setAttrs(h, vpath, []attr{{"committed", true}, {"timestamp", c.now().UTC().Format(TimestampLayout)}}); err != nil {
+		return err
+	}
+	if err := setAttrs(h, versions.VersionsGroup, []attr{{"current_version", name}, {"data_version", int64(versions.SupportedDataVersion)}}); err != nil {
+		return err
+	}
+	res.Group = time.Since(t0)
+	t0 = time.Now()
+	if err := h.FlushSync(); err != nil {
+		return err
+	}
+	res.Sync = time.Since(t0)
+	return nil
+}
+
+// writeEntry makes one entry of a new version at dst (src: the same path in the base).
+func (c *Committer) writeEntry(src, dst string, e Entry, cd *changedDataset, unchanged map[string]*versions.Dataset) error {
+	h := c.f.HDF5()
+	var err error
+	switch {
+	case e.Group:
+		if err = h.CreateGroup(dst); err == nil && e.FromBase {
+			err = h.CopyAttrs(src, dst)
+		}
+	case cd != nil:
+		if err = c.createVirtual(cd.ds, dst, cd.arr.Shape(), cd.plan.blocks); err != nil {
+			break
+		}
+		if cd.isNew {
+			// The reserved attributes versioned-hdf5 reads a dataset's storage from.
+			if err = h.SetAttrString(dst, "raw_data", cd.ds.RawData); err == nil {
+				err = h.SetAttrInt64s(dst, "chunks", cd.ds.Chunks)
+			}
+		} else {
+			err = h.CopyAttrs(src, dst)
+		}
+	default:
+		var copied bool
+		copied, err = c.copyVirtual(unchanged[src], src, dst)
+		switch {
+		case err != nil:
+		case copied:
+			err = h.CopyAttrs(src, dst)
+		default:
+			err = h.CopyObject(src, dst)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return applyAttrs(h, dst, e.Attrs)
+}
+
+func applyAttrs(h *h5.File, path string, changes []AttrChange) error {
+	for _, a := range changes {
+		var err error
+		if a.JSON == nil {
+			err = h.DeleteAttr(path, a.Name)
+		} else {
+			err = h.SetAttrJSON(path, a.Name, a.JSON)
+		}
+		if err != nil {
+			return fmt.Errorf("attribute %s of %s: %w", a.Name, path, err)
+		}
+	}
+	return nil
+}
