@@ -1,0 +1,341 @@
+package stage
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/writefile"
+)
+
+// savedTree is stage.json: a stage's changes to its base's tree.
+type savedTree struct {
+	Base     string                                `json:"base"`
+	Removed  []string                              `json:"removed"`
+	Groups   []string                              `json:"groups"`
+	Datasets map[string]savedDataset               `json:"datasets"`
+	Attrs    map[string]map[string]json.RawMessage `json:"attrs"` // null: removed
+}
+
+type savedDataset struct {
+	Spec    *Spec `json:"spec,omitempty"` // created in the stage
+	Data    bool  `json:"data"`           // its data file holds its staged data
+	Changed bool  `json:"changed"`        // differs from the base's as saved
+}
+
+// savedData is the header line of a dataset's data file; the staged chunks follow, each
+// ChunkBytes long, in staging order.
+type savedData struct {
+	Shape  []int64   `json:"shape"`
+	Base   [][]int64 `json:"base"`   // grid index then raw_data row, per chunk mapped to the base
+	Staged [][]int64 `json:"staged"` // grid indices of the chunks that follow
+}
+
+func (s *Stage) dir() string { return filepath.Join(s.m.dir, s.name) }
+
+// dataFile is where the dataset at p keeps its staged data: named by a digest of the path,
+// which may be longer than a file name can be.
+func (s *Stage) dataFile(p string) string {
+	sum := sha256.Sum256([]byte(p))
+	return filepath.Join(s.dir(), hex.EncodeToString(sum[:12])+".data")
+}
+
+// saveTree writes stage.json. Called with s.mu held.
+func (s *Stage) saveTree() error {
+	t := savedTree{Base: s.base, Datasets: map[string]savedDataset{}, Attrs: s.attrs}
+	for p := range s.removed {
+		t.Removed = append(t.Removed, p)
+	}
+	for p := range s.groups {
+		t.Groups = append(t.Groups, p)
+	}
+	sort.Strings(t.Removed)
+	sort.Strings(t.Groups)
+	for p, d := range s.datasets {
+		if d.Created() || d.saved {
+			t.Datasets[p] = savedDataset{Spec: d.spec, Data: d.saved, Changed: d.restored || d.Created()}
+		}
+	}
+	b, err := json.MarshalIndent(t, "", " ")
+	if err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(s.dir(), "stage.json"), func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// writeFile replaces path with what fill writes, durably: a temporary file, fsync,
+// rename, fsync of the directory.
+func writeFile(path string, fill func(w io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("saving the stage: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = fill(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("saving the stage: %w", err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("saving the stage: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("saving the stage: %w", err)
+	}
+	return nil
+}
+
+// saveDataset writes d's data file and then the tree. Called with s.mu held.
+func (s *Stage) saveDataset(d *Dataset) error {
+	arr, release := d.Hold()
+	defer release()
+	if !d.changed(arr) {
+		return nil
+	}
+	var hdr savedData
+	hdr.Shape = arr.Shape()
+	if err := arr.Each(func(g []int64, slab int32, off int64) error {
+		if slab == staged.BaseSlab {
+			hdr.Base = append(hdr.Base, append(slices.Clone(g), off))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	chunks := arr.StagedChunks()
+	slices.SortFunc(chunks, func(a, b staged.StagedChunk) int { return int(a.Seq - b.Seq) })
+	for _, c := range chunks {
+		hdr.Staged = append(hdr.Staged, c.Grid)
+	}
+	line, err := json.Marshal(hdr)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, arr.ChunkBytes())
+	err = writeFile(s.dataFile(d.path), func(w io.Writer) error {
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			return err
+		}
+		for _, c := range chunks {
+			data, err := arr.StagedData(c, buf)
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	wasSaved, wasRestored := d.saved, d.restored
+	d.saved, d.restored = true, true
+	return s.changed(func() { d.saved, d.restored = wasSaved, wasRestored })
+}
+
+// saveAll saves every changed dataset's data. Called with s.mu held.
+func (s *Stage) saveAll() error {
+	var errs []error
+	for _, d := range s.datasets {
+		if err := s.saveDataset(d); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d.path, err))
+		}
+	}
+	return errors.Join(append(errs, s.saveTree())...)
+}
+
+// load reads the stage called name from disk.
+func (m *Manager) load(name string) (*Stage, error) {
+	s := newStage(m, name, "")
+	b, err := os.ReadFile(filepath.Join(s.dir(), "stage.json"))
+	if err != nil {
+		return nil, err
+	}
+	var t savedTree
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("stage.json: %w", err)
+	}
+	if _, ok, err := m.f.Version(t.Base); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("its base version %q is not in the file", t.Base)
+	}
+	s.base = t.Base
+	for _, p := range t.Removed {
+		s.removed[p] = true
+	}
+	for _, p := range t.Groups {
+		s.groups[p] = true
+	}
+	for p, attrs := range t.Attrs {
+		m := map[string]json.RawMessage{}
+		for n, v := range attrs {
+			if string(v) == "null" {
+				v = nil
+			}
+			m[n] = v
+		}
+		s.attrs[p] = m
+	}
+	for p, sd := range t.Datasets {
+		d, err := s.loadDataset(p, sd)
+		if err != nil {
+			s.discard()
+			return nil, fmt.Errorf("dataset %s: %w", p, err)
+		}
+		s.datasets[p] = d
+	}
+	return s, nil
+}
+
+// loadDataset restores one dataset of a stage being loaded.
+func (s *Stage) loadDataset(p string, sd savedDataset) (*Dataset, error) {
+	var d *Dataset
+	var err error
+	if sd.Spec != nil {
+		d, err = s.newDataset(p, *sd.Spec)
+	} else {
+		d, err = s.open(p)
+		delete(s.datasets, p)
+	}
+	if err != nil || !sd.Data {
+		return d, err
+	}
+	arr, release := d.Hold()
+	chunks, isz, fill := arr.Chunks(), arr.ItemSize(), arr.Fill()
+	release()
+	f, err := os.Open(s.dataFile(p))
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("data file: %w", err)
+	}
+	var hdr savedData
+	if err := json.Unmarshal(line, &hdr); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("data file: %w", err)
+	}
+	restored, err := staged.New(hdr.Shape, chunks, isz, fill)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("data file: %w", err)
+	}
+	if s.m.store != nil {
+		restored.UseStore(s.m.store)
+	}
+	fail := func(err error) (*Dataset, error) {
+		restored.Discard()
+		d.Close()
+		return nil, fmt.Errorf("data file: %w", err)
+	}
+	for _, b := range hdr.Base {
+		if len(b) != len(chunks)+1 {
+			return fail(fmt.Errorf("a base chunk of rank %d", len(b)-1))
+		}
+		if err := restored.MapBase(b[:len(chunks)], b[len(chunks)]); err != nil {
+			return fail(err)
+		}
+	}
+	buf := make([]byte, restored.ChunkBytes())
+	for _, g := range hdr.Staged {
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return fail(err)
+		}
+		if err := restored.StageChunk(g, buf); err != nil {
+			return fail(err)
+		}
+	}
+	src := d.Source()
+	d.Close()
+	return &Dataset{Handle: writefile.New(restored, src), path: p, spec: d.spec, restored: sd.Changed, saved: true}, nil
+}
+
+// Summary describes a stage kept on disk, as `vh5fs ls --stages` shows it.
+type Summary struct {
+	Name, Base string
+	// New are datasets created in the stage; Changed datasets of the base whose staged
+	// data is saved; Removed paths of the base removed (with everything below); Groups
+	// groups created; Attrs objects whose attributes changed ("" is the stage's root).
+	New, Changed, Removed, Groups, Attrs []string
+}
+
+// Saved lists the stages kept beside the HDF5 file at file, as last saved (a mount that
+// is running saves a dataset's data at fsync and at unmount), without opening the file.
+func Saved(file string) ([]Summary, error) {
+	dir := Dir(file)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Summary
+	for _, e := range ents {
+		if !e.IsDir() || e.Name()[0] == '.' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "stage.json"))
+		if err != nil {
+			return nil, fmt.Errorf("stage %s: %w", e.Name(), err)
+		}
+		var t savedTree
+		if err := json.Unmarshal(b, &t); err != nil {
+			return nil, fmt.Errorf("stage %s: stage.json: %w", e.Name(), err)
+		}
+		s := Summary{Name: e.Name(), Base: t.Base, Removed: t.Removed, Groups: t.Groups}
+		for p, d := range t.Datasets {
+			switch {
+			case d.Spec != nil:
+				s.New = append(s.New, p)
+			case d.Changed:
+				s.Changed = append(s.Changed, p)
+			}
+		}
+		for p, a := range t.Attrs {
+			if len(a) > 0 {
+				s.Attrs = append(s.Attrs, p)
+			}
+		}
+		sort.Strings(s.New)
+		sort.Strings(s.Changed)
+		sort.Strings(s.Attrs)
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -1,0 +1,338 @@
+package stage
+
+import (
+	"encoding/json"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/internal/conform"
+	"github.com/vh5fs/vh5fs/internal/fixture"
+	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// open opens file read-write with a Manager of its stages (a store of budget bytes), as
+// a mount does; closing it saves the stages and closes the file.
+func open(t *testing.T, file string, budget int64) (*versions.File, *Manager, func()) {
+	t.Helper()
+	f, err := versions.OpenRW(file)
+	require.NoError(t, err)
+	c, err := commit.New(f)
+	require.NoError(t, err)
+	store := staged.OpenStore(file, budget)
+	store.SetDigester(commit.Hash)
+	m, err := Open(f, c, store)
+	require.NoError(t, err)
+	closed := false
+	closeAll := func() {
+		if !closed {
+			closed = true
+			require.NoError(t, m.Close())
+			c.Close()
+			store.Close()
+			require.NoError(t, f.Close())
+		}
+	}
+	t.Cleanup(closeAll)
+	return f, m, closeAll
+}
+
+// apply applies the golden's file operations to st, as fsnode turns them into calls.
+func apply(t *testing.T, st *Stage, ops []fixture.StageOp) {
+	t.Helper()
+	for _, op := range ops {
+		switch op.Op {
+		case "pwrite":
+			d, err := st.Open(op.Path)
+			require.NoError(t, err)
+			b, err := op.Data()
+			require.NoError(t, err)
+			_, err = d.WriteAt(b, op.Offset)
+			require.NoError(t, err)
+		case "truncate":
+			d, err := st.Open(op.Path)
+			require.NoError(t, err)
+			require.NoError(t, d.Truncate(op.Size))
+		case "create":
+			_, err := st.Create(op.Path)
+			require.NoError(t, err)
+			require.NoError(t, st.SetSpec(op.Path, op.Spec))
+		case "rm":
+			require.NoError(t, st.Unlink(op.Path))
+		case "mkdir":
+			require.NoError(t, st.Mkdir(op.Path))
+		case "setattr":
+			require.NoError(t, st.SetAttr(op.Path, op.Name, []byte(op.JSON)))
+		default:
+			t.Fatalf("unknown op %q", op.Op)
+		}
+	}
+}
+
+// checkGolden compares version golden of file with versioned-hdf5's: the tree, and every
+// dataset's data, appended hash rows, slots and mappings.
+func checkGolden(t *testing.T, file string, e fixture.StageEdit) {
+	t.Helper()
+	got, err := conform.Tree(file, "golden")
+	require.NoError(t, err)
+	want, err := conform.Tree(e.After, e.NewVersion)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	for _, ds := range []string{"prices", "volume", "temp"} {
+		var from int64
+		if ds != "temp" {
+			from, err = conform.Largest(e.Before, e.BaseVersion, ds)
+			require.NoError(t, err)
+		}
+		g, err := conform.Read(file, "golden", ds, from)
+		require.NoError(t, err)
+		w, err := conform.Read(e.After, e.NewVersion, ds, from)
+		require.NoError(t, err)
+		require.Empty(t, conform.Diff(g, w), ds)
+	}
+}
+
+func TestGoldenStage(t *testing.T) {
+	e, err := fixture.StageGolden()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		budget  int64
+		restart bool // close and reopen the stage between the ops and the commit
+	}{
+		{"in memory", 32 << 20, false},
+		{"spilled", 0, false},
+		{"kept across a remount", 32 << 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := fixture.Copy(t, e.Before)
+			f, m, closeAll := open(t, file, tc.budget)
+			st, err := m.Create("golden")
+			require.NoError(t, err)
+			require.Equal(t, e.BaseVersion, st.Base())
+			apply(t, st, e.Ops)
+			if tc.restart {
+				closeAll()
+				f, m, closeAll = open(t, file, tc.budget)
+				require.Equal(t, []string{"golden"}, m.Names())
+			}
+			res, err := m.Commit("golden", "golden")
+			require.NoError(t, err)
+			require.Equal(t, "golden", res.Name)
+			require.Equal(t, e.BaseVersion, res.Base)
+			require.Empty(t, m.Names())
+			_, err = os.Stat(Dir(file) + "/golden")
+			require.ErrorIs(t, err, os.ErrNotExist, "a committed stage leaves no files")
+			cur, err := f.CurrentVersion()
+			require.NoError(t, err)
+			require.Equal(t, "golden", cur)
+			closeAll()
+			checkGolden(t, file, e)
+		})
+	}
+}
+
+func TestTreeOperations(t *testing.T) {
+	e, err := fixture.StageGolden()
+	require.NoError(t, err)
+	file := fixture.Copy(t, e.Before)
+	_, m, _ := open(t, file, 1<<20)
+	st, err := m.Create("s")
+	require.NoError(t, err)
+
+	names := func(dir string) []string {
+		ents, err := st.List(dir)
+		require.NoError(t, err)
+		var out []string
+		for _, e := range ents {
+			out = append(out, e.Name)
+		}
+		return out
+	}
+	require.Equal(t, []string{"old", "prices", "volume"}, names(""))
+	require.Equal(t, []string{"x"}, names("old"))
+
+	cases := []struct {
+		name string
+		do   func() error
+		want error
+	}{
+		{"a stage of a version's name", func() error { _, err := m.Create("r1"); return err }, syscall.EEXIST},
+		{"a stage of a stage's name", func() error { _, err := m.Create("s"); return err }, syscall.EEXIST},
+		{"an invalid stage name", func() error { _, err := m.Create("a/b"); return err }, syscall.EINVAL},
+		{"mkdir of a dataset's name", func() error { return st.Mkdir("prices") }, syscall.EEXIST},
+		{"mkdir in a missing group", func() error { return st.Mkdir("no/such") }, syscall.ENOENT},
+		{"rmdir of a group with a dataset", func() error { return st.Rmdir("old") }, syscall.ENOTEMPTY},
+		{"rmdir of a dataset", func() error { return st.Rmdir("prices") }, syscall.ENOTDIR},
+		{"unlink of a group", func() error { return st.Unlink("old") }, syscall.EISDIR},
+		{"unlink of nothing", func() error { return st.Unlink("nothing") }, syscall.ENOENT},
+		{"create over a dataset", func() error { _, err := st.Create("volume"); return err }, syscall.EEXIST},
+		{"a reserved top-level name", func() error { return st.Mkdir("versions") }, syscall.EINVAL},
+		{"a spec for a base dataset", func() error { return st.SetSpec("prices", []byte(`{"dtype": "<f8"}`)) }, syscall.EINVAL},
+		{"an attribute of null", func() error { return st.SetAttr("prices", "a", []byte(`null`)) }, syscall.EINVAL},
+		{"an attribute of a broken list", func() error { return st.SetAttr("prices", "a", []byte(`[1, 2`)) }, syscall.EINVAL},
+		{"an attribute of a ragged list", func() error { return st.SetAttr("prices", "a", []byte(`[[1], [2, 3]]`)) }, syscall.EINVAL},
+		{"a reserved attribute", func() error { return st.SetAttr("prices", "raw_data", []byte(`"x"`)) }, syscall.EINVAL},
+		{"removing a missing attribute", func() error { return st.RemoveAttr("prices", "nope") }, syscall.ENODATA},
+		{"discarding a stage with datasets", func() error { return m.Remove("s") }, syscall.ENOTEMPTY},
+		{"rebasing onto a missing version", func() error { return st.SetBase("nope") }, syscall.ENOENT},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.ErrorIs(t, c.do(), c.want)
+		})
+	}
+
+	// A group removed and made again is empty; the base's datasets in it are gone.
+	require.NoError(t, st.Unlink("old/x"))
+	require.NoError(t, st.Rmdir("old"))
+	require.Equal(t, []string{"prices", "volume"}, names(""))
+	require.NoError(t, st.Mkdir("old"))
+	require.Empty(t, names("old"))
+	k, err := st.Kind("old/x")
+	require.NoError(t, err)
+	require.Equal(t, h5.KindMissing, k)
+
+	// A created file is 1-D bytes until described, and takes no description after a write.
+	d, err := st.Create("old/notes")
+	require.NoError(t, err)
+	_, err = d.WriteAt([]byte("hello"), 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), d.Size())
+	require.Equal(t, "|u1", d.Spec().DType)
+	require.ErrorIs(t, st.SetSpec("old/notes", []byte(`{"dtype": "<f8"}`)), syscall.EINVAL)
+	require.ErrorIs(t, st.SetBase("r1"), syscall.EBUSY, "a changed stage is not rebased")
+
+	// Attributes: the base's, with the stage's changes.
+	require.NoError(t, st.SetAttr("volume", "unit", []byte(`"shares"`)))
+	attrs, err := st.Attrs("volume")
+	require.NoError(t, err)
+	require.Equal(t, []Attr{{"unit", json.RawMessage(`"shares"`)}}, attrs)
+	require.NoError(t, st.SetAttr("volume", "note", []byte(`plain text, as setfattr -v '"..."' sends it`)))
+	attrs, err = st.Attrs("volume")
+	require.NoError(t, err)
+	require.Equal(t, []Attr{{"note", json.RawMessage(`"plain text, as setfattr -v '\"...\"' sends it"`)}, {"unit", json.RawMessage(`"shares"`)}}, attrs)
+	require.NoError(t, st.RemoveAttr("volume", "unit"))
+	require.NoError(t, st.RemoveAttr("volume", "note"))
+	attrs, err = st.Attrs("volume")
+	require.NoError(t, err)
+	require.Empty(t, attrs)
+
+	// versioned-hdf5 finds data groups by walking down to the first with raw_data: a new
+	// dataset's data group may be neither inside another nor around one.
+	n, err := m.Create("n")
+	require.NoError(t, err)
+	require.NoError(t, n.Unlink("old/x"))
+	require.NoError(t, n.Mkdir("old/x"))
+	_, err = n.Create("old/x/y")
+	require.ErrorIs(t, err, syscall.EINVAL, "inside old/x's data group")
+	require.NoError(t, n.Rmdir("old/x"))
+	require.NoError(t, n.Rmdir("old"))
+	_, err = n.Create("old")
+	require.ErrorIs(t, err, syscall.EINVAL, "around old/x's data group")
+
+	// Discarding: empty the stage, then remove it.
+	for _, p := range []string{"old/notes", "prices", "volume"} {
+		require.NoError(t, st.Unlink(p))
+	}
+	require.NoError(t, st.Rmdir("old"))
+	require.NoError(t, m.Remove("s"))
+	require.Equal(t, []string{"n"}, m.Names())
+	_, err = os.Stat(Dir(file) + "/s")
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestSpecs(t *testing.T) {
+	for _, c := range []struct {
+		json string
+		ok   bool
+		want h5.DataSpec
+	}{
+		{`{}`, true, h5.DataSpec{DType: "<f4", Chunks: []int64{4096}, Fill: []byte{0, 0, 0, 0}, Gzip: -1}},
+		{`{"dtype": "<f8", "shape": [0, 3], "chunks": [16, 3], "fillvalue": 1.5, "compression": "gzip"}`, true,
+			h5.DataSpec{DType: "<f8", Chunks: []int64{16, 3}, Fill: []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x3f}, Gzip: 4}},
+		{`{"dtype": ">i2", "fillvalue": -2, "compression": "lzf", "shuffle": true}`, true,
+			h5.DataSpec{DType: ">i2", Chunks: []int64{4096}, Fill: []byte{0xff, 0xfe}, Gzip: -1, LZF: true, Shuffle: true}},
+		{`{"dtype": "|b1", "fillvalue": true}`, true, h5.DataSpec{DType: "|b1", Chunks: []int64{4096}, Fill: []byte{1}, Gzip: -1}},
+		{`{"shape": [0, 3]}`, false, h5.DataSpec{}},                  // 2-D without chunks
+		{`{"dtype": "<f8", "chunks": [0]}`, false, h5.DataSpec{}},    // empty chunks
+		{`{"dtype": "<u1", "fillvalue": 300}`, false, h5.DataSpec{}}, // out of range
+		{`{"compression": "zstd"}`, false, h5.DataSpec{}},            // unknown filter
+		{`{"compression": "gzip", "compression_opts": 11}`, false, h5.DataSpec{}},
+		{`{"dtype": "<f8", "colour": "red"}`, false, h5.DataSpec{}}, // unknown field
+		{`{"dtype": "O"}`, false, h5.DataSpec{}},                    // no variable-length types
+		{`not json`, false, h5.DataSpec{}},
+	} {
+		t.Run(c.json, func(t *testing.T) {
+			s, err := ParseSpec([]byte(c.json))
+			if !c.ok {
+				require.ErrorIs(t, err, syscall.EINVAL)
+				return
+			}
+			require.NoError(t, err)
+			got, err := s.DataSpec()
+			require.NoError(t, err)
+			require.Equal(t, c.want, got)
+		})
+	}
+}
+
+// TestConcurrentWriters: handles of one dataset in a stage share its state; writers on
+// disjoint ranges, concurrently (run under -race by make test), all land.
+func TestConcurrentWriters(t *testing.T) {
+	e, err := fixture.StageGolden()
+	require.NoError(t, err)
+	file := fixture.Copy(t, e.Before)
+	_, m, _ := open(t, file, 64<<10)
+	st, err := m.Create("s")
+	require.NoError(t, err)
+	_, err = st.Create("big")
+	require.NoError(t, err)
+	require.NoError(t, st.SetSpec("big", []byte(`{"dtype": "|u1", "chunks": [1000]}`)))
+	const writers, per = 4, 50_000
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := st.Open("big")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			buf := make([]byte, 1000)
+			for i := range buf {
+				buf[i] = byte(w + 1)
+			}
+			for off := int64(w * per); off < int64((w+1)*per); off += 1000 {
+				if _, err := d.WriteAt(buf, off); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if err := st.Sync(d); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	d, err := st.Open("big")
+	require.NoError(t, err)
+	require.Equal(t, int64(writers*per), d.Size())
+	got := make([]byte, writers*per)
+	_, err = d.ReadAt(got, 0)
+	require.NoError(t, err)
+	for i, b := range got {
+		require.Equal(t, byte(i/per+1), b, "byte %d", i)
+	}
+	res, err := m.Commit("s", "")
+	require.NoError(t, err)
+	require.Equal(t, writers, res.Written, "each writer's chunks are equal: one slot each")
+	require.Equal(t, writers*per/1000-writers, res.Reused)
+}
