@@ -16,13 +16,30 @@ import (
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/mountopts"
+	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
+// Server is a running mount.
+type Server struct {
+	*fuse.Server
+	stages *stage.Manager
+}
+
+// Wait waits until the mount ends, then saves its stages for the next mount.
+func (s *Server) Wait() {
+	s.Server.Wait()
+	if s.stages != nil {
+		if err := s.stages.Close(); err != nil {
+			slog.Error("stages not saved", "err", err)
+		}
+	}
+}
+
 // Mount serves f at mountpoint with the options in cfg and returns the running server;
 // the caller waits on it (Wait) and ends it (Unmount).
-func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Server, error) {
+func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*Server, error) {
 	m := &mount{file: f, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask}
 	mountOpts := []string{"ro"}
 	if cfg.ReadWrite {
@@ -38,6 +55,11 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 		m.commit = c
 		m.stage = staged.OpenStore(f.Path(), cfg.StageMemBudget())
 		m.stage.SetDigester(commit.Hash)
+		if f.Versioned() {
+			if m.stages, err = stage.Open(f, c, m.stage); err != nil {
+				return nil, err
+			}
+		}
 		limitHeap(cfg.StageMemBudget())
 		mountOpts = []string{"rw"}
 	}
@@ -94,12 +116,15 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*fuse.Ser
 	}
 	srv, err := fs.Mount(mountpoint, root, opts)
 	if err != nil {
+		if m.stages != nil {
+			m.stages.Close()
+		}
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
 	if err := RaiseReadAhead(mountpoint); err != nil {
 		slog.Debug("read-ahead left as it is", "err", err)
 	}
-	return srv, nil
+	return &Server{Server: srv, stages: m.stages}, nil
 }
 
 // Detach unmounts mountpoint lazily (umount -l): the mount leaves the tree at once, and

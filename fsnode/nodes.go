@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -29,6 +30,7 @@ type mount struct {
 	file   *versions.File
 	commit *commit.Committer // nil for read-only mounts
 	stage  *staged.Store     // staged chunks' memory budget and spill file (read-write mounts)
+	stages *stage.Manager    // stage/ (read-write mounts of versioned files)
 	live   bool              // -o live: follow a SWMR writer and other processes' commits (live.go)
 	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
 	umask  uint32            // -o umask=: permission bits cleared from every mode but symlinks'
@@ -128,6 +130,13 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 			out.SetEntryTimeout(n.m.mutable())
 			out.SetAttrTimeout(n.m.mutable())
 			return n.NewInode(ctx, &currentNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino("current", "")}), 0
+		case "stage":
+			if n.m.stages != nil {
+				n.m.dirAttr(&out.Attr, n.m.mtime)
+				out.SetEntryTimeout(n.m.mutable())
+				out.SetAttrTimeout(n.m.mutable())
+				return n.NewInode(ctx, &stagesNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("stages", "")}), 0
+			}
 		}
 	}
 	return lookupChild(ctx, &n.Inode, n.m, "/", name, nil, out)
@@ -145,13 +154,16 @@ func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		if cur, err := n.m.file.CurrentVersion(); err != nil || servable(cur) {
 			list = append(list, fuse.DirEntry{Name: "current", Mode: fuse.S_IFLNK, Ino: ino("current", "")})
 		}
+		if n.m.stages != nil {
+			list = append(list, fuse.DirEntry{Name: "stage", Mode: fuse.S_IFDIR, Ino: ino("stages", "")})
+		}
 	}
 	plain, errn := listGroup(n.m, "/")
 	if errn != 0 {
 		return nil, errn
 	}
 	for _, e := range plain {
-		if n.m.file.Versioned() && (e.Name == "versions" || e.Name == "current") {
+		if n.m.file.Versioned() && (e.Name == "versions" || e.Name == "current" || (e.Name == "stage" && n.m.stages != nil)) {
 			continue
 		}
 		list = append(list, e)

@@ -258,7 +258,7 @@ func runMount(args []string, stderr io.Writer) int {
 	}
 	mountReady()
 	slog.Info("mounted", "file", file, "mountpoint", mnt, "options", cfg.String(), "version", version)
-	go unmountOnSignal(srv, mnt, sigs)
+	go unmountOnSignal(srv.Server, mnt, sigs)
 	srv.Wait()
 	signal.Stop(sigs)
 	slog.Info("unmounted", "mountpoint", mnt)
