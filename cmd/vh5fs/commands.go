@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/vh5fs/vh5fs/fsck"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -41,8 +43,12 @@ git log --all --graph --oneline draws them): writing versions/<old>/ in a read-w
 mount makes a sibling of <old>'s children, a new branch.
 `, runLog},
 		"ls": {`usage: vh5fs ls FILE [VERSION] [--at TIME]
+       vh5fs ls --stages FILE
 
 The datasets of VERSION (default: the current version), one per line: path, dtype, shape.
+--stages: the stages kept beside FILE for read-write mounts (stage/NAME), one per line:
+name, base version, and what each changes (as last saved: a running mount saves a
+dataset's data at fsync and at unmount).
 `, runLs},
 		"info": {`usage: vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
 
@@ -356,6 +362,18 @@ func shapeString(s []int64) string {
 }
 
 func runLs(args []string, stdout, stderr io.Writer) int {
+	if slices.Contains(args, "--stages") || slices.Contains(args, "-stages") {
+		fl := flag.NewFlagSet("ls", flag.ContinueOnError)
+		fl.Bool("stages", false, "list the stages kept for read-write mounts")
+		ops, code := parseArgs("ls", fl, args, stderr)
+		if code >= 0 {
+			return code
+		}
+		if len(ops) != 1 {
+			return badUsage("ls", stderr, "--stages needs FILE alone")
+		}
+		return listStages(ops[0], stdout, stderr)
+	}
 	f, file, version, _, code := openAtVersion(flag.NewFlagSet("ls", flag.ContinueOnError), "the version current at this time", args, stderr)
 	if code >= 0 {
 		return code
@@ -368,6 +386,37 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r[0], r[1], r[2])
+	}
+	tw.Flush()
+	return 0
+}
+
+// listStages prints the stages kept beside file.
+func listStages(file string, stdout, stderr io.Writer) int {
+	if _, err := os.Stat(file); err != nil {
+		return fail(stderr, file, err)
+	}
+	list, err := stage.Saved(file)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, s := range list {
+		var what []string
+		add := func(n int, label string) {
+			if n > 0 {
+				what = append(what, fmt.Sprintf("%d %s", n, label))
+			}
+		}
+		add(len(s.Changed), "datasets changed")
+		add(len(s.New), "new datasets")
+		add(len(s.Removed), "removed")
+		add(len(s.Groups), "new groups")
+		add(len(s.Attrs), "with attributes changed")
+		if len(what) == 0 {
+			what = []string{"no changes"}
+		}
+		fmt.Fprintf(tw, "%s\ton %s\t%s\n", s.Name, s.Base, strings.Join(what, ", "))
 	}
 	tw.Flush()
 	return 0
