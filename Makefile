@@ -50,7 +50,7 @@ demo: build
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
-	$(GO) test -race -count=1 -run Concurrent ./commit
+	$(GO) test -race -count=1 -run Concurrent ./commit ./stage
 	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x
 
 # Each fuzz target for FUZZTIME (seed corpora run with every `go test` too). `make test` gives

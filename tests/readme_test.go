@@ -75,7 +75,7 @@ func TestReadmeRecipes(t *testing.T) {
 				go func() { defer close(done); writer.run(t) }()
 				t.Cleanup(func() { <-done })
 			case "mounts":
-				if !strings.Contains(script, "mkdir") {
+				if !strings.Contains(r.script, "mkdir -p /mnt/run\n") {
 					require.NoError(t, os.Mkdir(mnt, 0o755))
 				}
 			default:
@@ -96,7 +96,7 @@ func TestReadmeRecipes(t *testing.T) {
 			checkRecipe(t, r, string(out), data, mnt)
 		})
 	}
-	require.Equal(t, 5, ran, "recipes run")
+	require.Equal(t, 6, ran, "recipes run")
 }
 
 // checkRecipe checks the effects a recipe promises, by what it does.
@@ -122,6 +122,15 @@ print(v.attrs["current_version"], hashlib.sha256(v[v.attrs["current_version"]]["
 	case strings.Contains(s, "commit_name=calibrated"):
 		require.Regexp(t, `^recalibrated  \S+ \S+  1 changed \(current\)\ncalibrated  `, out,
 			"the first commit takes commit_name, the second the setfattr name")
+		require.False(t, isMountpoint(t, mnt), "umount")
+	case strings.Contains(s, "stage/calib"):
+		require.Regexp(t, `(?m)^offsets +<f4 +\[3, ?37\]$`, out, "the new dataset is in the version")
+		got := run(t, python(t), "-c", `import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+v = f["_version_data/versions"]
+c = v["calib"]
+print(v.attrs["current_version"], c.attrs["prev_version"], c["temp"].attrs["unit"], c["temp"][0, 0], c["offsets"][()].sum())`, data)
+		require.Equal(t, "calib r5 K 0.0 55.5\n", got)
 		require.False(t, isMountpoint(t, mnt), "umount")
 	case r.kind == "live":
 		require.Contains(t, out, "user.vh5fs.live.writer=\"swmr-writing\"")

@@ -1,0 +1,265 @@
+package tests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pkg/xattr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/internal/conform"
+	"github.com/vh5fs/vh5fs/internal/fixture"
+)
+
+// applyStageOps applies the golden's operations to the stage directory dir with ordinary
+// system calls: pwrite, truncate, touch and setfattr, rm, mkdir.
+func applyStageOps(t *testing.T, dir string, ops []fixture.StageOp) {
+	t.Helper()
+	for _, op := range ops {
+		p := filepath.Join(dir, op.Path)
+		switch op.Op {
+		case "pwrite":
+			b, err := op.Data()
+			require.NoError(t, err)
+			f, err := os.OpenFile(p, os.O_RDWR, 0)
+			require.NoError(t, err)
+			_, err = f.WriteAt(b, op.Offset)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		case "truncate":
+			require.NoError(t, os.Truncate(p, op.Size))
+		case "create":
+			require.NoError(t, exec.Command("touch", p).Run())
+			require.NoError(t, exec.Command("setfattr", "-n", "user.vh5fs.create", "-v", string(op.Spec), p).Run())
+		case "rm":
+			require.NoError(t, os.Remove(p))
+		case "mkdir":
+			require.NoError(t, os.Mkdir(p, 0o755))
+		case "setattr":
+			require.NoError(t, xattr.Set(p, "user.hdf5."+op.Name, []byte(op.JSON)))
+		default:
+			t.Fatalf("unknown op %q", op.Op)
+		}
+	}
+}
+
+// checkStageGolden compares version golden of file with versioned-hdf5's for the same
+// change: the tree (data, dtypes, chunks, fill values, filters, attributes), each dataset's
+// appended hash rows, slots and mappings, and h5py's reading of both.
+func checkStageGolden(t *testing.T, file string, e fixture.StageEdit) {
+	t.Helper()
+	got, err := conform.Tree(file, "golden")
+	require.NoError(t, err)
+	want, err := conform.Tree(e.After, e.NewVersion)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	for _, ds := range []string{"prices", "volume", "temp"} {
+		var from int64
+		if ds != "temp" {
+			from, err = conform.Largest(e.Before, e.BaseVersion, ds)
+			require.NoError(t, err)
+		}
+		g, err := conform.Read(file, "golden", ds, from)
+		require.NoError(t, err)
+		w, err := conform.Read(e.After, e.NewVersion, ds, from)
+		require.NoError(t, err)
+		require.Empty(t, conform.Diff(g, w), ds)
+	}
+	checkFile(t, file)
+	script := `
+import sys, h5py, numpy as np
+def describe(path, v):
+    out = []
+    with h5py.File(path, "r") as f:
+        g = f["_version_data/versions"][v]
+        out.append(("current", f["_version_data/versions"].attrs["current_version"] == v))
+        def visit(name, obj):
+            attrs = sorted((k, repr(obj.attrs[k])) for k in obj.attrs if k != "timestamp")
+            if isinstance(obj, h5py.Dataset):
+                out.append((name, str(obj.dtype), obj.shape, obj.fillvalue, obj[()].tobytes(), attrs))
+            else:
+                out.append((name, attrs))
+        g.visititems(visit)
+    return out
+a, b = describe(sys.argv[1], "golden"), describe(sys.argv[2], sys.argv[3])
+assert a == b, (a, b)
+print(len(a))
+`
+	out, err := exec.Command(python(t), "-c", script, file, e.After, e.NewVersion).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// TestStageGolden: the golden multi-change applied as file operations in stage/golden and
+// committed by mv into versions/ is the version versioned-hdf5 made of the same change.
+func TestStageGolden(t *testing.T) {
+	e, err := fixture.StageGolden()
+	require.NoError(t, err)
+	file := fixture.Copy(t, e.Before)
+	m := mount(t, file, "rw")
+	dir := filepath.Join(m.Dir, "stage", "golden")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	base, err := xattr.Get(dir, "user.vh5fs.base")
+	require.NoError(t, err)
+	require.Equal(t, e.BaseVersion, string(base))
+	applyStageOps(t, dir, e.Ops)
+
+	// What the stage shows before it commits: the tree and a new dataset's bytes.
+	require.Equal(t, []string{"old", "prices", "temp", "volume"}, readDirNames(t, dir))
+	require.Empty(t, readDirNames(t, filepath.Join(dir, "old")))
+	temp, err := os.ReadFile(filepath.Join(dir, "temp"))
+	require.NoError(t, err)
+	require.Len(t, temp, 30*8)
+	unit, err := xattr.Get(filepath.Join(dir, "volume"), "user.hdf5.unit")
+	require.NoError(t, err)
+	require.Equal(t, `"shares"`, string(unit))
+	_, err = os.Stat(filepath.Join(m.Dir, "versions", "golden"))
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing is published before the commit")
+
+	out, err := exec.Command("mv", dir, filepath.Join(m.Dir, "versions")+"/").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "golden", currentVersion(t, m.Dir))
+	require.Empty(t, readDirNames(t, filepath.Join(m.Dir, "stage")))
+	got, err := os.ReadFile(filepath.Join(m.Dir, "versions", "golden", "temp"))
+	require.NoError(t, err)
+	require.Equal(t, temp, got)
+	m.unmount(t)
+	checkStageGolden(t, file, e)
+}
+
+// TestStageKept: a stage outlives its mount, in full (its data is saved at unmount), and
+// `vh5fs ls --stages` lists it; the next mount shows it again and commits it.
+func TestStageKept(t *testing.T) {
+	e, err := fixture.StageGolden()
+	require.NoError(t, err)
+	file := fixture.Copy(t, e.Before)
+	m := mount(t, file, "rw,stage_mem=0")
+	dir := filepath.Join(m.Dir, "stage", "golden")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	applyStageOps(t, dir, e.Ops)
+	m.unmount(t)
+
+	out, _, code := vh5fsRun(t, "ls", "--stages", file)
+	require.Equal(t, 0, code)
+	require.Regexp(t, `^golden +on r1 +2 datasets changed, 1 new datasets, 1 removed, 1 with attributes changed\n$`, out)
+
+	m = mount(t, file, "rw")
+	require.Equal(t, []string{"golden"}, readDirNames(t, filepath.Join(m.Dir, "stage")))
+	require.NoError(t, os.Rename(filepath.Join(m.Dir, "stage", "golden"), filepath.Join(m.Dir, "versions", "golden")))
+	m.unmount(t)
+	out, _, code = vh5fsRun(t, "ls", "--stages", file)
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+	checkStageGolden(t, file, e)
+}
+
+// TestStageSemantics: handles of a stage share one state; fsync and close do not commit;
+// each refusal answers the errno that says what is true.
+func TestStageSemantics(t *testing.T) {
+	e, err := fixture.StageGolden()
+	require.NoError(t, err)
+	file := fixture.Copy(t, e.Before)
+	m := mount(t, file, "rw")
+	stages := filepath.Join(m.Dir, "stage")
+	dir := filepath.Join(stages, "s")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+
+	// Two handles, one state; a later open sees both writes.
+	a, err := os.OpenFile(filepath.Join(dir, "volume"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	b, err := os.OpenFile(filepath.Join(dir, "volume"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = a.WriteAt(int64Bytes(7), 0)
+	require.NoError(t, err)
+	buf := make([]byte, 8)
+	_, err = b.ReadAt(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64Bytes(7), buf)
+	_, err = b.WriteAt(int64Bytes(8), 8)
+	require.NoError(t, err)
+	require.NoError(t, a.Sync())
+	require.NoError(t, a.Close())
+	require.NoError(t, b.Close())
+	got, err := os.ReadFile(filepath.Join(dir, "volume"))
+	require.NoError(t, err)
+	require.Equal(t, int64Bytes(7, 8), got[:16])
+	require.Equal(t, "r1", currentVersion(t, m.Dir), "fsync and close in a stage do not commit")
+
+	// A file written without a description is bytes: cp works.
+	src := filepath.Join(t.TempDir(), "notes.bin")
+	require.NoError(t, os.WriteFile(src, []byte("plain bytes"), 0o644))
+	out, err := exec.Command("cp", src, dir+"/").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	dtype, err := xattr.Get(filepath.Join(dir, "notes.bin"), "user.vh5fs.dtype")
+	require.NoError(t, err)
+	require.Equal(t, "|u1", string(dtype))
+
+	errnos := []struct {
+		name string
+		do   func() error
+		want syscall.Errno
+	}{
+		{"mkdir of a taken stage name", func() error { return os.Mkdir(dir, 0o755) }, syscall.EEXIST},
+		{"mkdir of a version's name", func() error { return os.Mkdir(filepath.Join(stages, "r1"), 0o755) }, syscall.EEXIST},
+		{"commit to a taken version name", func() error { return os.Rename(dir, filepath.Join(m.Dir, "versions", "r1")) }, syscall.EEXIST},
+		{"rename inside a stage", func() error { return os.Rename(filepath.Join(dir, "volume"), filepath.Join(dir, "v2")) }, syscall.EPERM},
+		{"rename of a stage within stage/", func() error { return os.Rename(dir, filepath.Join(stages, "t")) }, syscall.EPERM},
+		{"rmdir of a non-empty stage", func() error { return syscall.Rmdir(dir) }, syscall.ENOTEMPTY},
+		{"rmdir of a non-empty group", func() error { return syscall.Rmdir(filepath.Join(dir, "old")) }, syscall.ENOTEMPTY},
+		{"a bad description", func() error {
+			return xattr.Set(filepath.Join(dir, "notes.bin"), "user.vh5fs.create", []byte(`{"dtype": "<f8"`))
+		}, syscall.EINVAL},
+		{"a description after a write", func() error {
+			return xattr.Set(filepath.Join(dir, "notes.bin"), "user.vh5fs.create", []byte(`{"dtype": "<f8"}`))
+		}, syscall.EINVAL},
+		{"an attribute that is not JSON", func() error { return xattr.Set(filepath.Join(dir, "volume"), "user.hdf5.a", []byte(`{`)) }, syscall.EINVAL},
+		{"removing a missing attribute", func() error { return xattr.Remove(filepath.Join(dir, "volume"), "user.hdf5.nope") }, syscall.ENODATA},
+		{"chmod", func() error { return os.Chmod(filepath.Join(dir, "volume"), 0o600) }, syscall.EPERM},
+		{"a symlink", func() error { return os.Symlink("volume", filepath.Join(dir, "link")) }, syscall.EPERM},
+		{"truncate to part of a row", func() error { return os.Truncate(filepath.Join(dir, "prices"), 7) }, syscall.EINVAL},
+		{"rebasing a changed stage", func() error { return xattr.Set(dir, "user.vh5fs.base", []byte("r1")) }, syscall.EBUSY},
+	}
+	for _, c := range errnos {
+		t.Run(c.name, func(t *testing.T) {
+			require.ErrorIs(t, c.do(), c.want)
+		})
+	}
+	require.Contains(t, m.stderr.String(), "stage: refused", "refusals are logged")
+
+	// Groups: mkdir, a dataset in it, rm -r.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "g", "h"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "g", "h", "x"), []byte{1, 2, 3}, 0o644))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "g")))
+	require.NotContains(t, readDirNames(t, dir), "g")
+
+	// A new stage is rebased while unchanged.
+	other := filepath.Join(stages, "other")
+	require.NoError(t, os.Mkdir(other, 0o755))
+	require.NoError(t, xattr.Set(other, "user.vh5fs.base", []byte("r1")))
+	require.ErrorIs(t, xattr.Set(other, "user.vh5fs.base", []byte("nope")), syscall.ENOENT)
+
+	// rm -r discards a stage; the other commits under its own name.
+	require.NoError(t, os.RemoveAll(other))
+	require.Equal(t, []string{"s"}, readDirNames(t, stages))
+	require.NoError(t, os.Rename(dir, filepath.Join(m.Dir, "versions", "s")))
+	require.Equal(t, "s", currentVersion(t, m.Dir))
+	got, err = os.ReadFile(filepath.Join(m.Dir, "versions", "s", "notes.bin"))
+	require.NoError(t, err)
+	require.Equal(t, "plain bytes", string(got))
+	got, err = os.ReadFile(filepath.Join(m.Dir, "versions", "s", "volume"))
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(got, int64Bytes(7, 8)))
+	m.unmount(t)
+	checkFile(t, file)
+	out, err = exec.Command(python(t), "-c", `
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+v = f["_version_data/versions/s"]
+print(v.attrs["prev_version"], bytes(v["notes.bin"][()]).decode(), v["volume"][:2].tolist(), sorted(v))`, file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "r1 plain bytes [7, 8] ['notes.bin', 'old', 'prices', 'volume']", strings.TrimSpace(string(out)))
+}
