@@ -517,7 +517,9 @@ func (n *stageFileNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte,
 		nr, err = h.base.ReadAt(dest, off)
 	}
 	if err != nil {
-		return nil, errno(err)
+		en := errno(err)
+		slog.Error("read failed", "stage", n.st.Name(), "dataset", n.path, "off", off, "errno", en, "err", err)
+		return nil, en
 	}
 	return bytesResult(dest[:nr]), 0
 }

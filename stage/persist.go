@@ -62,7 +62,7 @@ func (s *Stage) saveTree() error {
 	sort.Strings(t.Groups)
 	for p, d := range s.datasets {
 		if d.Created() || d.saved {
-			t.Datasets[p] = savedDataset{Spec: d.spec, Data: d.saved, Changed: d.restored || d.Created()}
+			t.Datasets[p] = savedDataset{Spec: d.Spec(), Data: d.saved, Changed: d.restored || d.Created()}
 		}
 	}
 	b, err := json.MarshalIndent(t, "", " ")
@@ -280,9 +280,11 @@ func (s *Stage) loadDataset(p string, sd savedDataset) (*Dataset, error) {
 			return fail(err)
 		}
 	}
-	src := d.Source()
+	src := d.h.Load().Source()
 	d.Close()
-	return &Dataset{Handle: writefile.New(restored, src), path: p, spec: d.spec, restored: sd.Changed, saved: true}, nil
+	out := newDataset(p, writefile.New(restored, src), d.Spec())
+	out.restored, out.saved = sd.Changed, true
+	return out, nil
 }
 
 // Summary describes a stage kept on disk, as `vh5fs ls --stages` shows it.

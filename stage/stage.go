@@ -301,29 +301,6 @@ func (s *Stage) Base() string {
 	return s.base
 }
 
-// Dataset is a dataset of a stage: a write handle every open shares, which never commits
-// by itself.
-type Dataset struct {
-	*writefile.Handle
-	path string
-	spec *Spec // a dataset created in the stage; nil for one of the base
-	// restored: loaded with changes from a stage kept on disk (the array's own Dirty
-	// starts afresh there); saved: its data file exists. GUARDED_BY(Stage.mu)
-	restored, saved bool
-}
-
-// changed reports whether the dataset differs from the base's. Called holding it.
-func (d *Dataset) changed(arr *staged.Array) bool { return d.Created() || d.restored || arr.Dirty() }
-
-// Created reports whether the dataset was created in the stage.
-func (d *Dataset) Created() bool { return d.spec != nil }
-
-// Spec is a created dataset's description (nil for a dataset of the base).
-func (d *Dataset) Spec() *Spec { return d.spec }
-
-// Path is the dataset's path inside the stage.
-func (d *Dataset) Path() string { return d.path }
-
 // Entry is a name in a stage's directory.
 type Entry struct {
 	Name    string
@@ -591,7 +568,7 @@ func (s *Stage) newDataset(p string, spec Spec) (*Dataset, error) {
 	if s.m.store != nil {
 		arr.UseStore(s.m.store)
 	}
-	return &Dataset{Handle: writefile.New(arr, nil), path: p, spec: &spec}, nil
+	return newDataset(p, writefile.New(arr, nil), &spec), nil
 }
 
 // checkDataGroup refuses a spec that the path's data group, if an earlier dataset of the
@@ -652,12 +629,13 @@ func (s *Stage) SetSpec(p string, value []byte) error {
 	if err != nil {
 		return err
 	}
-	s.datasets[p] = d
-	if err := s.changed(func() { s.datasets[p] = old }); err != nil {
-		d.Close()
+	// The open handles of the file keep the Dataset: it takes the new state in place.
+	was := old.swap(d.h.Load(), d.spec.Load())
+	if err := s.changed(func() { old.swap(was, old.spec.Load()) }); err != nil {
+		old.swap(was, old.spec.Load()).Close()
 		return err
 	}
-	old.Close()
+	was.Close()
 	return nil
 }
 
@@ -681,7 +659,7 @@ func (s *Stage) open(p string) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dataset{Handle: h, path: p}
+	d := newDataset(p, h, nil)
 	s.datasets[p] = d
 	return d, nil
 }
@@ -705,7 +683,10 @@ func (s *Stage) SetBase(version string) error {
 		return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, syscall.EBUSY)
 	}
 	for _, d := range s.datasets {
-		if d.Created() || d.Dirty() {
+		arr, release := d.Hold()
+		changed := d.changed(arr)
+		release()
+		if changed {
 			return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, syscall.EBUSY)
 		}
 	}
@@ -835,7 +816,9 @@ func (s *Stage) RemoveAttr(p, name string) error {
 		s.attrs[p] = m
 	}
 	old, had := m[name]
-	if s.fromBase(p) && p != "" {
+	if inBase, err := s.baseHasAttr(p, name); err != nil {
+		return err
+	} else if inBase {
 		m[name] = nil // the base's: removed at commit
 	} else {
 		delete(m, name)
@@ -856,6 +839,19 @@ func attrValue(b []byte) ([]byte, error) {
 		return json.Marshal(string(b))
 	}
 	return b, checkAttrJSON(b)
+}
+
+// baseHasAttr reports whether the object at p comes from the base with attribute name,
+// which the commit copies (and a removal must then delete). Called with mu held.
+func (s *Stage) baseHasAttr(p, name string) (bool, error) {
+	if p == "" || !s.fromBase(p) {
+		return false, nil // the version group's own attributes are not carried over
+	}
+	attrs, err := s.m.f.Attrs(s.basePath(p))
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(attrs, func(a h5.Attr) bool { return a.Name == name }), nil
 }
 
 // checkAttrJSON refuses values SetAttrJSON cannot write: they would fail the commit.
@@ -937,7 +933,7 @@ func (s *Stage) commit(version string) (commit.Result, error) {
 			en := commit.Entry{Path: p, Group: e.IsGroup, FromBase: s.fromBase(p), Attrs: attrChanges(s.attrs[p])}
 			if d := s.datasets[p]; d != nil {
 				if d.Created() {
-					ds, err := d.spec.DataSpec()
+					ds, err := d.Spec().DataSpec()
 					if err != nil {
 						return err
 					}

@@ -199,6 +199,24 @@ func TestTreeOperations(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, h5.KindMissing, k)
 
+	// A file opened before it is described writes the described dataset; a dataset that
+	// left the stage answers ESTALE.
+	early, err := st.Create("old/early")
+	require.NoError(t, err)
+	require.NoError(t, st.SetSpec("old/early", []byte(`{"dtype": "<i8"}`)))
+	_, err = early.WriteAt(make([]byte, 16), 0)
+	require.NoError(t, err)
+	require.Equal(t, "<i8", early.Spec().DType)
+	again, err := st.Open("old/early")
+	require.NoError(t, err)
+	require.Same(t, early, again)
+	require.Equal(t, int64(16), again.Size())
+	require.NoError(t, st.Unlink("old/early"))
+	_, err = early.WriteAt([]byte{1}, 0)
+	require.ErrorIs(t, err, syscall.ESTALE)
+	_, err = early.ReadAt(make([]byte, 1), 0)
+	require.ErrorIs(t, err, syscall.ESTALE)
+
 	// A created file is 1-D bytes until described, and takes no description after a write.
 	d, err := st.Create("old/notes")
 	require.NoError(t, err)
