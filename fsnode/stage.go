@@ -566,13 +566,15 @@ var _ fs.NodeFsyncer = (*stageFileNode)(nil)
 // Fsync saves the dataset's staged data to the stage's files on disk (it does not
 // commit: renaming the stage into versions/ does).
 func (n *stageFileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
-	d := n.st.Peek(n.path)
-	if d == nil {
-		return 0 // nothing staged: nothing to save
+	h, ok := fh.(*stageHandle)
+	if !ok || h.d == nil {
+		return 0 // read-only: nothing staged to save
 	}
+	d := h.d
 	if err := n.st.Sync(d); err != nil {
-		slog.Error("stage: saving the dataset failed", "stage", n.st.Name(), "dataset", n.path, "err", err)
-		return errno(err)
+		en := errno(err)
+		slog.Error("stage: saving the dataset failed", "stage", n.st.Name(), "dataset", n.path, "errno", en, "err", err)
+		return en
 	}
 	return 0
 }

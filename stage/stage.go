@@ -271,6 +271,7 @@ type Stage struct {
 	removed  map[string]bool                       // base paths removed (and all below); GUARDED_BY(mu)
 	groups   map[string]bool                       // groups created; GUARDED_BY(mu)
 	datasets map[string]*Dataset                   // datasets opened or created; GUARDED_BY(mu)
+	gone     bool                                  // committed, discarded or closed; GUARDED_BY(mu)
 	attrs    map[string]map[string]json.RawMessage // path -> name -> JSON (nil: removed); "" is the root; GUARDED_BY(mu)
 }
 
@@ -327,6 +328,9 @@ func (s *Stage) underRemoved(p string) bool {
 // kind says what p is in the stage's tree. Called with mu held.
 func (s *Stage) kind(p string) (h5.Kind, error) {
 	switch {
+	case s.gone:
+		// Committed or discarded: a node the kernel still holds must not show the base.
+		return h5.KindMissing, fmt.Errorf("stage %s: committed or discarded: %w", s.name, syscall.ESTALE)
 	case p == "" || s.groups[p]:
 		return h5.KindGroup, nil
 	case s.datasets[p] != nil:
@@ -674,6 +678,9 @@ func (s *Stage) BaseDataset(p string) (*versions.Dataset, error) {
 func (s *Stage) SetBase(version string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, err := s.kind(""); err != nil {
+		return err
+	}
 	if _, ok, err := s.m.f.Version(version); err != nil {
 		return err
 	} else if !ok {
@@ -902,8 +909,8 @@ func checkAttrJSON(b []byte) error {
 func (s *Stage) Sync(d *Dataset) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.datasets[d.path] != d {
-		return nil // removed from the stage since it was opened
+	if s.gone || s.datasets[d.path] != d {
+		return d.errGone()
 	}
 	return s.saveDataset(d)
 }
@@ -974,8 +981,10 @@ func attrChanges(m map[string]json.RawMessage) []commit.AttrChange {
 	return out
 }
 
-// discard drops the stage's staged data from memory. Called with s.mu held.
+// discard ends the stage in memory: its staged data goes, and every call on it answers
+// ESTALE. Called with s.mu held.
 func (s *Stage) discard() {
+	s.gone = true
 	for _, d := range s.datasets {
 		d.Close()
 	}

@@ -127,6 +127,8 @@ func TestGoldenStage(t *testing.T) {
 			require.Equal(t, "golden", res.Name)
 			require.Equal(t, e.BaseVersion, res.Base)
 			require.Empty(t, m.Names())
+			_, err = st.List("")
+			require.ErrorIs(t, err, syscall.ESTALE, "a committed stage shows nothing, not its base")
 			_, err = os.Stat(Dir(file) + "/golden")
 			require.ErrorIs(t, err, os.ErrNotExist, "a committed stage leaves no files")
 			cur, err := f.CurrentVersion()

@@ -228,7 +228,6 @@ func TestStageSemantics(t *testing.T) {
 			require.ErrorIs(t, c.do(), c.want)
 		})
 	}
-	require.Contains(t, m.stderr.String(), "stage: refused", "refusals are logged")
 
 	// Groups: mkdir, a dataset in it, rm -r.
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "g", "h"), 0o755))
@@ -260,6 +259,11 @@ func TestStageSemantics(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.HasPrefix(got, int64Bytes(7, 8)))
 	m.unmount(t)
+	log := m.stderr.String()
+	for _, want := range []string{`msg="stage: refused: datasets and groups cannot be renamed`, `msg="stage: refused: modes and owners are fixed"`,
+		`msg="stage: refused" op="setfattr user.vh5fs.create"`, `errno="file exists"`} {
+		require.Contains(t, log, want, "refusals are logged")
+	}
 	checkFile(t, file)
 	out, err = exec.Command(python(t), "-c", `
 import sys, h5py
@@ -268,4 +272,48 @@ v = f["_version_data/versions/s"]
 print(v.attrs["prev_version"], bytes(v["notes.bin"][()]).decode(), v["volume"][:2].tolist(), sorted(v))`, file).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, "r1 plain bytes [7, 8] ['notes.bin', 'old', 'prices', 'volume']", strings.TrimSpace(string(out)))
+}
+
+// TestStageCrash: a daemon killed with SIGKILL keeps, in its stage, every change to the
+// tree that returned and each dataset's data as of its last fsync; writes after that are
+// lost, as documented.
+func TestStageCrash(t *testing.T) {
+	e, err := fixture.StageGolden()
+	require.NoError(t, err)
+	file := fixture.Copy(t, e.Before)
+	m := mount(t, file, "rw")
+	dir := filepath.Join(m.Dir, "stage", "c")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, os.Remove(filepath.Join(dir, "old", "x")))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "grp"), 0o755))
+	f, err := os.OpenFile(filepath.Join(dir, "volume"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt(int64Bytes(11, 12), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	_, err = f.WriteAt(int64Bytes(13), 8) // not synced: lost with the daemon
+	require.NoError(t, err)
+	require.NoError(t, m.cmd.Process.Kill())
+	require.Error(t, m.wait(t))
+	f.Close()
+	exec.Command("fusermount3", "-uz", m.Dir).Run()
+
+	// Checked before anything mounts the file again: what the stage's files hold.
+	out, _, code := vh5fsRun(t, "ls", "--stages", file)
+	require.Equal(t, 0, code)
+	require.Regexp(t, `^c +on r1 +1 datasets changed, 1 removed, 1 new groups\n$`, out)
+
+	m = mount(t, file, "rw")
+	dir = filepath.Join(m.Dir, "stage", "c")
+	require.Equal(t, []string{"grp", "old", "prices", "volume"}, readDirNames(t, dir))
+	require.Empty(t, readDirNames(t, filepath.Join(dir, "old")))
+	got, err := os.ReadFile(filepath.Join(dir, "volume"))
+	require.NoError(t, err)
+	require.Equal(t, int64Bytes(11, 12), got[:16], "the synced data, not the write after it")
+	require.NoError(t, os.Rename(dir, filepath.Join(m.Dir, "versions", "c")))
+	got, err = os.ReadFile(filepath.Join(m.Dir, "versions", "c", "volume"))
+	require.NoError(t, err)
+	require.Equal(t, int64Bytes(11, 12), got[:16], "%s", m.stderr)
+	m.unmount(t)
+	checkFile(t, file)
 }
