@@ -311,11 +311,29 @@ func (n *datasetNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Err
 	if h, ok := fh.(*writeHandle); ok {
 		n.latest.CompareAndSwap(h, nil)
 		if errn := h.commit(false); errn != 0 {
-			slog.Error("changes lost: commit at release failed", "dataset", n.path)
+			n.rescue(h)
 		}
 		h.Close() // what could not be committed gives its memory and spill slots back
 	}
 	return 0
+}
+
+// rescue keeps the changes of a handle whose commit failed at its last close in a stage
+// (stage.Manager.Rescue), which a later mount commits; they are lost only if that fails
+// too.
+func (n *datasetNode) rescue(h *writeHandle) {
+	version, rel := n.versionAndRel()
+	if n.m.stages == nil {
+		slog.Error("changes lost: commit at release failed", "dataset", n.path)
+		return
+	}
+	name, err := n.m.stages.Rescue(h.Base(), rel, h.Handle)
+	if err != nil {
+		slog.Error("changes lost: commit at release failed, and keeping them in a stage failed too", "dataset", n.path, "err", err)
+		return
+	}
+	slog.Error("commit at release failed: the changes are kept in a stage; mount again and commit it with mv",
+		"dataset", n.path, "opened_on", version, "stage", "stage/"+name, "base", h.Base())
 }
 
 // setShape resizes the dataset to the JSON shape in value and commits at once (the shape

@@ -41,6 +41,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vh5fs/vh5fs/commit"
@@ -989,4 +990,39 @@ func (s *Stage) discard() {
 		d.Close()
 	}
 	s.datasets = map[string]*Dataset{}
+}
+
+// Rescue keeps the changes of a write handle that could not commit them (its commit
+// failed, and the handle is being closed) as a new stage on base, holding the dataset at
+// path as the handle staged it, and returns the stage's name. Saved to disk before it
+// returns, the stage outlives the handle and the mount: a later mount commits it
+// (mv stage/NAME versions/). The handle is only read.
+func (m *Manager) Rescue(base, path string, h *writefile.Handle) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	stamp := time.Now().UTC().Format("20060102T150405.000000Z")
+	name := "unsaved-" + stamp
+	for i := 2; m.taken(name) != nil; i++ {
+		name = fmt.Sprintf("unsaved-%s-%d", stamp, i)
+	}
+	s := newStage(m, name, base)
+	if err := os.MkdirAll(s.dir(), 0o700); err != nil {
+		return "", fmt.Errorf("stage %s: %w", name, err)
+	}
+	d := newDataset(path, h, nil)
+	d.restored = true // whatever it holds differs from the base: it was to be committed
+	s.mu.Lock()
+	s.datasets[path] = d
+	err := s.saveDataset(d)
+	s.mu.Unlock()
+	if err == nil {
+		// Served from what was saved: the handle's state goes with the handle.
+		var loaded *Stage
+		if loaded, err = m.load(name); err == nil {
+			m.stages[name] = loaded
+			return name, nil
+		}
+	}
+	os.RemoveAll(s.dir())
+	return "", fmt.Errorf("stage %s: %w", name, err)
 }
