@@ -428,12 +428,8 @@ func dirOrDot(dir string) string {
 
 // creatable checks that p's parent is a group of the stage and p is free.
 func (s *Stage) creatable(p string) error {
-	if k, err := s.kind(dirOf(p)); err != nil {
+	if err := s.expect(dirOf(p), h5.KindGroup); err != nil {
 		return err
-	} else if k == h5.KindMissing {
-		return fmt.Errorf("%s: %w", dirOf(p), errNotFound)
-	} else if k != h5.KindGroup {
-		return fmt.Errorf("%s: %w", dirOf(p), errNotDir)
 	}
 	if k, err := s.kind(p); err != nil {
 		return err
@@ -474,16 +470,40 @@ func (s *Stage) changed(undo func()) error {
 	return nil
 }
 
-// Rmdir removes an empty group (ENOTEMPTY otherwise).
-func (s *Stage) Rmdir(p string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// expect checks that p is a want (h5.KindGroup or h5.KindDataset): ENOENT if it is
+// missing, ENOTDIR or EISDIR if it is the other kind. Called with mu held.
+func (s *Stage) expect(p string, want h5.Kind) error {
+	k, err := s.kind(p)
+	switch {
+	case err != nil:
+		return err
+	case k == h5.KindMissing:
+		return fmt.Errorf("%s: %w", p, errNotFound)
+	case k != want && want == h5.KindGroup:
+		return fmt.Errorf("%s: %w", p, errNotDir)
+	case k != want:
+		return fmt.Errorf("%s: %w", p, errIsDir)
+	}
+	return nil
+}
+
+// exists checks that p is a group or a dataset of the stage (ENOENT if not). Called with
+// mu held.
+func (s *Stage) exists(p string) error {
 	if k, err := s.kind(p); err != nil {
 		return err
 	} else if k == h5.KindMissing {
 		return fmt.Errorf("%s: %w", p, errNotFound)
-	} else if k != h5.KindGroup {
-		return fmt.Errorf("%s: %w", p, errNotDir)
+	}
+	return nil
+}
+
+// Rmdir removes an empty group (ENOTEMPTY otherwise).
+func (s *Stage) Rmdir(p string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.expect(p, h5.KindGroup); err != nil {
+		return err
 	}
 	if p == "" {
 		return fmt.Errorf("the stage's root: %w", syscall.EBUSY)
@@ -509,12 +529,8 @@ func (s *Stage) Rmdir(p string) error {
 func (s *Stage) Unlink(p string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if k, err := s.kind(p); err != nil {
+	if err := s.expect(p, h5.KindDataset); err != nil {
 		return err
-	} else if k == h5.KindMissing {
-		return fmt.Errorf("%s: %w", p, errNotFound)
-	} else if k == h5.KindGroup {
-		return fmt.Errorf("%s: %w", p, errIsDir)
 	}
 	d, wasRemoved, attrs := s.datasets[p], s.removed[p], s.attrs[p]
 	delete(s.datasets, p)
@@ -726,10 +742,8 @@ func (s *Stage) Attrs(p string) ([]Attr, error) {
 }
 
 func (s *Stage) attrList(p string) ([]Attr, error) {
-	if k, err := s.kind(p); err != nil {
+	if err := s.exists(p); err != nil {
 		return nil, err
-	} else if k == h5.KindMissing {
-		return nil, fmt.Errorf("%s: %w", p, errNotFound)
 	}
 	vals := map[string]json.RawMessage{}
 	if p != "" && s.fromBase(p) {
@@ -786,10 +800,8 @@ func (s *Stage) SetAttr(p, name string, value []byte) error {
 	if name == "" || reserved(p, name) {
 		return invalid("attribute %q is versioned-hdf5's own", name)
 	}
-	if k, err := s.kind(p); err != nil {
+	if err := s.exists(p); err != nil {
 		return err
-	} else if k == h5.KindMissing {
-		return fmt.Errorf("%s: %w", p, errNotFound)
 	}
 	m := s.attrs[p]
 	if m == nil {

@@ -53,23 +53,7 @@ func applyStageOps(t *testing.T, dir string, ops []fixture.StageOp) {
 // appended hash rows, slots and mappings, and h5py's reading of both.
 func checkStageGolden(t *testing.T, file string, e fixture.StageEdit) {
 	t.Helper()
-	got, err := conform.Tree(file, "golden")
-	require.NoError(t, err)
-	want, err := conform.Tree(e.After, e.NewVersion)
-	require.NoError(t, err)
-	require.Equal(t, want, got)
-	for _, ds := range []string{"prices", "volume", "temp"} {
-		var from int64
-		if ds != "temp" {
-			from, err = conform.Largest(e.Before, e.BaseVersion, ds)
-			require.NoError(t, err)
-		}
-		g, err := conform.Read(file, "golden", ds, from)
-		require.NoError(t, err)
-		w, err := conform.Read(e.After, e.NewVersion, ds, from)
-		require.NoError(t, err)
-		require.Empty(t, conform.Diff(g, w), ds)
-	}
+	require.NoError(t, conform.StageGolden(file, e))
 	checkFile(t, file)
 	script := `
 import sys, h5py, numpy as np

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -194,4 +195,41 @@ func Tree(file, version string) (string, error) {
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n"), nil
+}
+
+// StageGolden compares version "golden" of file with what versioned-hdf5 committed for
+// the golden multi-change edit e: the whole tree (Tree), then each dataset's data,
+// appended hash rows, slots and mappings (Read, Diff). nil if they agree.
+func StageGolden(file string, e fixture.StageEdit) error {
+	got, err := Tree(file, "golden")
+	if err != nil {
+		return err
+	}
+	want, err := Tree(e.After, e.NewVersion)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("the version's tree differs:\n got %s\nwant %s", got, want)
+	}
+	for _, ds := range []string{"prices", "volume", "temp"} {
+		var from int64 // temp is new: all its rows are the commit's
+		if ds != "temp" {
+			if from, err = Largest(e.Before, e.BaseVersion, ds); err != nil {
+				return err
+			}
+		}
+		g, err := Read(file, "golden", ds, from)
+		if err != nil {
+			return err
+		}
+		w, err := Read(e.After, e.NewVersion, ds, from)
+		if err != nil {
+			return err
+		}
+		if d := Diff(g, w); d != "" {
+			return fmt.Errorf("%s: %s", ds, d)
+		}
+	}
+	return nil
 }
