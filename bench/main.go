@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -101,8 +100,8 @@ func main() {
 
 func benchCommit(cache string, reps int, sizes, histories []int) error {
 	fmt.Printf("commit: median of %d commits after a cold first one; 1 KiB chunks\n", reps)
-	fmt.Printf("%-8s %-8s %-7s | %9s %9s %9s %9s %9s | %9s %9s | %12s\n",
-		"chunks", "history", "changed", "plan", "data", "table", "group", "sync", "total", "cold", "vs v-hdf5")
+	fmt.Printf("%-8s %-8s %-7s | %s | %9s %9s | %12s\n",
+		"chunks", "history", "changed", phaseHeader, "total", "cold", "vs v-hdf5")
 	for _, n := range sizes {
 		for _, h := range histories {
 			file, err := generate(cache, n, h)
@@ -114,26 +113,12 @@ func benchCommit(cache string, reps int, sizes, histories []int) error {
 				if err != nil {
 					return err
 				}
-				med := func(f func(commit.Result) time.Duration) time.Duration {
-					ds := make([]time.Duration, len(rows))
-					for i, r := range rows {
-						ds[i] = f(r)
-					}
-					slices.Sort(ds)
-					return ds[len(ds)/2]
-				}
-				total := med(func(r commit.Result) time.Duration { return r.Elapsed })
+				phases, total := phaseMedians(rows)
 				ratio := "-"
 				if ref, ok := versionedHDF5Commit[n]; ok && k == 1 {
 					ratio = fmt.Sprintf("%.3fx", float64(total)/float64(ref))
 				}
-				fmt.Printf("%-8d %-8d %-7d | %9s %9s %9s %9s %9s | %9s %9s | %12s\n", n, h, k,
-					ms(med(func(r commit.Result) time.Duration { return r.Plan })),
-					ms(med(func(r commit.Result) time.Duration { return r.Data })),
-					ms(med(func(r commit.Result) time.Duration { return r.Table })),
-					ms(med(func(r commit.Result) time.Duration { return r.Group })),
-					ms(med(func(r commit.Result) time.Duration { return r.Sync })),
-					ms(total), ms(cold), ratio)
+				fmt.Printf("%-8d %-8d %-7d | %s | %9s %9s | %12s\n", n, h, k, phases, ms(total), ms(cold), ratio)
 			}
 		}
 	}
@@ -144,15 +129,11 @@ func benchCommit(cache string, reps int, sizes, histories []int) error {
 // commitRuns copies file, then commits k changed chunks reps+1 times on one open file,
 // returning the warm results and the first (cold: loads the chunk map and hash table).
 func commitRuns(file string, n, k, reps int) ([]commit.Result, time.Duration, error) {
-	tmp, err := os.MkdirTemp("", "vh5fs-bench-run")
+	work, cleanup, err := workCopy(file)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer os.RemoveAll(tmp)
-	work := filepath.Join(tmp, "data.h5")
-	if err := copyFile(file, work); err != nil {
-		return nil, 0, err
-	}
+	defer cleanup()
 	f, err := versions.OpenRW(work)
 	if err != nil {
 		return nil, 0, err
@@ -205,19 +186,68 @@ func commitRuns(file string, n, k, reps int) ([]commit.Result, time.Duration, er
 // generate makes (once) a file whose current version holds a dataset of n chunks after h
 // prior versions.
 func generate(cache string, n, h int) (string, error) {
-	file := filepath.Join(cache, fmt.Sprintf("commit-%d-%d.h5", n, h))
+	return cached(filepath.Join(cache, fmt.Sprintf("commit-%d-%d.h5", n, h)), func(tmp string) error {
+		return run("/usr/bin/python3", "tests/py/make_versioned.py", tmp,
+			"--shape", strconv.Itoa(n*chunkElems), "--chunks", strconv.Itoa(chunkElems), "--history", strconv.Itoa(h-1))
+	})
+}
+
+// cached returns file, made first by build (writing the temporary path it is given,
+// renamed to file once build succeeds) unless an earlier run made it.
+func cached(file string, build func(tmp string) error) (string, error) {
 	if _, err := os.Stat(file); err == nil {
 		return file, nil
 	}
 	fmt.Fprintf(os.Stderr, "generating %s ...\n", file)
 	tmp := file + ".tmp"
-	cmd := exec.Command("/usr/bin/python3", "tests/py/make_versioned.py", tmp,
-		"--shape", strconv.Itoa(n*chunkElems), "--chunks", strconv.Itoa(chunkElems), "--history", strconv.Itoa(h-1))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
+	if err := build(tmp); err != nil {
+		os.Remove(tmp)
 		return "", fmt.Errorf("generating %s: %w", file, err)
 	}
 	return file, os.Rename(tmp, file)
+}
+
+// workCopy copies file into a new temporary directory, which cleanup removes.
+func workCopy(file string) (work string, cleanup func(), err error) {
+	tmp, err := os.MkdirTemp("", "vh5fs-bench-run")
+	if err != nil {
+		return "", nil, err
+	}
+	work = filepath.Join(tmp, "data.h5")
+	if err := copyFile(file, work); err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, err
+	}
+	return work, func() { os.RemoveAll(tmp) }, nil
+}
+
+// phaseHeader heads the columns phaseMedians prints.
+var phaseHeader = fmt.Sprintf("%9s %9s %9s %9s %9s", "plan", "data", "table", "group", "sync")
+
+// phaseMedians formats the median of each phase of rows (under phaseHeader) and returns
+// the median total (Elapsed).
+func phaseMedians(rows []commit.Result) (string, time.Duration) {
+	var cols []string
+	for _, f := range []func(commit.Result) time.Duration{
+		func(r commit.Result) time.Duration { return r.Plan },
+		func(r commit.Result) time.Duration { return r.Data },
+		func(r commit.Result) time.Duration { return r.Table },
+		func(r commit.Result) time.Duration { return r.Group },
+		func(r commit.Result) time.Duration { return r.Sync },
+	} {
+		cols = append(cols, fmt.Sprintf("%9s", ms(median(rows, f))))
+	}
+	return strings.Join(cols, " "), median(rows, func(r commit.Result) time.Duration { return r.Elapsed })
+}
+
+// median is the median of f over rows (the upper one of an even count).
+func median[T any](rows []T, f func(T) time.Duration) time.Duration {
+	ds := make([]time.Duration, len(rows))
+	for i, r := range rows {
+		ds[i] = f(r)
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 func copyFile(src, dst string) error {
