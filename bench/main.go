@@ -3,11 +3,19 @@
 // tests/py/make_versioned.py, Debian's h5py) into a cache directory.
 //
 //	go run ./bench [-suite commit] [-cache DIR] [-reps N] [-sizes 1000,10000,100000] [-layouts gzip]
+//	go run ./bench -suite stage [-reps N] [-stage-datasets 10] [-stage-chunks 10000]
 //
 // Suite "commit": commit 1 and 100 changed chunks into a dataset of 1k, 10k and 100k chunks
 // (1 KiB each) in files with 10 and 1000 prior versions; the time of each phase (plan and
 // hashing, raw_data writes, hash_table rows, the version group with its virtual dataset,
 // flush+fsync) and the total, against versioned-hdf5's time for one changed chunk.
+//
+// Suite "stage" (bench/stage.go): on a version holding -stage-datasets datasets d0, d1, ...
+// of -stage-chunks chunks (1 KiB, float64, nothing deduplicates), stages (package stage,
+// driven in process) that write 1 or 100 chunks into one dataset, and into every dataset,
+// each committed as one version; the phases as in "commit", and per count of written
+// chunks the ratio of the two totals against the target: a stage changing 10
+// datasets of 10k chunks commits in at most 1.5x the time of one changing one of them.
 //
 // Suite "write" (bench/write.go): dd and cp through a read-write mount against a plain dd
 // to the same filesystem, the daemon's peak RSS, gzip+shuffle raw_data throughput and the
@@ -40,7 +48,7 @@ var versionedHDF5Commit = map[int]time.Duration{1000: 130 * time.Millisecond, 10
 const chunkElems = 128 // float64: 1 KiB chunks
 
 func main() {
-	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, refs, write")
+	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, stage, refs, write")
 	size := flag.Int64("size", 1<<30, "bytes of each read-suite dataset")
 	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
 	src := flag.String("src", "", "loopback-serve: the directory to serve")
@@ -50,6 +58,8 @@ func main() {
 	reps := flag.Int("reps", 5, "commits measured per configuration (after a first, cold one)")
 	sizes := flag.String("sizes", "1000,10000,100000", "dataset sizes in chunks")
 	histories := flag.String("history", "10,1000", "prior versions")
+	stageDatasets := flag.Int("stage-datasets", 10, "stage suite: datasets in the version stages change")
+	stageChunks := flag.Int("stage-chunks", 10000, "stage suite: chunks of each dataset")
 	writeSizes := flag.String("write-sizes", "1024,4096", "write suite: MiB of each dd over a version")
 	cpSizes := flag.String("cp-sizes", "64,256,1024,4096", "write suite: MiB of each cp over a dataset")
 	gzipSize := flag.Int("gzip-size", 256, "write suite: MiB of the gzip+shuffle row (0: none)")
@@ -65,7 +75,7 @@ func main() {
 		if err := serveLoopback(*src, flag.Arg(0)); err != nil {
 			fatal(err)
 		}
-	case "all", "reads", "latency", "commit", "refs", "write":
+	case "all", "reads", "latency", "commit", "stage", "refs", "write":
 		if *suite == "all" || *suite == "reads" {
 			if err := benchReads(*cache, *size, *reps, *vh5fs, *keep, *layouts); err != nil {
 				fatal(err)
@@ -78,6 +88,11 @@ func main() {
 		}
 		if *suite == "all" || *suite == "commit" {
 			if err := benchCommit(*cache, *reps, ints(*sizes), ints(*histories)); err != nil {
+				fatal(err)
+			}
+		}
+		if *suite == "all" || *suite == "stage" {
+			if err := benchStage(*cache, *reps, *stageDatasets, *stageChunks); err != nil {
 				fatal(err)
 			}
 		}
