@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -72,12 +74,15 @@ func benchStage(cache string, reps, datasets, n int) error {
 		for i := range pairs {
 			pairs[i] = float64(all.rows[i].Elapsed) / float64(one.rows[i].Elapsed)
 		}
+		fastest := func(r *stageRun) time.Duration {
+			return slices.MinFunc(r.rows, func(a, b commit.Result) int { return cmp.Compare(a.Elapsed, b.Elapsed) }).Elapsed
+		}
 		verdict := "met"
 		if ratio > stageTarget {
 			verdict = "MISSED"
 		}
-		ratios = append(ratios, fmt.Sprintf("k=%d: %d datasets / 1 dataset = %.2fx total (median of the commits' ratios, back to back: %.2fx); target <= %.1fx: %s",
-			k, datasets, ratio, mid(pairs), stageTarget, verdict))
+		ratios = append(ratios, fmt.Sprintf("k=%d: %d datasets / 1 dataset = %.2fx total (back to back, median of the ratios: %.2fx; fastest over fastest: %.2fx); target <= %.1fx: %s",
+			k, datasets, ratio, mid(pairs), float64(fastest(all))/float64(fastest(one)), stageTarget, verdict))
 		one.close()
 		all.close()
 	}
@@ -87,7 +92,8 @@ func benchStage(cache string, reps, datasets, n int) error {
 	fmt.Println("total: commit.Result.Elapsed (CommitTree); other: total less the five phases (time no phase reports: in a stage")
 	fmt.Println("of several datasets, data and table are the last dataset's appendChunks only, the others' land here);")
 	fmt.Println("wall: stage.Manager.Commit as called (tree walk, CommitTree, the stage's files removed); cold: the first stage's")
-	fmt.Println("create, opens, writes and commit (chunk maps and hash tables loaded)")
+	fmt.Println("create, opens, writes and commit (chunk maps and hash tables loaded). The verdict takes the ratio of the medians;")
+	fmt.Println("on a loaded machine the fastest commits' ratio is the steadier figure.")
 	return nil
 }
 
