@@ -3,11 +3,19 @@
 // tests/py/make_versioned.py, Debian's h5py) into a cache directory.
 //
 //	go run ./bench [-suite commit] [-cache DIR] [-reps N] [-sizes 1000,10000,100000] [-layouts gzip]
+//	go run ./bench -suite stage [-reps N] [-stage-datasets 10] [-stage-chunks 10000]
 //
 // Suite "commit": commit 1 and 100 changed chunks into a dataset of 1k, 10k and 100k chunks
 // (1 KiB each) in files with 10 and 1000 prior versions; the time of each phase (plan and
 // hashing, raw_data writes, hash_table rows, the version group with its virtual dataset,
 // flush+fsync) and the total, against versioned-hdf5's time for one changed chunk.
+//
+// Suite "stage" (bench/stage.go): on a version holding -stage-datasets datasets d0, d1, ...
+// of -stage-chunks chunks (1 KiB, float64, nothing deduplicates), stages (package stage,
+// driven in process) that write 1 or 100 chunks into one dataset, and into every dataset,
+// each committed as one version; the phases as in "commit", and per count of written
+// chunks the ratio of the two totals against the target: a stage changing 10
+// datasets of 10k chunks commits in at most 1.5x the time of one changing one of them.
 //
 // Suite "write" (bench/write.go): dd and cp through a read-write mount against a plain dd
 // to the same filesystem, the daemon's peak RSS, gzip+shuffle raw_data throughput and the
@@ -23,7 +31,6 @@ import (
 	"log/slog"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,7 +48,7 @@ var versionedHDF5Commit = map[int]time.Duration{1000: 130 * time.Millisecond, 10
 const chunkElems = 128 // float64: 1 KiB chunks
 
 func main() {
-	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, refs, write")
+	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, stage, refs, write")
 	size := flag.Int64("size", 1<<30, "bytes of each read-suite dataset")
 	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
 	src := flag.String("src", "", "loopback-serve: the directory to serve")
@@ -51,6 +58,8 @@ func main() {
 	reps := flag.Int("reps", 5, "commits measured per configuration (after a first, cold one)")
 	sizes := flag.String("sizes", "1000,10000,100000", "dataset sizes in chunks")
 	histories := flag.String("history", "10,1000", "prior versions")
+	stageDatasets := flag.Int("stage-datasets", 10, "stage suite: datasets in the version stages change")
+	stageChunks := flag.Int("stage-chunks", 10000, "stage suite: chunks of each dataset")
 	writeSizes := flag.String("write-sizes", "1024,4096", "write suite: MiB of each dd over a version")
 	cpSizes := flag.String("cp-sizes", "64,256,1024,4096", "write suite: MiB of each cp over a dataset")
 	gzipSize := flag.Int("gzip-size", 256, "write suite: MiB of the gzip+shuffle row (0: none)")
@@ -66,7 +75,7 @@ func main() {
 		if err := serveLoopback(*src, flag.Arg(0)); err != nil {
 			fatal(err)
 		}
-	case "all", "reads", "latency", "commit", "refs", "write":
+	case "all", "reads", "latency", "commit", "stage", "refs", "write":
 		if *suite == "all" || *suite == "reads" {
 			if err := benchReads(*cache, *size, *reps, *vh5fs, *keep, *layouts); err != nil {
 				fatal(err)
@@ -79,6 +88,11 @@ func main() {
 		}
 		if *suite == "all" || *suite == "commit" {
 			if err := benchCommit(*cache, *reps, ints(*sizes), ints(*histories)); err != nil {
+				fatal(err)
+			}
+		}
+		if *suite == "all" || *suite == "stage" {
+			if err := benchStage(*cache, *reps, *stageDatasets, *stageChunks); err != nil {
 				fatal(err)
 			}
 		}
@@ -101,8 +115,8 @@ func main() {
 
 func benchCommit(cache string, reps int, sizes, histories []int) error {
 	fmt.Printf("commit: median of %d commits after a cold first one; 1 KiB chunks\n", reps)
-	fmt.Printf("%-8s %-8s %-7s | %9s %9s %9s %9s %9s | %9s %9s | %12s\n",
-		"chunks", "history", "changed", "plan", "data", "table", "group", "sync", "total", "cold", "vs v-hdf5")
+	fmt.Printf("%-8s %-8s %-7s | %s | %9s %9s | %12s\n",
+		"chunks", "history", "changed", phaseHeader, "total", "cold", "vs v-hdf5")
 	for _, n := range sizes {
 		for _, h := range histories {
 			file, err := generate(cache, n, h)
@@ -114,26 +128,12 @@ func benchCommit(cache string, reps int, sizes, histories []int) error {
 				if err != nil {
 					return err
 				}
-				med := func(f func(commit.Result) time.Duration) time.Duration {
-					ds := make([]time.Duration, len(rows))
-					for i, r := range rows {
-						ds[i] = f(r)
-					}
-					slices.Sort(ds)
-					return ds[len(ds)/2]
-				}
-				total := med(func(r commit.Result) time.Duration { return r.Elapsed })
+				phases, total := phaseMedians(rows)
 				ratio := "-"
 				if ref, ok := versionedHDF5Commit[n]; ok && k == 1 {
 					ratio = fmt.Sprintf("%.3fx", float64(total)/float64(ref))
 				}
-				fmt.Printf("%-8d %-8d %-7d | %9s %9s %9s %9s %9s | %9s %9s | %12s\n", n, h, k,
-					ms(med(func(r commit.Result) time.Duration { return r.Plan })),
-					ms(med(func(r commit.Result) time.Duration { return r.Data })),
-					ms(med(func(r commit.Result) time.Duration { return r.Table })),
-					ms(med(func(r commit.Result) time.Duration { return r.Group })),
-					ms(med(func(r commit.Result) time.Duration { return r.Sync })),
-					ms(total), ms(cold), ratio)
+				fmt.Printf("%-8d %-8d %-7d | %s | %9s %9s | %12s\n", n, h, k, phases, ms(total), ms(cold), ratio)
 			}
 		}
 	}
@@ -144,15 +144,11 @@ func benchCommit(cache string, reps int, sizes, histories []int) error {
 // commitRuns copies file, then commits k changed chunks reps+1 times on one open file,
 // returning the warm results and the first (cold: loads the chunk map and hash table).
 func commitRuns(file string, n, k, reps int) ([]commit.Result, time.Duration, error) {
-	tmp, err := os.MkdirTemp("", "vh5fs-bench-run")
+	work, cleanup, err := workCopy(file)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer os.RemoveAll(tmp)
-	work := filepath.Join(tmp, "data.h5")
-	if err := copyFile(file, work); err != nil {
-		return nil, 0, err
-	}
+	defer cleanup()
 	f, err := versions.OpenRW(work)
 	if err != nil {
 		return nil, 0, err
@@ -205,19 +201,68 @@ func commitRuns(file string, n, k, reps int) ([]commit.Result, time.Duration, er
 // generate makes (once) a file whose current version holds a dataset of n chunks after h
 // prior versions.
 func generate(cache string, n, h int) (string, error) {
-	file := filepath.Join(cache, fmt.Sprintf("commit-%d-%d.h5", n, h))
+	return cached(filepath.Join(cache, fmt.Sprintf("commit-%d-%d.h5", n, h)), func(tmp string) error {
+		return run("/usr/bin/python3", "tests/py/make_versioned.py", tmp,
+			"--shape", strconv.Itoa(n*chunkElems), "--chunks", strconv.Itoa(chunkElems), "--history", strconv.Itoa(h-1))
+	})
+}
+
+// cached returns file, made first by build (writing the temporary path it is given,
+// renamed to file once build succeeds) unless an earlier run made it.
+func cached(file string, build func(tmp string) error) (string, error) {
 	if _, err := os.Stat(file); err == nil {
 		return file, nil
 	}
 	fmt.Fprintf(os.Stderr, "generating %s ...\n", file)
 	tmp := file + ".tmp"
-	cmd := exec.Command("/usr/bin/python3", "tests/py/make_versioned.py", tmp,
-		"--shape", strconv.Itoa(n*chunkElems), "--chunks", strconv.Itoa(chunkElems), "--history", strconv.Itoa(h-1))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
+	if err := build(tmp); err != nil {
+		os.Remove(tmp)
 		return "", fmt.Errorf("generating %s: %w", file, err)
 	}
 	return file, os.Rename(tmp, file)
+}
+
+// workCopy copies file into a new temporary directory, which cleanup removes.
+func workCopy(file string) (work string, cleanup func(), err error) {
+	tmp, err := os.MkdirTemp("", "vh5fs-bench-run")
+	if err != nil {
+		return "", nil, err
+	}
+	work = filepath.Join(tmp, "data.h5")
+	if err := copyFile(file, work); err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, err
+	}
+	return work, func() { os.RemoveAll(tmp) }, nil
+}
+
+// phaseHeader heads the columns phaseMedians prints.
+var phaseHeader = fmt.Sprintf("%9s %9s %9s %9s %9s", "plan", "data", "table", "group", "sync")
+
+// phaseMedians formats the median of each phase of rows (under phaseHeader) and returns
+// the median total (Elapsed).
+func phaseMedians(rows []commit.Result) (string, time.Duration) {
+	var cols []string
+	for _, f := range []func(commit.Result) time.Duration{
+		func(r commit.Result) time.Duration { return r.Plan },
+		func(r commit.Result) time.Duration { return r.Data },
+		func(r commit.Result) time.Duration { return r.Table },
+		func(r commit.Result) time.Duration { return r.Group },
+		func(r commit.Result) time.Duration { return r.Sync },
+	} {
+		cols = append(cols, fmt.Sprintf("%9s", ms(median(rows, f))))
+	}
+	return strings.Join(cols, " "), median(rows, func(r commit.Result) time.Duration { return r.Elapsed })
+}
+
+// median is the median of f over rows (the upper one of an even count).
+func median[T any](rows []T, f func(T) time.Duration) time.Duration {
+	ds := make([]time.Duration, len(rows))
+	for i, r := range rows {
+		ds[i] = f(r)
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 func copyFile(src, dst string) error {
