@@ -633,8 +633,10 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 	if len(fresh) == 0 {
 		return nil
 	}
+	// Added to: a tree's commit appends to several datasets.
 	t0 := time.Now()
-	defer func() { res.Table = time.Since(t0) - res.Data }()
+	var data time.Duration
+	defer func() { res.Data += data; res.Table += time.Since(t0) - data }()
 	raw := ds.RawDataset()
 	chunks := ds.Chunks
 	n := ix.largest + int64(len(fresh))
@@ -646,7 +648,7 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 	if err := c.writeChunks(raw, fresh, chunkBytes); err != nil {
 		return err
 	}
-	res.Data = time.Since(t0)
+	data = time.Since(t0)
 	rows := make([]byte, len(fresh)*hashRowBytes)
 	for i, nc := range fresh {
 		r := rows[i*hashRowBytes:]

@@ -149,11 +149,13 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 		return Result{}, err
 	}
 	c.next = ""
+	t0 = time.Now()
 	for p, cd := range changed {
 		if err := c.published(vpath+"/"+p, cd); err != nil {
 			return Result{}, err
 		}
 	}
+	res.Group += time.Since(t0) // the new datasets' chunk maps, as the version group's
 	res.Name = name
 	return res, nil
 }
