@@ -390,14 +390,15 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 
 // chunkMap lists the mapped chunks' grid indices and slot rows, in grid order.
 func (p *plan) chunkMap(chunks []int64) (grids [][]int64, rows []int64) {
-	grids = make([][]int64, len(p.blocks))
-	rows = make([]int64, len(p.blocks))
-	for i, b := range p.blocks {
-		grids[i] = make([]int64, len(b.VStart))
-		for k := range b.VStart {
-			grids[i][k] = b.VStart[k] / chunks[k]
+	n := p.mappings()
+	flat := make([]int64, len(p.vstart))
+	grids, rows = make([][]int64, n), make([]int64, n)
+	for i := range n {
+		g := flat[i*p.rank : (i+1)*p.rank : (i+1)*p.rank]
+		for k := range g {
+			g[k] = p.vstart[i*p.rank+k] / chunks[k]
 		}
-		rows[i] = b.SrcStart[0]
+		grids[i], rows[i] = g, p.sstart[i*p.rank]
 	}
 	return grids, rows
 }
@@ -454,76 +455,116 @@ type remap struct {
 	full bool
 }
 
+// plan is a commit's decisions for one dataset: the new version's mappings, one per
+// stored chunk in grid order as versioned-hdf5 creates them (flat: rank coordinates per
+// mapping), the chunks to append, and where the staged chunks go.
 type plan struct {
-	blocks []h5.VirtualBlock
-	fresh  []newChunk
-	remap  []remap
-	arena  []int64 // what ints carves the chunks' coordinates from
+	rank                  int
+	vstart, count, sstart []int64 // the mappings: virtual start, extent, raw_data start
+	fresh                 []newChunk
+	remap                 []remap // the staged (and re-hashed) chunks' new places
 }
 
-// ints returns n zeroed int64s carved from a block shared with later calls: a plan holds
-// a few small slices per chunk of the dataset.
-func (p *plan) ints(n int) []int64 {
-	if len(p.arena) < n {
-		p.arena = make([]int64, max(n, 1<<13))
+// mappings is the number of mappings.
+func (p *plan) mappings() int {
+	if p.rank == 0 {
+		return 0
 	}
-	s := p.arena[:n:n]
-	p.arena = p.arena[n:]
-	return s
+	return len(p.vstart) / p.rank
+}
+
+// emit adds the mapping of chunk grid g, of extent ext, stored at raw_data row row.
+func (p *plan) emit(g, chunks, ext []int64, row int64) {
+	for i := range g {
+		p.vstart = append(p.vstart, g[i]*chunks[i])
+		p.sstart = append(p.sstart, 0)
+	}
+	p.sstart[len(p.sstart)-p.rank] = row
+	p.count = append(p.count, ext...)
+}
+
+// extent writes the extent of chunk grid g in a dataset of shape into ext; false if the
+// chunk lies outside it.
+func extent(ext, shape, chunks, g []int64) bool {
+	for i := range g {
+		start := g[i] * chunks[i]
+		if start >= shape[i] {
+			return false
+		}
+		ext[i] = min(chunks[i], shape[i]-start)
+	}
+	return true
 }
 
 // plan is the CommitPlan: it decides, for every chunk of the staged array, which slot the
 // new version maps (or none), hashing only staged and re-materialised chunks. Precedence
 // follows versioned-hdf5: a full-size chunk equal to the fill value stays unmapped; then an
 // existing slot with the same digest (including slots no version uses any more); then the
-// first identical chunk of this commit.
+// first identical chunk of this commit. Its cost beyond the staged chunks is one pass over
+// the chunk grid without allocations: a dataset of many chunks and a few changed ones
+// plans in little more than the time to list its mappings.
 func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (plan, Result, error) {
-	n := arr.NumChunks()
-	p := plan{blocks: make([]h5.VirtualBlock, 0, n), remap: make([]remap, 0, n)}
 	var res Result
-	chunks, isz := arr.Chunks(), arr.ItemSize()
+	shape, chunks, isz := arr.Shape(), arr.Chunks(), arr.ItemSize()
+	rank := len(chunks)
+	p := plan{rank: rank}
 	type candidate struct {
 		grid, trimmed []int64
+		flat          int64               // the chunk's index in C order of the grid
 		data          []byte              // nil: spilled
 		spilled       *staged.StagedChunk // the chunk, if spilled
 		digest        *[32]byte           // made when the chunk was written
 		seq           uint64
 	}
+	// Flat chunk indices in C order of the grid, as Each visits the chunks.
+	grid := make([]int64, rank)
+	for i := range grid {
+		grid[i] = (shape[i] + chunks[i] - 1) / chunks[i]
+	}
+	flatOf := func(g []int64) int64 {
+		var k int64
+		for i := range g {
+			k = k*grid[i] + g[i]
+		}
+		return k
+	}
 	scs := arr.StagedChunks()
 	cands := make([]candidate, 0, len(scs))
 	for i := range scs {
 		sc := &scs[i]
-		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, digest: sc.Digest, seq: sc.Seq}
+		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), flat: flatOf(sc.Grid), data: sc.Data, digest: sc.Digest, seq: sc.Seq}
 		if sc.Data == nil {
 			cd.spilled = sc
 		}
 		cands = append(cands, cd)
 	}
+	// Base chunks whose extent changed must be re-hashed with their new extent, so that a
+	// mapping always covers exactly its slot's hashed extent. (Resize stages these
+	// already; this keeps the invariant for any other path.)
 	src := ds.ChunkSource()
+	now, was := make([]int64, rank), make([]int64, rank)
+	k := int64(-1)
+	mapped := 0 // base chunks mapped as they are
 	err := arr.Each(func(g []int64, slab int32, off int64) error {
+		k++
 		if slab != staged.BaseSlab {
 			return nil // full: unmapped; staged: a candidate
 		}
-		grid := append(p.ints(len(g))[:0], g...)
-		trimmed := arr.Trimmed(grid)
-		if slices.Equal(trimmed, baseTrimmed(ds.Shape, chunks, grid)) {
-			p.map1(grid, chunks, trimmed, off)
+		extent(now, shape, chunks, g)
+		if extent(was, ds.Shape, chunks, g) && slices.Equal(now, was) {
+			mapped++
 			return nil
 		}
-		// A base chunk whose extent changed must be re-hashed with its new extent, so that
-		// a mapping always covers exactly its slot's hashed extent. (Resize stages these
-		// already; this keeps the invariant for any other path.)
 		b, err := src.Chunk(off)
 		if err != nil {
 			return err
 		}
-		cands = append(cands, candidate{grid: grid, trimmed: trimmed, data: b, seq: math.MaxUint64})
+		cands = append(cands, candidate{grid: slices.Clone(g), trimmed: slices.Clone(now), flat: k, data: b, seq: math.MaxUint64})
 		return nil
 	})
 	if err != nil {
 		return p, res, err
 	}
-	base := len(p.blocks) // the base's own chunks, mapped in grid order
 	// New chunks are appended in staging order, as versioned-hdf5 appends its staged slabs.
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
 	pending := map[[32]byte]int64{}
@@ -568,6 +609,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	if err != nil {
 		return p, res, err
 	}
+	rows := make(map[int64]int64, len(cands)) // flat index -> row, for the chunks mapped anew
 	for i, cd := range cands {
 		if sums[i].fill {
 			res.Unmapped++
@@ -581,50 +623,36 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		}
 		if ok {
 			res.Reused++
-			p.map1(cd.grid, chunks, cd.trimmed, row)
-			continue
-		}
-		row = (ix.largest + int64(len(p.fresh))) * ix.rows
-		pending[d] = row
-		p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d})
-		res.Written++
-		res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
-		p.map1(cd.grid, chunks, cd.trimmed, row)
-	}
-	// One mapping per chunk, in grid order, as versioned-hdf5 creates them: the chunks
-	// mapped since the base's are sorted and merged in.
-	p.blocks = mergeBlocks(p.blocks[:base], p.blocks[base:])
-	return p, res, nil
-}
-
-// mergeBlocks merges b into a, which is sorted by virtual start, after sorting b.
-func mergeBlocks(a, b []h5.VirtualBlock) []h5.VirtualBlock {
-	if len(b) == 0 {
-		return a
-	}
-	cmpStart := func(x, y h5.VirtualBlock) int { return slices.Compare(x.VStart, y.VStart) }
-	slices.SortFunc(b, cmpStart)
-	out := make([]h5.VirtualBlock, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
-		if cmpStart(a[0], b[0]) <= 0 {
-			out, a = append(out, a[0]), a[1:]
 		} else {
-			out, b = append(out, b[0]), b[1:]
+			row = (ix.largest + int64(len(p.fresh))) * ix.rows
+			pending[d] = row
+			p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d})
+			res.Written++
+			res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
 		}
+		rows[cd.flat] = row
+		p.remap = append(p.remap, remap{grid: cd.grid, row: row})
 	}
-	return append(append(out, a...), b...)
-}
-
-func (p *plan) map1(grid, chunks, trimmed []int64, row int64) {
-	vstart, src := p.ints(len(grid)), p.ints(len(grid))
-	for i := range grid {
-		vstart[i] = grid[i] * chunks[i]
-	}
-	src[0] = row
-	if staged.Elements(trimmed) > 0 {
-		p.blocks = append(p.blocks, h5.VirtualBlock{VStart: vstart, Count: trimmed, SrcStart: src})
-	}
-	p.remap = append(p.remap, remap{grid: grid, row: row})
+	// The mappings, in grid order: the base's chunks kept where they are, the others
+	// where the decisions put them.
+	n := mapped + len(rows)
+	p.vstart, p.count, p.sstart = make([]int64, 0, n*rank), make([]int64, 0, n*rank), make([]int64, 0, n*rank)
+	k = -1
+	err = arr.Each(func(g []int64, slab int32, off int64) error {
+		k++
+		row, ok := rows[k]
+		if !ok && slab != staged.BaseSlab {
+			return nil
+		}
+		if !ok {
+			row = off
+		}
+		if extent(now, shape, chunks, g) {
+			p.emit(g, chunks, now, row)
+		}
+		return nil
+	})
+	return p, res, err
 }
 
 // appendChunks writes the new chunks into raw_data, then their rows into hash_table, then
@@ -770,14 +798,12 @@ func (c *Committer) copyVirtual(ds *versions.Dataset, src, dst string) (bool, er
 	return c.f.HDF5().CopyVirtual(dst, src, ds.RawDataset(), ds.Shape, definedFill(ds))
 }
 
-func (c *Committer) createVirtual(ds *versions.Dataset, dst string, shape []int64, blocks []h5.VirtualBlock) error {
-	fill := definedFill(ds)
-	for _, s := range shape {
-		if s == 0 {
-			blocks = nil // a zero-size dataset maps nothing
-		}
+func (c *Committer) createVirtual(ds *versions.Dataset, dst string, shape []int64, p *plan) error {
+	vs, cs, ss := p.vstart, p.count, p.sstart
+	if slices.Contains(shape, 0) {
+		vs, cs, ss = nil, nil, nil // a zero-size dataset maps nothing
 	}
-	return c.f.HDF5().CreateVirtual(dst, ds.RawDataset(), shape, fill, blocks)
+	return c.f.HDF5().CreateVirtualFlat(dst, ds.RawDataset(), shape, definedFill(ds), vs, cs, ss)
 }
 
 // definedFill is the fill value a new version of ds sets: nil if ds's creator set none.
@@ -811,19 +837,6 @@ func setAttrs(h *h5.File, path string, attrs []attr) error {
 		}
 	}
 	return nil
-}
-
-// baseTrimmed is the trimmed extent chunk grid had in a dataset of shape (nil if outside).
-func baseTrimmed(shape, chunks, grid []int64) []int64 {
-	out := make([]int64, len(grid))
-	for i := range grid {
-		start := grid[i] * chunks[i]
-		if start >= shape[i] {
-			return nil
-		}
-		out[i] = min(chunks[i], shape[i]-start)
-	}
-	return out
 }
 
 func fillChunk(fill []byte, n int) []byte {

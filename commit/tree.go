@@ -310,7 +310,7 @@ func (c *Committer) writeEntry(src, dst string, e Entry, cd *changedDataset, unc
 			err = h.CopyAttrs(src, dst)
 		}
 	case cd != nil:
-		if err = c.createVirtual(cd.ds, dst, cd.arr.Shape(), cd.plan.blocks); err != nil {
+		if err = c.createVirtual(cd.ds, dst, cd.arr.Shape(), &cd.plan); err != nil {
 			break
 		}
 		if cd.isNew {

@@ -169,9 +169,6 @@ type VirtualBlock struct {
 // dataset as complete.
 func (f *File) CreateVirtual(path string, src *Dataset, shape []int64, fill []byte, blocks []VirtualBlock) error {
 	rank := len(shape)
-	if len(src.info.Shape) != rank || rank == 0 {
-		return &Error{Op: "create virtual dataset", Path: path, Err: fmt.Errorf("rank mismatch")}
-	}
 	n := len(blocks)
 	flat := make([]int64, 3*n*rank)
 	vs, cs, ss := flat[:n*rank], flat[n*rank:2*n*rank], flat[2*n*rank:]
@@ -183,6 +180,16 @@ func (f *File) CreateVirtual(path string, src *Dataset, shape []int64, fill []by
 		copy(cs[i*rank:], b.Count)
 		copy(ss[i*rank:], b.SrcStart)
 	}
+	return f.CreateVirtualFlat(path, src, shape, fill, vs, cs, ss)
+}
+
+// CreateVirtualFlat is CreateVirtual with the blocks flat: block i's virtual start,
+// count and source start are vs, cs and ss[i*rank : (i+1)*rank].
+func (f *File) CreateVirtualFlat(path string, src *Dataset, shape []int64, fill []byte, vs, cs, ss []int64) error {
+	rank := len(shape)
+	if len(src.info.Shape) != rank || rank == 0 || len(vs)%rank != 0 || len(cs) != len(vs) || len(ss) != len(vs) {
+		return &Error{Op: "create virtual dataset", Path: path, Err: fmt.Errorf("rank mismatch")}
+	}
 	lock()
 	defer unlock()
 	id, err := f.id()
@@ -191,6 +198,7 @@ func (f *File) CreateVirtual(path string, src *Dataset, shape []int64, fill []by
 	}
 	list := f.mappingList(id, src.path, rank, vs, cs, ss)
 	if list == nil {
+		flat := append(append(append(make([]int64, 0, 3*len(vs)), vs...), cs...), ss...)
 		_, err := f.createVirtual(id, path, src, shape, fill, hsizes(flat), false)
 		return err
 	}
