@@ -127,6 +127,9 @@ type newChunk struct {
 	trimmed []int64
 	row     int64
 	digest  [32]byte
+	// release: once written, the spilled chunk's copy in the spill file is given up
+	// (staged.Array.ReleaseSpilled), freeing its pages for the commit's own writes.
+	release bool
 }
 
 // bytes returns the chunk's bytes, read into buf (ChunkBytes long) if it is spilled.
@@ -277,6 +280,9 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	}
 	unchanged := c.loadUnchanged(base, func(p string) bool { return p == ch.Dataset })
 	cd := &changedDataset{ds: ds, ix: ix, plan: plan, arr: ch.Array}
+	for i := range plan.fresh {
+		plan.fresh[i].release = true
+	}
 	if err := c.appendChunks(ds, ix, plan.fresh, ch.Array.ChunkBytes(), &res); err != nil {
 		return Result{}, err
 	}
@@ -727,10 +733,16 @@ func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes in
 		nc := &fresh[i]
 		start := make([]int64, len(chunks))
 		start[0] = nc.row
+		var err error
 		if s.direct {
-			return raw.WriteChunk(start, 0, s.data)
+			err = raw.WriteChunk(start, 0, s.data)
+		} else {
+			err = raw.WriteBox(start, nc.trimmed, chunks, zero, s.data)
 		}
-		return raw.WriteBox(start, nc.trimmed, chunks, zero, s.data)
+		if err == nil && nc.release && nc.spilled != nil {
+			nc.arr.ReleaseSpilled(*nc.spilled)
+		}
+		return err
 	}
 	return ordered(len(fresh), 4*workers(), produce, consume, release)
 }

@@ -150,6 +150,18 @@ func (s *Store) load(b []byte, off int64) error {
 	return nil
 }
 
+// discard frees the pages of the slot of n bytes at off (a hole punched in the spill
+// file; the slot stays in use until freeSlot). It is best effort: a filesystem that
+// punches no holes keeps the pages until the file is truncated.
+func (s *Store) discard(off, n int64) {
+	s.mu.Lock()
+	f := s.file
+	s.mu.Unlock()
+	if f != nil {
+		_ = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+	}
+}
+
 // freeSlot returns a slot of n bytes to the free list; when no slot is in use any more
 // the file is truncated, giving its disk space back (after a commit).
 func (s *Store) freeSlot(off, n int64) {
