@@ -744,8 +744,43 @@ func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes in
 		}
 		return err
 	}
+	// The chunks go to the file's page cache past its durable end: have the kernel write
+	// them back every writebackBytes, on a goroutine of its own, rather than all at the sync.
+	var kick, kicked chan struct{} // made at the first start: a small commit starts none
+	defer func() {
+		if kick != nil {
+			close(kick)
+			<-kicked
+		}
+	}()
+	var since int64
+	write := consume
+	consume = func(i int, s stored) error {
+		if since += int64(len(s.data)); since >= writebackBytes {
+			since = 0
+			if kick == nil {
+				kick, kicked = make(chan struct{}, 1), make(chan struct{})
+				go func() {
+					defer close(kicked)
+					for range kick {
+						if err := c.f.HDF5().StartWriteback(); err != nil {
+							slog.Debug("writeback not started", "err", err)
+						}
+					}
+				}()
+			}
+			select {
+			case kick <- struct{}{}:
+			default: // one is pending: it covers these pages too
+			}
+		}
+		return write(i, s)
+	}
 	return ordered(len(fresh), 4*workers(), produce, consume, release)
 }
+
+// writebackBytes is how much a commit writes between two starts of the file's writeback.
+const writebackBytes = 16 << 20
 
 // loadUnchanged loads the base version's datasets other than the changed ones whose lists
 // copyVirtual would copy (and which a commit could have created: fixed-size elements);
