@@ -127,6 +127,7 @@ type newChunk struct {
 	trimmed []int64
 	row     int64
 	digest  [32]byte
+	encoded []byte // the whole chunk as stored, encoded when it was written, or nil
 	// release: once written, the spilled chunk's copy in the spill file is given up
 	// (staged.Array.ReleaseSpilled), freeing its pages for the commit's own writes.
 	release bool
@@ -493,13 +494,14 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		data          []byte              // nil: spilled
 		spilled       *staged.StagedChunk // the chunk, if spilled
 		digest        *[32]byte           // made when the chunk was written
+		encoded       []byte              // likewise
 		seq           uint64
 	}
 	scs := arr.StagedChunks()
 	cands := make([]candidate, 0, len(scs))
 	for i := range scs {
 		sc := &scs[i]
-		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, digest: sc.Digest, seq: sc.Seq}
+		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), data: sc.Data, digest: sc.Digest, encoded: sc.Encoded, seq: sc.Seq}
 		if sc.Data == nil {
 			cd.spilled = sc
 		}
@@ -592,7 +594,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		}
 		row = (ix.largest + int64(len(p.fresh))) * ix.rows
 		pending[d] = row
-		p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d})
+		p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d, encoded: cd.encoded})
 		res.Written++
 		res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
 		p.map1(cd.grid, chunks, cd.trimmed, row)
@@ -678,10 +680,11 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 }
 
 // writeChunks writes the new chunks into raw_data at their slots, in slot order. Whole
-// chunks are read back (if spilled) and encoded on every core, a bounded window ahead of
-// the writer, and stored with direct chunk writes; edge chunks, and every chunk of a
-// pipeline the encoder does not run, go through libhdf5's filtered write of their
-// trimmed box, which leaves the slot's padding as versioned-hdf5's writes leave it.
+// chunks not encoded when they were written are read back (if spilled) and encoded on
+// every core, a bounded window ahead of the writer; whole chunks are stored with direct
+// chunk writes; edge chunks, and every chunk of a pipeline the encoder does not run, go
+// through libhdf5's filtered write of their trimmed box, which leaves the slot's padding
+// as versioned-hdf5's writes leave it.
 func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes int) error {
 	chunks := raw.Info().Chunks
 	enc := newEncoder(raw.Info().Filters, raw.Info().Type.Size)
@@ -703,6 +706,9 @@ func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes in
 	}
 	produce := func(i int) (stored, error) {
 		nc := &fresh[i]
+		if nc.encoded != nil && enc != nil && slices.Equal(nc.trimmed, chunks) {
+			return stored{data: nc.encoded, direct: true}, nil // encoded when it was written
+		}
 		var s stored
 		data := nc.data
 		if data == nil {

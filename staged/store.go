@@ -26,9 +26,10 @@ import (
 // left between creation and unlink.
 type Store struct {
 	budget   int64
-	dirs     []string // where the spill file may go, in order of preference
-	prefix   string   // name prefix of named spill files
-	resident atomic.Int64
+	dirs     []string     // where the spill file may go, in order of preference
+	prefix   string       // name prefix of named spill files
+	resident atomic.Int64 // staged bytes in memory: chunks and their encodings
+	encoded  atomic.Int64 // of which encodings (SetEncoder)
 
 	mu   sync.Mutex
 	file *os.File          // GUARDED_BY(mu); nil until the first spill
