@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -345,13 +346,14 @@ print(time.perf_counter() - t)
 		ratios = append(ratios, h/v.Seconds())
 	}
 	mb := float64(len(data)) / 1e6
-	fmt.Printf("gzip4+shuffle %d MiB staged+committed in process: vh5fs %7.1f MB/s, h5py (single-threaded libhdf5) %7.1f MB/s; ratio %.2fx (aim >= 1.7x)\n",
+	fmt.Printf("gzip4+shuffle %d MiB staged (32 MiB store) + committed in process: vh5fs %7.1f MB/s, h5py (single-threaded libhdf5) %7.1f MB/s; ratio %.2fx (aim >= 1.7x)\n",
 		o.gzipSize, mb/mid(vt), mb/mid(ht), mid(ratios))
 	return nil
 }
 
-// stageAndCommit writes data over version v0's dataset of a copy of file in 1 MiB writes
-// and commits it, returning the time of both.
+// stageAndCommit writes data over version v0's dataset of a copy of file in 1 MiB writes,
+// staged in a store as a read-write mount stages them, and commits it, returning the time
+// of both.
 func stageAndCommit(cache, file string, data []byte) (time.Duration, error) {
 	work := filepath.Join(cache, "gzip-work.h5")
 	if err := copyFile(file, work); err != nil {
@@ -377,6 +379,13 @@ func stageAndCommit(cache, file string, data []byte) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	// A store as a read-write mount's (default stage_mem): chunks hashed, and encoded where
+	// the code does it, on the store's workers while the writes go on.
+	st := staged.OpenStore(work, 32<<20)
+	defer st.Close()
+	st.SetDigester(commit.Hash)
+	arr.UseStore(st)
+	arr.SetEncoder(commit.ChunkEncoder(d))
 	for off := 0; off < len(data); off += 1 << 20 {
 		if _, err := arr.WriteAt(data[off:min(off+1<<20, len(data))], int64(off), d.ChunkSource()); err != nil {
 			return 0, err

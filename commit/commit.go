@@ -127,6 +127,10 @@ type newChunk struct {
 	trimmed []int64
 	row     int64
 	digest  [32]byte
+	encoded []byte // the whole chunk as stored, encoded when it was written, or nil
+	// release: once written, the spilled chunk's copy in the spill file is given up
+	// (staged.Array.ReleaseSpilled), freeing its pages for the commit's own writes.
+	release bool
 }
 
 // bytes returns the chunk's bytes, read into buf (ChunkBytes long) if it is spilled.
@@ -277,6 +281,9 @@ func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
 	}
 	unchanged := c.loadUnchanged(base, func(p string) bool { return p == ch.Dataset })
 	cd := &changedDataset{ds: ds, ix: ix, plan: plan, arr: ch.Array}
+	for i := range plan.fresh {
+		plan.fresh[i].release = true
+	}
 	if err := c.appendChunks(ds, ix, plan.fresh, ch.Array.ChunkBytes(), &res); err != nil {
 		return Result{}, err
 	}
@@ -514,6 +521,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		data          []byte              // nil: spilled
 		spilled       *staged.StagedChunk // the chunk, if spilled
 		digest        *[32]byte           // made when the chunk was written
+		encoded       []byte              // likewise
 		seq           uint64
 	}
 	// Flat chunk indices in C order of the grid, as Each visits the chunks.
@@ -532,7 +540,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	cands := make([]candidate, 0, len(scs))
 	for i := range scs {
 		sc := &scs[i]
-		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), flat: flatOf(sc.Grid), data: sc.Data, digest: sc.Digest, seq: sc.Seq}
+		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), flat: flatOf(sc.Grid), data: sc.Data, digest: sc.Digest, encoded: sc.Encoded, seq: sc.Seq}
 		if sc.Data == nil {
 			cd.spilled = sc
 		}
@@ -626,7 +634,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		} else {
 			row = (ix.largest + int64(len(p.fresh))) * ix.rows
 			pending[d] = row
-			p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d})
+			p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d, encoded: cd.encoded})
 			res.Written++
 			res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
 		}
@@ -702,10 +710,11 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 }
 
 // writeChunks writes the new chunks into raw_data at their slots, in slot order. Whole
-// chunks are read back (if spilled) and encoded on every core, a bounded window ahead of
-// the writer, and stored with direct chunk writes; edge chunks, and every chunk of a
-// pipeline the encoder does not run, go through libhdf5's filtered write of their
-// trimmed box, which leaves the slot's padding as versioned-hdf5's writes leave it.
+// chunks not encoded when they were written are read back (if spilled) and encoded on
+// every core, a bounded window ahead of the writer; whole chunks are stored with direct
+// chunk writes; edge chunks, and every chunk of a pipeline the encoder does not run, go
+// through libhdf5's filtered write of their trimmed box, which leaves the slot's padding
+// as versioned-hdf5's writes leave it.
 func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes int) error {
 	chunks := raw.Info().Chunks
 	enc := newEncoder(raw.Info().Filters, raw.Info().Type.Size)
@@ -727,6 +736,9 @@ func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes in
 	}
 	produce := func(i int) (stored, error) {
 		nc := &fresh[i]
+		if nc.encoded != nil && enc != nil && slices.Equal(nc.trimmed, chunks) {
+			return stored{data: nc.encoded, direct: true}, nil // encoded when it was written
+		}
 		var s stored
 		data := nc.data
 		if data == nil {
@@ -757,13 +769,54 @@ func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes in
 		nc := &fresh[i]
 		start := make([]int64, len(chunks))
 		start[0] = nc.row
+		var err error
 		if s.direct {
-			return raw.WriteChunk(start, 0, s.data)
+			err = raw.WriteChunk(start, 0, s.data)
+		} else {
+			err = raw.WriteBox(start, nc.trimmed, chunks, zero, s.data)
 		}
-		return raw.WriteBox(start, nc.trimmed, chunks, zero, s.data)
+		if err == nil && nc.release && nc.spilled != nil {
+			nc.arr.ReleaseSpilled(*nc.spilled)
+		}
+		return err
+	}
+	// The chunks go to the file's page cache past its durable end: have the kernel write
+	// them back every writebackBytes, on a goroutine of its own, rather than all at the sync.
+	var kick, kicked chan struct{} // made at the first start: a small commit starts none
+	defer func() {
+		if kick != nil {
+			close(kick)
+			<-kicked
+		}
+	}()
+	var since int64
+	write := consume
+	consume = func(i int, s stored) error {
+		if since += int64(len(s.data)); since >= writebackBytes {
+			since = 0
+			if kick == nil {
+				kick, kicked = make(chan struct{}, 1), make(chan struct{})
+				go func() {
+					defer close(kicked)
+					for range kick {
+						if err := c.f.HDF5().StartWriteback(); err != nil {
+							slog.Debug("writeback not started", "err", err)
+						}
+					}
+				}()
+			}
+			select {
+			case kick <- struct{}{}:
+			default: // one is pending: it covers these pages too
+			}
+		}
+		return write(i, s)
 	}
 	return ordered(len(fresh), 4*workers(), produce, consume, release)
 }
+
+// writebackBytes is how much a commit writes between two starts of the file's writeback.
+const writebackBytes = 16 << 20
 
 // loadUnchanged loads the base version's datasets other than the changed ones whose lists
 // copyVirtual would copy (and which a commit could have created: fixed-size elements);

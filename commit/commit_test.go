@@ -9,6 +9,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
+	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -19,48 +20,65 @@ func TestGolden(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, edits)
 	for _, e := range edits {
-		t.Run(e.Name, func(t *testing.T) {
-			file := fixture.Copy(t, e.Before)
-			from, err := conform.Largest(file, e.BaseVersion, e.Dataset)
-			require.NoError(t, err)
-
-			f, err := versions.OpenRW(file)
-			require.NoError(t, err)
-			c, err := New(f)
-			require.NoError(t, err)
-			d, err := f.Dataset(versions.VersionsGroup + "/" + e.BaseVersion + "/" + e.Dataset)
-			require.NoError(t, err)
-			arr, err := d.NewStaged()
-			require.NoError(t, err)
-			rowBytes := d.Size() / max(1, d.Shape[0])
-			for _, op := range e.ByteOps {
-				switch op.Op {
-				case "pwrite":
-					b, err := op.Data()
-					require.NoError(t, err)
-					_, err = arr.WriteAt(b, op.Offset, d.ChunkSource())
-					require.NoError(t, err)
-				case "truncate":
-					shape := arr.Shape()
-					shape[0] = op.Size / rowBytes
-					require.NoError(t, arr.Resize(shape, d.ChunkSource()))
-				}
+		for _, store := range []bool{false, true} {
+			name := e.Name
+			if store {
+				name += "/store"
 			}
-			require.NoError(t, c.SetNextName("golden"))
-			res, err := c.Commit(Change{Base: e.BaseVersion, Dataset: e.Dataset, Array: arr})
-			require.NoError(t, err)
-			require.Equal(t, "golden", res.Name)
-			require.False(t, arr.Dirty())
-			c.Close()
-			require.NoError(t, f.Close())
-
-			got, err := conform.Read(file, "golden", e.Dataset, from)
-			require.NoError(t, err)
-			want, err := conform.Read(e.After, e.NewVersion, e.Dataset, from)
-			require.NoError(t, err)
-			require.Empty(t, conform.Diff(got, want))
-		})
+			t.Run(name, func(t *testing.T) { golden(t, e, store) })
+		}
 	}
+}
+
+// golden applies edit e and compares; with store, the chunks are staged as a mount
+// stages them: hashed and encoded when written, spilled beyond a budget of two chunks.
+func golden(t *testing.T, e fixture.Edit, store bool) {
+	file := fixture.Copy(t, e.Before)
+	from, err := conform.Largest(file, e.BaseVersion, e.Dataset)
+	require.NoError(t, err)
+
+	f, err := versions.OpenRW(file)
+	require.NoError(t, err)
+	c, err := New(f)
+	require.NoError(t, err)
+	d, err := f.Dataset(versions.VersionsGroup + "/" + e.BaseVersion + "/" + e.Dataset)
+	require.NoError(t, err)
+	arr, err := d.NewStaged()
+	require.NoError(t, err)
+	if store {
+		st := staged.OpenStore(file, 2*int64(arr.ChunkBytes()))
+		defer st.Close()
+		st.SetDigester(Hash)
+		arr.UseStore(st)
+		arr.SetEncoder(ChunkEncoder(d))
+	}
+	rowBytes := d.Size() / max(1, d.Shape[0])
+	for _, op := range e.ByteOps {
+		switch op.Op {
+		case "pwrite":
+			b, err := op.Data()
+			require.NoError(t, err)
+			_, err = arr.WriteAt(b, op.Offset, d.ChunkSource())
+			require.NoError(t, err)
+		case "truncate":
+			shape := arr.Shape()
+			shape[0] = op.Size / rowBytes
+			require.NoError(t, arr.Resize(shape, d.ChunkSource()))
+		}
+	}
+	require.NoError(t, c.SetNextName("golden"))
+	res, err := c.Commit(Change{Base: e.BaseVersion, Dataset: e.Dataset, Array: arr})
+	require.NoError(t, err)
+	require.Equal(t, "golden", res.Name)
+	require.False(t, arr.Dirty())
+	c.Close()
+	require.NoError(t, f.Close())
+
+	got, err := conform.Read(file, "golden", e.Dataset, from)
+	require.NoError(t, err)
+	want, err := conform.Read(e.After, e.NewVersion, e.Dataset, from)
+	require.NoError(t, err)
+	require.Empty(t, conform.Diff(got, want))
 }
 
 // TestCarriesTree: a commit that changes one dataset of a nested file makes a version that

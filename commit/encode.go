@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/versions"
 )
 
 // HDF5 filter identifiers the encoder knows.
@@ -35,6 +38,32 @@ func newEncoder(pipeline []h5.Filter, itemSize int) *encoder {
 		}
 	}
 	return &encoder{pipeline: pipeline, itemSize: itemSize}
+}
+
+// ChunkEncoder is the encoder of ds's raw_data filter pipeline for staged chunks encoded
+// when written (staged.Array.SetEncoder): each whole chunk as the commit would store it,
+// in a slice of its own. nil when there is nothing to gain: no filter, or one the encoder
+// does not run (libhdf5 filters those at the commit).
+func ChunkEncoder(ds *versions.Dataset) staged.Encoder {
+	info := ds.RawDataset().Info()
+	if len(info.Filters) == 0 {
+		return nil
+	}
+	enc := newEncoder(info.Filters, info.Type.Size)
+	if enc == nil {
+		return nil
+	}
+	return func(chunk []byte) []byte {
+		out, owned, err := enc.encode(chunk)
+		if err != nil {
+			return nil // the commit encodes it again, and answers the error
+		}
+		b := slices.Clone(out)
+		if owned {
+			enc.release(out)
+		}
+		return b
+	}
 }
 
 // scratch returns a buffer of at least n bytes.

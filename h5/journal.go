@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // JournalSuffix names a file's redo journal: FILE.vh5fs-journal, beside it while a commit is
@@ -182,6 +184,33 @@ func (f *File) SetApplyLock(l sync.Locker) {
 	f.sync.mu.Lock()
 	f.sync.applyLock = l
 	f.sync.mu.Unlock()
+}
+
+// StartWriteback asks the kernel to begin writing the file's dirty pages to disk now and
+// returns without waiting for them: what a commit appends past the durable end goes to
+// the file at once (writes over the durable state are held in memory until the sync, so
+// they are not among these pages), and writing it back while the commit goes on leaves
+// the sync's fsync less to wait for. Crash safety is unchanged: the kernel may write those
+// pages back at any time anyway. The HDF5 lock is held only to find the descriptor.
+func (f *File) StartWriteback() error {
+	lock()
+	id, err := f.id()
+	fd, errno := C.int(-1), error(nil)
+	if err == nil {
+		fd, errno = C.vh5j_dup_fd(id)
+	}
+	unlock()
+	if err != nil {
+		return err
+	}
+	if fd < 0 {
+		return &Error{Op: "writeback", Path: f.path, Err: errno}
+	}
+	defer syscall.Close(int(fd))
+	if err := unix.SyncFileRange(int(fd), 0, 0, unix.SYNC_FILE_RANGE_WRITE); err != nil {
+		return &Error{Op: "writeback", Path: f.path, Err: err}
+	}
+	return nil
 }
 
 // FlushSync flushes HDF5's buffers and makes what was written durable: through the redo

@@ -379,3 +379,16 @@ func TestLegacyJournal(t *testing.T) {
 		}
 	}
 }
+
+// TestStartWriteback: starting the writeback of a change not yet synced leaves the sync
+// and what it makes as they were.
+func TestStartWriteback(t *testing.T) {
+	path, f, src := openRW(t)
+	require.NoError(t, src.Close())
+	change(t, f)
+	require.NoError(t, f.StartWriteback())
+	require.NoError(t, f.FlushSync())
+	require.NoError(t, f.StartWriteback())
+	require.NoError(t, f.Close())
+	require.Equal(t, "new", observed(t, path))
+}

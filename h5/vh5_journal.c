@@ -679,6 +679,18 @@ int vh5j_fsync(hid_t file) {
 	return fsync(*fd);
 }
 
+// vh5j_dup_fd is a duplicate of file's descriptor (close it), or -1 with errno set: for a
+// call that must not hold the HDF5 lock while it runs.
+int vh5j_dup_fd(hid_t file) {
+	int *fd;
+	(void)jfile_of(file, &fd);
+	if (fd == NULL) {
+		errno = EBADF;
+		return -1;
+	}
+	return fcntl(*fd, F_DUPFD_CLOEXEC, 0);
+}
+
 // vh5j_failed is the errno that stopped file's driver, 0 if it works or the file is not
 // open through it.
 int vh5j_failed(hid_t file) {

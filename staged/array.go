@@ -97,9 +97,10 @@ type Array struct {
 	nextSeq    uint64
 	nStaged    int64        // chunks whose slab index is >= 2
 	store      *Store       // where staged chunks live under a memory budget (nil: memory only)
-	spillOff   []int64      // per slab: 1 + its spill-file offset when spilled (slabs[i] nil), else 0
+	spillOff   []int64      // per slab: 1 + its spill-file offset when spilled (slabs[i] nil; -1 - offset once ReleaseSpilled), else 0
 	resident   []int32      // staged slabs in memory, oldest first (may hold stale entries)
 	jobs       []*digestJob // per slab: its digest made at write time (digest.go), or nil
+	encode     Encoder      // encodes wholly written chunks at write time (SetEncoder), or nil
 	cleanShape []int64      // shape at New or the last MarkClean
 	// dropped: a resize since New or the last MarkClean dropped a chunk that held data
 	// (base or staged). Growing back to cleanShape then reads the fill value where that

@@ -22,9 +22,18 @@ func (a *Array) gone(i int32) bool {
 	return a.slabs[i] == nil && (int(i) >= len(a.spillOff) || a.spillOff[i] == 0)
 }
 
-// isSpilled: staged slab i is in the spill file.
+// isSpilled: staged slab i is in the spill file (or was, until a commit released it).
 func (a *Array) isSpilled(i int32) bool {
 	return int(i) < len(a.spillOff) && a.spillOff[i] != 0
+}
+
+// spillSlot is spilled staged slab i's offset in the spill file, and whether a commit
+// released its bytes (ReleaseSpilled).
+func (a *Array) spillSlot(i int32) (off int64, released bool) {
+	if o := a.spillOff[i]; o < 0 {
+		return -o - 1, true
+	}
+	return a.spillOff[i] - 1, false
 }
 
 // held records that staged slab i now holds memory (a new or re-loaded chunk).
@@ -52,7 +61,8 @@ func (a *Array) dropSlab(i int32) {
 			a.store.resident.Add(-int64(len(a.slabs[i])))
 			a.store.release(a.slabs[i])
 		} else if a.isSpilled(i) {
-			a.store.freeSlot(a.spillOff[i]-1, int64(a.chunkBytes))
+			off, _ := a.spillSlot(i)
+			a.store.freeSlot(off, int64(a.chunkBytes))
 		}
 	}
 	a.slabs[i] = nil
@@ -102,10 +112,33 @@ func (a *Array) loadSpilled(i int32, buf []byte) ([]byte, error) {
 	if buf == nil {
 		buf = make([]byte, a.chunkBytes)
 	}
-	if err := a.store.load(buf, a.spillOff[i]-1); err != nil {
+	off, released := a.spillSlot(i)
+	if released {
+		return nil, fmt.Errorf("staged slab %d: its spilled bytes went to a commit that did not complete", i)
+	}
+	if err := a.store.load(buf, off); err != nil {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// ReleaseSpilled gives up the spill file's copy of sc, a spilled chunk StagedChunks listed
+// that a commit has just written to the HDF5 file: its pages are freed at once (a hole is
+// punched), so that the commit's own writes reuse that memory rather than touching new
+// pages, and they are never written back to disk. The chunk must not be read again: the
+// commit re-points it (MapBase) or, if the commit fails, reads of it fail (EIO). It
+// touches only sc's slab, so it may run while other chunks are read (StagedData).
+func (a *Array) ReleaseSpilled(sc StagedChunk) {
+	i := sc.slab
+	if a.store == nil || int(i) >= len(a.slabs) || a.slabs[i] != nil || !a.isSpilled(i) {
+		return
+	}
+	off, released := a.spillSlot(i)
+	if released {
+		return
+	}
+	a.store.discard(off, int64(a.chunkBytes))
+	a.spillOff[i] = -off - 1
 }
 
 // faultIn brings spilled staged slab i back into memory for an update in place; its slot
@@ -118,7 +151,8 @@ func (a *Array) faultIn(i int32) error {
 	if err != nil {
 		return fmt.Errorf("staged slab %d: %w", i, err)
 	}
-	a.store.freeSlot(a.spillOff[i]-1, int64(a.chunkBytes))
+	off, _ := a.spillSlot(i)
+	a.store.freeSlot(off, int64(a.chunkBytes))
 	a.spillOff[i] = 0
 	a.slabs[i] = buf
 	a.held(i)

@@ -26,16 +26,18 @@ import (
 // left between creation and unlink.
 type Store struct {
 	budget   int64
-	dirs     []string // where the spill file may go, in order of preference
-	prefix   string   // name prefix of named spill files
-	resident atomic.Int64
+	dirs     []string     // where the spill file may go, in order of preference
+	prefix   string       // name prefix of named spill files
+	resident atomic.Int64 // staged bytes in memory: chunks and their encodings
+	encoded  atomic.Int64 // of which encodings (SetEncoder)
 
-	mu   sync.Mutex
-	file *os.File          // GUARDED_BY(mu); nil until the first spill
-	end  int64             // bytes of file in use or on free lists; GUARDED_BY(mu)
-	free map[int64][]int64 // slot size -> free slot offsets; GUARDED_BY(mu)
-	used int64             // slots in use; GUARDED_BY(mu)
-	pool sync.Map          // chunk size -> *sync.Pool of buffers
+	mu    sync.Mutex
+	file  *os.File          // GUARDED_BY(mu); nil until the first spill
+	end   int64             // bytes of file in use or on free lists; GUARDED_BY(mu)
+	free  map[int64][]int64 // slot size -> free slot offsets; GUARDED_BY(mu)
+	used  int64             // slots in use; GUARDED_BY(mu)
+	pool  sync.Map          // chunk size -> *sync.Pool of buffers beyond the arena's
+	arena *arena            // chunk buffers in huge pages (nil: no budget, the Go heap)
 
 	digest  Digester      // set once, before use (SetDigester); nil: no digests at write time
 	workers chan struct{} // bounds the digests computed at once
@@ -55,6 +57,9 @@ func OpenStore(file string, budget int64) *Store {
 		dirs:   []string{dir, os.TempDir()},
 		prefix: "." + filepath.Base(file) + ".",
 		free:   map[int64][]int64{},
+	}
+	if budget >= 0 {
+		s.arena = newArena(budget + arenaSlack)
 	}
 	for _, d := range s.dirs {
 		matches, _ := filepath.Glob(filepath.Join(d, s.prefix+"*"+spillSuffix))
@@ -76,8 +81,10 @@ func (s *Store) over(extra int64) bool {
 	return s.budget >= 0 && s.resident.Load()+extra > s.budget
 }
 
-// Close closes the spill file (which removes it).
+// Close closes the spill file (which removes it) and unmaps the chunk buffers: no array
+// of the store may be used afterwards.
 func (s *Store) Close() error {
+	s.arena.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.file == nil {
@@ -90,8 +97,15 @@ func (s *Store) Close() error {
 	return err
 }
 
+// arenaSlack is what the arena maps beyond the budget: the chunks that the calls in
+// flight bring in before older ones spill.
+const arenaSlack = 32 << 20
+
 // buffer returns a buffer of n bytes (contents undefined), reusing freed ones.
 func (s *Store) buffer(n int) []byte {
+	if b := s.arena.get(n); b != nil {
+		return b
+	}
 	if p, ok := s.pool.Load(n); ok {
 		if b, ok := p.(*sync.Pool).Get().(*[]byte); ok {
 			return *b
@@ -102,6 +116,10 @@ func (s *Store) buffer(n int) []byte {
 
 // release hands back a buffer that no slab references any more.
 func (s *Store) release(b []byte) {
+	if s.arena.put(b) {
+		s.idle()
+		return
+	}
 	p, _ := s.pool.LoadOrStore(len(b), &sync.Pool{})
 	p.(*sync.Pool).Put(&b)
 }
@@ -150,6 +168,18 @@ func (s *Store) load(b []byte, off int64) error {
 	return nil
 }
 
+// discard frees the pages of the slot of n bytes at off (a hole punched in the spill
+// file; the slot stays in use until freeSlot). It is best effort: a filesystem that
+// punches no holes keeps the pages until the file is truncated.
+func (s *Store) discard(off, n int64) {
+	s.mu.Lock()
+	f := s.file
+	s.mu.Unlock()
+	if f != nil {
+		_ = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+	}
+}
+
 // freeSlot returns a slot of n bytes to the free list; when no slot is in use any more
 // the file is truncated, giving its disk space back (after a commit).
 func (s *Store) freeSlot(off, n int64) {
@@ -164,6 +194,18 @@ func (s *Store) freeSlot(off, n int64) {
 	s.end = 0
 	if s.file != nil {
 		_ = s.file.Truncate(0)
+	}
+	s.arena.trim() // the arena's lock is taken after s.mu, never before
+}
+
+// idle gives the arena's pages back when nothing is staged: no chunk buffer in use and no
+// spill slot (a store of budget 0 spills every chunk at once: its buffers are all back
+// between two writes, with everything still staged).
+func (s *Store) idle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used == 0 {
+		s.arena.trim()
 	}
 }
 

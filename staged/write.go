@@ -580,6 +580,9 @@ type StagedChunk struct {
 	// Digest, if not nil, is the chunk's digest (the store's Digester) for its trimmed
 	// extent, made when it was written: the commit need not read the chunk to hash it.
 	Digest *[32]byte
+	// Encoded, if not nil, is the whole chunk as the dataset's filters store it (the
+	// array's Encoder), made when it was written: the commit writes it as it is.
+	Encoded []byte
 
 	slab int32
 }
@@ -597,7 +600,9 @@ func (a *Array) StagedChunks() []StagedChunk {
 			return nil
 		}
 		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabSeq[slab], slab: slab}
-		sc.Digest = a.digestOf(slab, a.trimmed(a.shape, a.grid, g)) // waits for its worker
+		l := a.trimmed(a.shape, a.grid, g)
+		sc.Digest = a.digestOf(slab, l) // waits for its worker
+		sc.Encoded = a.encodedOf(slab, l)
 		if !a.isSpilled(slab) {
 			data, err := a.chunkData(g, slab, off, nil)
 			if err != nil {

@@ -186,6 +186,11 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 			require.Equal(t, cornerDigest(data, a.Chunks(), a.Trimmed(c.Grid), a.ItemSize()), *c.Digest,
 				"%s: digest made at write time of chunk %v", what, c.Grid)
 		}
+		if c.Encoded != nil {
+			encodedSeen++
+			require.Equal(t, a.Trimmed(c.Grid), a.Chunks(), "%s: only whole chunks are encoded", what)
+			require.Equal(t, testEncode(data), c.Encoded, "%s: encoding made at write time of chunk %v", what, c.Grid)
+		}
 		if want := m.chunk(c.Grid, a.Chunks()); !bytes.Equal(want, data) {
 			require.Equal(t, want, data, "%s: staged chunk %v (trimmed %v)", what, c.Grid, a.Trimmed(c.Grid))
 		}
@@ -204,7 +209,15 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 	require.Equal(t, len(staged), live, "%s: live staged slabs", what)
 	require.Equal(t, int64(len(staged)), a.nStaged)
 	if st := a.Store(); st != nil {
-		require.Equal(t, int64(inMemory*a.ChunkBytes()), st.Resident(), "%s: resident bytes", what)
+		var enc int64 // encodings made at write time, still held
+		for _, j := range a.jobs {
+			if j != nil {
+				<-j.done
+				enc += int64(len(j.encoded))
+			}
+		}
+		require.Equal(t, enc, st.encoded.Load(), "%s: encoded bytes", what)
+		require.Equal(t, int64(inMemory*a.ChunkBytes())+enc, st.Resident(), "%s: resident bytes", what)
 		st.mu.Lock()
 		used := st.used
 		st.mu.Unlock()
@@ -289,6 +302,7 @@ func TestWriteResizeMatchesModel(t *testing.T) {
 		t.Run(sb.name, func(t *testing.T) { testWriteResizeMatchesModel(t, sb.chunks) })
 	}
 	require.Positive(t, digestsSeen, "write-time digests were made and checked")
+	require.Positive(t, encodedSeen, "write-time encodings were made and checked")
 }
 
 func testWriteResizeMatchesModel(t *testing.T, budget int64) {
@@ -301,6 +315,7 @@ func testWriteResizeMatchesModel(t *testing.T, budget int64) {
 					st.SetDigester(cornerDigest)
 					t.Cleanup(func() { st.Close() })
 					a.UseStore(st)
+					a.SetEncoder(testEncode)
 				}
 				rng := rand.New(rand.NewPCG(seed, uint64(ci)+99))
 				checkArray(t, a, src, m, "initial")
@@ -751,6 +766,15 @@ func FuzzWriteAt(f *testing.F) {
 // digestsSeen counts the write-time digests checkArray compared (so that a test can tell
 // they were made).
 var digestsSeen int
+
+// encodedSeen counts the write-time encodings checkArray compared.
+var encodedSeen int
+
+// testEncode stands for a filter pipeline: the chunk's SHA-256, a compressed form.
+func testEncode(chunk []byte) []byte {
+	d := sha256.Sum256(chunk)
+	return d[:]
+}
 
 // cornerDigest is a Digester for the tests: SHA-256 of the trimmed corner, element by
 // element (the slow, obvious way), then the extent.
