@@ -51,15 +51,6 @@ import (
 	"github.com/vh5fs/vh5fs/writefile"
 )
 
-// ErrNotEmpty, ErrExists, ErrNotFound: the tree operation's errno, wrapped with the path.
-var (
-	errNotFound = syscall.ENOENT
-	errExists   = syscall.EEXIST
-	errNotEmpty = syscall.ENOTEMPTY
-	errNotDir   = syscall.ENOTDIR
-	errIsDir    = syscall.EISDIR
-)
-
 // Dir is where the stages of the HDF5 file at file are kept.
 func Dir(file string) string {
 	return filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".vh5fs-stages")
@@ -158,12 +149,12 @@ func (m *Manager) Create(name string) (*Stage, error) {
 // taken refuses a name a version or a stage has. Called with mu held.
 func (m *Manager) taken(name string) error {
 	if _, ok := m.stages[name]; ok {
-		return fmt.Errorf("stage %s: %w", name, errExists)
+		return fmt.Errorf("stage %s: %w", name, syscall.EEXIST)
 	}
 	if _, ok, err := m.f.Version(name); err != nil {
 		return err
 	} else if ok || name == versions.FirstVersion {
-		return fmt.Errorf("stage %s: a version has that name: %w", name, errExists)
+		return fmt.Errorf("stage %s: a version has that name: %w", name, syscall.EEXIST)
 	}
 	return nil
 }
@@ -183,14 +174,14 @@ func (m *Manager) Remove(name string) error {
 	defer m.mu.Unlock()
 	s := m.stages[name]
 	if s == nil {
-		return fmt.Errorf("stage %s: %w", name, errNotFound)
+		return fmt.Errorf("stage %s: %w", name, syscall.ENOENT)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ents, err := s.list(""); err != nil {
 		return err
 	} else if len(ents) > 0 {
-		return fmt.Errorf("stage %s: %w", name, errNotEmpty)
+		return fmt.Errorf("stage %s: %w", name, syscall.ENOTEMPTY)
 	}
 	s.discard()
 	delete(m.stages, name)
@@ -205,19 +196,19 @@ func (m *Manager) Commit(name, version string) (commit.Result, error) {
 	defer m.mu.Unlock()
 	s := m.stages[name]
 	if s == nil {
-		return commit.Result{}, fmt.Errorf("stage %s: %w", name, errNotFound)
+		return commit.Result{}, fmt.Errorf("stage %s: %w", name, syscall.ENOENT)
 	}
 	if version != "" {
 		if err := validName(version); err != nil {
 			return commit.Result{}, err
 		}
 		if _, ok := m.stages[version]; ok && version != name {
-			return commit.Result{}, fmt.Errorf("version %s: a stage has that name: %w", version, errExists)
+			return commit.Result{}, fmt.Errorf("version %s: a stage has that name: %w", version, syscall.EEXIST)
 		}
 		if _, ok, err := m.f.Version(version); err != nil {
 			return commit.Result{}, err
 		} else if ok {
-			return commit.Result{}, fmt.Errorf("version %s: %w", version, errExists)
+			return commit.Result{}, fmt.Errorf("version %s: %w", version, syscall.EEXIST)
 		}
 	}
 	s.mu.Lock()
@@ -230,7 +221,7 @@ func (m *Manager) Commit(name, version string) (commit.Result, error) {
 			slog.Error("stage not saved after its commit failed", "stage", name, "err", serr)
 		}
 		if errors.Is(err, commit.ErrExists) {
-			return commit.Result{}, fmt.Errorf("stage %s: %w: %w", name, err, errExists)
+			return commit.Result{}, fmt.Errorf("stage %s: %w: %w", name, err, syscall.EEXIST)
 		}
 		return commit.Result{}, err
 	}
@@ -380,7 +371,7 @@ func (s *Stage) list(dir string) ([]Entry, error) {
 		return nil, err
 	}
 	if k != h5.KindGroup {
-		return nil, fmt.Errorf("%s: %w", dir, errNotDir)
+		return nil, fmt.Errorf("%s: %w", dir, syscall.ENOTDIR)
 	}
 	seen := map[string]bool{}
 	var out []Entry
@@ -434,7 +425,7 @@ func (s *Stage) creatable(p string) error {
 	if k, err := s.kind(p); err != nil {
 		return err
 	} else if k != h5.KindMissing {
-		return fmt.Errorf("%s: %w", p, errExists)
+		return fmt.Errorf("%s: %w", p, syscall.EEXIST)
 	}
 	if p == "versions" || p == "__tmp__" {
 		return fmt.Errorf("%s: a name versioned-hdf5 reserves at the top level: %w", p, syscall.EINVAL)
@@ -478,11 +469,11 @@ func (s *Stage) expect(p string, want h5.Kind) error {
 	case err != nil:
 		return err
 	case k == h5.KindMissing:
-		return fmt.Errorf("%s: %w", p, errNotFound)
+		return fmt.Errorf("%s: %w", p, syscall.ENOENT)
 	case k != want && want == h5.KindGroup:
-		return fmt.Errorf("%s: %w", p, errNotDir)
+		return fmt.Errorf("%s: %w", p, syscall.ENOTDIR)
 	case k != want:
-		return fmt.Errorf("%s: %w", p, errIsDir)
+		return fmt.Errorf("%s: %w", p, syscall.EISDIR)
 	}
 	return nil
 }
@@ -493,7 +484,7 @@ func (s *Stage) exists(p string) error {
 	if k, err := s.kind(p); err != nil {
 		return err
 	} else if k == h5.KindMissing {
-		return fmt.Errorf("%s: %w", p, errNotFound)
+		return fmt.Errorf("%s: %w", p, syscall.ENOENT)
 	}
 	return nil
 }
@@ -511,7 +502,7 @@ func (s *Stage) Rmdir(p string) error {
 	if ents, err := s.list(p); err != nil {
 		return err
 	} else if len(ents) > 0 {
-		return fmt.Errorf("%s: %w", p, errNotEmpty)
+		return fmt.Errorf("%s: %w", p, syscall.ENOTEMPTY)
 	}
 	wasGroup, wasRemoved, attrs := s.groups[p], s.removed[p], s.attrs[p]
 	delete(s.groups, p)
@@ -674,7 +665,7 @@ func (s *Stage) open(p string) (*Dataset, error) {
 	if k, err := s.kind(p); err != nil {
 		return nil, err
 	} else if k != h5.KindDataset {
-		return nil, fmt.Errorf("%s: %w", p, errNotFound)
+		return nil, fmt.Errorf("%s: %w", p, syscall.ENOENT)
 	}
 	h, err := writefile.Open(s.m.f, nil, s.m.store, s.base, p)
 	if err != nil {
@@ -701,7 +692,7 @@ func (s *Stage) SetBase(version string) error {
 	if _, ok, err := s.m.f.Version(version); err != nil {
 		return err
 	} else if !ok {
-		return fmt.Errorf("version %s: %w", version, errNotFound)
+		return fmt.Errorf("version %s: %w", version, syscall.ENOENT)
 	}
 	if len(s.removed) > 0 || len(s.groups) > 0 || len(s.attrs) > 0 {
 		return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, syscall.EBUSY)
