@@ -2,6 +2,7 @@ package stage
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -130,7 +131,7 @@ func (s *Stage) saveDataset(d *Dataset) error {
 		return err
 	}
 	chunks := arr.StagedChunks()
-	slices.SortFunc(chunks, func(a, b staged.StagedChunk) int { return int(a.Seq - b.Seq) })
+	slices.SortFunc(chunks, func(a, b staged.StagedChunk) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, c := range chunks {
 		hdr.Staged = append(hdr.Staged, c.Grid)
 	}
