@@ -192,45 +192,64 @@ func (m *Manager) Remove(name string) error {
 // name) on the stage's base, makes it current, and ends the stage. A taken name is
 // EEXIST, and the stage stays as it was, as it does when the commit fails.
 func (m *Manager) Commit(name, version string) (commit.Result, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.stages[name]
-	if s == nil {
-		return commit.Result{}, fmt.Errorf("stage %s: %w", name, syscall.ENOENT)
+	s, err := m.toCommit(name, version)
+	if err != nil {
+		return commit.Result{}, err
 	}
-	if version != "" {
-		if err := validName(version); err != nil {
-			return commit.Result{}, err
-		}
-		if _, ok := m.stages[version]; ok && version != name {
-			return commit.Result{}, fmt.Errorf("version %s: a stage has that name: %w", version, syscall.EEXIST)
-		}
-		if _, ok, err := m.f.Version(version); err != nil {
-			return commit.Result{}, err
-		} else if ok {
-			return commit.Result{}, fmt.Errorf("version %s: %w", version, syscall.EEXIST)
-		}
-	}
+	// The commit holds the stage's lock only: the other stages, and listing stage/, do not
+	// wait for it.
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	res, err := s.commit(version)
 	if err != nil {
 		// Kept whole on disk, so that a mount after this one (a failed commit stops the
 		// mount's writes to the file) can commit it.
-		if serr := s.saveAll(); serr != nil {
-			slog.Error("stage not saved after its commit failed", "stage", name, "err", serr)
+		if !s.gone {
+			if serr := s.saveAll(); serr != nil {
+				slog.Error("stage not saved after its commit failed", "stage", name, "err", serr)
+			}
 		}
+		s.mu.Unlock()
 		if errors.Is(err, commit.ErrExists) {
 			return commit.Result{}, fmt.Errorf("stage %s: %w: %w", name, err, syscall.EEXIST)
 		}
 		return commit.Result{}, err
 	}
 	s.discard()
-	delete(m.stages, name)
+	s.mu.Unlock()
+	m.mu.Lock()
+	if m.stages[name] == s {
+		delete(m.stages, name)
+	}
+	m.mu.Unlock()
 	if err := os.RemoveAll(s.dir()); err != nil {
 		slog.Error("committed stage's files not removed", "stage", name, "version", res.Name, "err", err)
 	}
 	return res, nil
+}
+
+// toCommit returns the stage called name, if version is a name it may commit as.
+func (m *Manager) toCommit(name, version string) (*Stage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stages[name]
+	if s == nil {
+		return nil, fmt.Errorf("stage %s: %w", name, syscall.ENOENT)
+	}
+	if version == "" {
+		return s, nil
+	}
+	if err := validName(version); err != nil {
+		return nil, err
+	}
+	if _, ok := m.stages[version]; ok && version != name {
+		return nil, fmt.Errorf("version %s: a stage has that name: %w", version, syscall.EEXIST)
+	}
+	if _, ok, err := m.f.Version(version); err != nil {
+		return nil, err
+	} else if ok {
+		return nil, fmt.Errorf("version %s: %w", version, syscall.EEXIST)
+	}
+	return s, nil
 }
 
 // Close saves every stage (their datasets' staged data) for the next mount and drops
