@@ -32,6 +32,8 @@ type Dataset struct {
 	null        bool // a null dataspace: no elements
 	live        bool // a live snapshot (live.go): no chunk map
 
+	lastUse uint64 // when the File's cache last handed it out (datasetBudget); GUARDED_BY(File.mu)
+
 	attrsOnce sync.Once
 	attrs     []h5.Attr // the dataset's HDF5 attributes, read on first use
 	attrsErr  error
@@ -78,13 +80,14 @@ func (f *File) Dataset(path string) (*Dataset, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if d, ok := f.datasets[path]; ok {
+		f.mapped.use(d)
 		return d, nil
 	}
 	d, err := f.loadDataset(path)
 	if err != nil {
 		return nil, err
 	}
-	f.datasets[path] = d
+	f.keep(path, d)
 	return d, nil
 }
 

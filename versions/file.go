@@ -57,6 +57,7 @@ type File struct {
 
 	mu       sync.Mutex
 	datasets map[string]*Dataset     // by HDF5 path; GUARDED_BY(mu)
+	mapped   datasetBudget           // the chunk maps datasets holds; GUARDED_BY(mu)
 	raws     map[string]*h5.Dataset  // open raw_data datasets by path; GUARDED_BY(mu)
 	meta     map[string]Version      // committed versions' metadata; GUARDED_BY(mu)
 	indexes  map[string]*rawIndex    // raw_data path -> slot storage; GUARDED_BY(mu)
@@ -91,7 +92,7 @@ func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
 		h.Close()
 		return nil, err
 	}
-	f := &File{h: h, raw: raw, fmap: mapFile(raw), ahead: make(chan struct{}, runtime.GOMAXPROCS(0)), chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, indexes: map[string]*rawIndex{}}
+	f := &File{h: h, raw: raw, fmap: mapFile(raw), ahead: make(chan struct{}, runtime.GOMAXPROCS(0)), chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, mapped: datasetBudget{limit: datasetChunkBudget}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, indexes: map[string]*rawIndex{}}
 	if err := f.checkLayout(); err != nil {
 		h.Close()
 		raw.Close()
@@ -157,6 +158,7 @@ func (f *File) Close() error {
 	ds := f.datasets
 	raws := f.raws
 	f.datasets, f.raws = map[string]*Dataset{}, map[string]*h5.Dataset{}
+	f.mapped.reset()
 	f.mu.Unlock()
 	for _, d := range ds {
 		d.close()

@@ -175,6 +175,7 @@ func (f *File) reopen(st stamp) error {
 	f.mu.Lock()
 	ds, raws := f.datasets, f.raws
 	f.datasets, f.raws = map[string]*Dataset{}, map[string]*h5.Dataset{}
+	f.mapped.reset()
 	f.meta, f.indexes = map[string]Version{}, map[string]*rawIndex{}
 	f.gen.Add(1)
 	f.mu.Unlock()

@@ -141,7 +141,7 @@ func (f *File) Committed(path string, base *Dataset, shape []int64, grids [][]in
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.datasets[path]; !ok {
-		f.datasets[path] = d
+		f.keep(path, d)
 	}
 	return nil
 }
