@@ -585,24 +585,21 @@ func (n *stageFileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint3
 
 func (n *stageFileNode) xattrs() (*versions.Xattrs, error) {
 	var x versions.Xattrs
-	addJSON := func(name string, v any) error {
-		b, err := json.Marshal(v)
-		if err == nil {
-			x.Add(name, b)
-		}
-		return err
-	}
 	d := n.st.Peek(n.path)
 	if d != nil && d.Created() {
 		spec := d.Spec()
-		x.Add(versions.XattrDType, []byte(spec.DType))
-		b, err := json.Marshal(spec)
-		if err != nil {
-			return nil, err
+		fill := any(0)
+		if len(spec.FillValue) > 0 {
+			fill = spec.FillValue
 		}
-		x.Add(XattrCreate, b)
-		if err := addJSON(versions.XattrChunks, spec.Chunks); err != nil {
-			return nil, err
+		x.Add(versions.XattrDType, []byte(spec.DType))
+		for _, a := range []struct {
+			name string
+			v    any
+		}{{XattrCreate, spec}, {versions.XattrChunks, spec.Chunks}, {versions.XattrFillValue, fill}} {
+			if err := x.AddJSON(a.name, a.v); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		base, err := n.st.BaseDataset(n.path)
@@ -618,19 +615,17 @@ func (n *stageFileNode) xattrs() (*versions.Xattrs, error) {
 				x.Add(name, v)
 			}
 		}
-		if d == nil {
-			if err := addJSON(versions.XattrShape, base.Shape); err != nil {
-				return nil, err
-			}
-		}
 	}
+	shape := []int64(nil)
 	if d != nil {
 		arr, release := d.Hold()
-		shape := arr.Shape()
+		shape = arr.Shape()
 		release()
-		if err := addJSON(versions.XattrShape, shape); err != nil {
-			return nil, err
-		}
+	} else if base, err := n.st.BaseDataset(n.path); err == nil {
+		shape = base.Shape
+	}
+	if err := x.AddJSON(versions.XattrShape, shape); err != nil {
+		return nil, err
 	}
 	return &x, n.hdf5Attrs(&x)
 }

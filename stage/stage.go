@@ -765,7 +765,7 @@ func (s *Stage) attrList(p string) ([]Attr, error) {
 			if reserved(p, a.Name) {
 				continue
 			}
-			b, err := json.Marshal(versions.AttrJSON(a))
+			b, err := versions.AttrText(a)
 			if err != nil {
 				return nil, err
 			}
@@ -866,7 +866,7 @@ func (s *Stage) RemoveAttr(p, name string) error {
 func attrValue(b []byte) ([]byte, error) {
 	t := bytes.TrimSpace(b)
 	if !json.Valid(t) && utf8.Valid(b) && len(t) > 0 && t[0] != '[' && t[0] != '{' {
-		return json.Marshal(string(b))
+		return versions.JSONText(string(b))
 	}
 	return b, checkAttrJSON(b)
 }

@@ -101,6 +101,17 @@ func TestStageGolden(t *testing.T) {
 	unit, err := xattr.Get(filepath.Join(dir, "volume"), "user.hdf5.unit")
 	require.NoError(t, err)
 	require.Equal(t, `"shares"`, string(unit))
+	for name, want := range map[string]string{
+		"user.vh5fs.dtype":     "<f8",
+		"user.vh5fs.shape":     "[30]",
+		"user.vh5fs.chunks":    "[8]",
+		"user.vh5fs.fillvalue": "0.0", // as the description gave it
+		"user.vh5fs.create":    `{"dtype":"<f8","shape":[0],"chunks":[8],"fillvalue":0.0,"compression":"gzip","compression_opts":4,"shuffle":true}`,
+	} {
+		v, err := xattr.Get(filepath.Join(dir, "temp"), name)
+		require.NoError(t, err, name)
+		require.Equal(t, want, string(v), name)
+	}
 	_, err = os.Stat(filepath.Join(m.Dir, "versions", "golden"))
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing is published before the commit")
 

@@ -59,6 +59,15 @@ func (x *Xattrs) add(name string, value []byte) {
 	x.values[name] = value
 }
 
+// AddJSON adds name with v as JSON (without HTML escaping: "<f8" stays readable).
+func (x *Xattrs) AddJSON(name string, v any) error { return x.addJSON(name, v) }
+
+// AttrText is the JSON text of an HDF5 attribute's value, as user.hdf5.* shows it.
+func AttrText(a h5.Attr) ([]byte, error) { return marshalJSON(attrJSON(a)) }
+
+// JSONText is v as JSON the way the xattrs show it (no HTML escaping).
+func JSONText(v any) ([]byte, error) { return marshalJSON(v) }
+
 func (x *Xattrs) addJSON(name string, v any) error {
 	b, err := marshalJSON(v)
 	if err != nil {
