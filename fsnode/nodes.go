@@ -135,7 +135,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 				n.m.dirAttr(&out.Attr, n.m.mtime)
 				out.SetEntryTimeout(n.m.mutable())
 				out.SetAttrTimeout(n.m.mutable())
-				return n.NewInode(ctx, &stagesNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("stages", "")}), 0
+				return n.NewInode(ctx, &stagesNode{m: n.m, frozenDir: frozenDir{n.m, "stage"}}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("stages", "")}), 0
 			}
 		}
 	}

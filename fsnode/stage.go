@@ -42,9 +42,11 @@ func stageErr(op, path string, err error) syscall.Errno {
 	return en
 }
 
-// stagesNode is stage/.
+// stagesNode is stage/. It holds stages only: what it does not implement below (links,
+// files, chmod) frozenDir refuses with a log line.
 type stagesNode struct {
 	fs.Inode
+	frozenDir
 	m *mount
 }
 

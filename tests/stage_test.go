@@ -48,6 +48,19 @@ func applyStageOps(t *testing.T, dir string, ops []fixture.StageOp) {
 	}
 }
 
+// stageOnGolden mounts a copy of the golden's before-file read-write (with opts) and makes
+// stage name on it; it returns the edit, the file, the mount and the stage's directory.
+func stageOnGolden(t *testing.T, name, opts string) (fixture.StageEdit, string, *mounted, string) {
+	t.Helper()
+	e, err := fixture.StageGolden()
+	require.NoError(t, err)
+	file := fixture.Copy(t, e.Before)
+	m := mount(t, file, opts)
+	dir := filepath.Join(m.Dir, "stage", name)
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	return e, file, m, dir
+}
+
 // checkStageGolden compares version golden of file with versioned-hdf5's for the same
 // change: the tree (data, dtypes, chunks, fill values, filters, attributes), each dataset's
 // appended hash rows, slots and mappings, and h5py's reading of both.
@@ -81,12 +94,7 @@ print(len(a))
 // TestStageGolden: the golden multi-change applied as file operations in stage/golden and
 // committed by mv into versions/ is the version versioned-hdf5 made of the same change.
 func TestStageGolden(t *testing.T) {
-	e, err := fixture.StageGolden()
-	require.NoError(t, err)
-	file := fixture.Copy(t, e.Before)
-	m := mount(t, file, "rw")
-	dir := filepath.Join(m.Dir, "stage", "golden")
-	require.NoError(t, os.Mkdir(dir, 0o755))
+	e, file, m, dir := stageOnGolden(t, "golden", "rw")
 	base, err := xattr.Get(dir, "user.vh5fs.base")
 	require.NoError(t, err)
 	require.Equal(t, e.BaseVersion, string(base))
@@ -129,12 +137,7 @@ func TestStageGolden(t *testing.T) {
 // TestStageKept: a stage outlives its mount, in full (its data is saved at unmount), and
 // `vh5fs ls --stages` lists it; the next mount shows it again and commits it.
 func TestStageKept(t *testing.T) {
-	e, err := fixture.StageGolden()
-	require.NoError(t, err)
-	file := fixture.Copy(t, e.Before)
-	m := mount(t, file, "rw,stage_mem=0")
-	dir := filepath.Join(m.Dir, "stage", "golden")
-	require.NoError(t, os.Mkdir(dir, 0o755))
+	e, file, m, dir := stageOnGolden(t, "golden", "rw,stage_mem=0")
 	applyStageOps(t, dir, e.Ops)
 	m.unmount(t)
 
@@ -155,13 +158,8 @@ func TestStageKept(t *testing.T) {
 // TestStageSemantics: handles of a stage share one state; fsync and close do not commit;
 // each refusal answers the errno that says what is true.
 func TestStageSemantics(t *testing.T) {
-	e, err := fixture.StageGolden()
-	require.NoError(t, err)
-	file := fixture.Copy(t, e.Before)
-	m := mount(t, file, "rw")
+	_, file, m, dir := stageOnGolden(t, "s", "rw")
 	stages := filepath.Join(m.Dir, "stage")
-	dir := filepath.Join(stages, "s")
-	require.NoError(t, os.Mkdir(dir, 0o755))
 
 	// Two handles, one state; a later open sees both writes.
 	a, err := os.OpenFile(filepath.Join(dir, "volume"), os.O_RDWR, 0)
@@ -273,12 +271,7 @@ print(v.attrs["prev_version"], bytes(v["notes.bin"][()]).decode(), v["volume"][:
 // tree that returned and each dataset's data as of its last fsync; writes after that are
 // lost, as documented.
 func TestStageCrash(t *testing.T) {
-	e, err := fixture.StageGolden()
-	require.NoError(t, err)
-	file := fixture.Copy(t, e.Before)
-	m := mount(t, file, "rw")
-	dir := filepath.Join(m.Dir, "stage", "c")
-	require.NoError(t, os.Mkdir(dir, 0o755))
+	_, file, m, dir := stageOnGolden(t, "c", "rw")
 	require.NoError(t, os.Remove(filepath.Join(dir, "old", "x")))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "grp"), 0o755))
 	f, err := os.OpenFile(filepath.Join(dir, "volume"), os.O_RDWR, 0)
@@ -311,4 +304,38 @@ func TestStageCrash(t *testing.T) {
 	require.Equal(t, int64Bytes(11, 12), got[:16], "%s", m.stderr)
 	m.unmount(t)
 	checkFile(t, file)
+}
+
+// TestStageAttributesAndShape: attributes on a stage's root and groups become the version's
+// and its groups'; user.vh5fs.shape resizes a dataset in the stage without a commit; mknod
+// makes a dataset; stage/ itself takes no files, links or mode changes.
+func TestStageAttributesAndShape(t *testing.T) {
+	_, file, m, dir := stageOnGolden(t, "a", "rw")
+	stages := filepath.Join(m.Dir, "stage")
+	require.NoError(t, xattr.Set(dir, "user.hdf5.author", []byte(`"ci"`)))
+	require.NoError(t, xattr.Set(filepath.Join(dir, "old"), "user.hdf5.level", []byte(`3`)))
+	require.ErrorIs(t, xattr.Set(dir, "user.hdf5.timestamp", []byte(`"x"`)), syscall.EINVAL, "versioned-hdf5's own")
+	require.NoError(t, xattr.Set(filepath.Join(dir, "prices"), "user.vh5fs.shape", []byte("[32,4]")))
+	st, err := os.Stat(filepath.Join(dir, "prices"))
+	require.NoError(t, err)
+	require.Equal(t, int64(32*4*8), st.Size())
+	require.Equal(t, "r1", currentVersion(t, m.Dir), "a stage's resize commits nothing")
+	require.NoError(t, syscall.Mknod(filepath.Join(dir, "made"), syscall.S_IFREG|0o644, 0))
+	require.ErrorIs(t, syscall.Mknod(filepath.Join(dir, "fifo"), syscall.S_IFIFO|0o644, 0), syscall.EPERM)
+	for name, err := range map[string]error{
+		"chmod stage/":      os.Chmod(stages, 0o700),
+		"symlink in stage/": os.Symlink("a", filepath.Join(stages, "link")),
+	} {
+		require.ErrorIs(t, err, syscall.EPERM, name)
+	}
+	require.ErrorIs(t, os.WriteFile(filepath.Join(stages, "file"), nil, 0o644), syscall.EROFS)
+	require.NoError(t, os.Rename(dir, filepath.Join(m.Dir, "versions", "a")))
+	m.unmount(t)
+	checkFile(t, file)
+	out, err := exec.Command(python(t), "-c", `
+import sys, h5py
+v = h5py.File(sys.argv[1], "r")["_version_data/versions/a"]
+print(v.attrs["author"], v.attrs["prev_version"], v["old"].attrs["level"], v["prices"].shape, sorted(v))`, file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "ci r1 3 (32, 4) ['made', 'old', 'prices', 'volume']", strings.TrimSpace(string(out)))
 }
