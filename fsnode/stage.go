@@ -587,6 +587,7 @@ func (n *stageFileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint3
 
 func (n *stageFileNode) xattrs() (*versions.Xattrs, error) {
 	var x versions.Xattrs
+	var base *versions.Dataset // a dataset of the base: what it shows besides the shape
 	d := n.st.Peek(n.path)
 	if d != nil && d.Created() {
 		spec := d.Spec()
@@ -604,8 +605,8 @@ func (n *stageFileNode) xattrs() (*versions.Xattrs, error) {
 			}
 		}
 	} else {
-		base, err := n.st.BaseDataset(n.path)
-		if err != nil {
+		var err error
+		if base, err = n.st.BaseDataset(n.path); err != nil {
 			return nil, err
 		}
 		bx, err := base.Xattrs()
@@ -618,12 +619,12 @@ func (n *stageFileNode) xattrs() (*versions.Xattrs, error) {
 			}
 		}
 	}
-	shape := []int64(nil)
+	var shape []int64
 	if d != nil {
 		arr, release := d.Hold()
 		shape = arr.Shape()
 		release()
-	} else if base, err := n.st.BaseDataset(n.path); err == nil {
+	} else {
 		shape = base.Shape
 	}
 	if err := x.AddJSON(versions.XattrShape, shape); err != nil {

@@ -3,6 +3,8 @@ package stage
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/fsck"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
@@ -21,6 +24,14 @@ import (
 // a mount does; closing it saves the stages and closes the file.
 func open(t *testing.T, file string, budget int64) (*versions.File, *Manager, func()) {
 	t.Helper()
+	f, m, closeAll := openCrashable(t, file, budget)
+	return f, m, func() { require.NoError(t, closeAll()) }
+}
+
+// openCrashable is open whose closer returns the file's Close error: a file whose sync was
+// stopped as a crash (h5's InjectSyncFault) cannot close cleanly.
+func openCrashable(t *testing.T, file string, budget int64) (*versions.File, *Manager, func() error) {
+	t.Helper()
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
 	c, err := commit.New(f)
@@ -30,16 +41,17 @@ func open(t *testing.T, file string, budget int64) (*versions.File, *Manager, fu
 	m, err := Open(f, c, store)
 	require.NoError(t, err)
 	closed := false
-	closeAll := func() {
-		if !closed {
-			closed = true
-			require.NoError(t, m.Close())
-			c.Close()
-			store.Close()
-			require.NoError(t, f.Close())
+	closeAll := func() error {
+		if closed {
+			return nil
 		}
+		closed = true
+		require.NoError(t, m.Close())
+		c.Close()
+		store.Close()
+		return f.Close()
 	}
-	t.Cleanup(closeAll)
+	t.Cleanup(func() { closeAll() })
 	return f, m, closeAll
 }
 
@@ -332,4 +344,63 @@ func TestConcurrentWriters(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, writers, res.Written, "each writer's chunks are equal: one slot each")
 	require.Equal(t, writers*per/1000-writers, res.Reused)
+}
+
+// TestStageCommitCrash stops a stage's commit as a killed process would, before each step
+// of its sync. Before anything repairs the file, h5py sees the base alone, or the new
+// version whole; then recovery (as the next read-write open does) leaves either no new
+// version or exactly versioned-hdf5's, and the stage itself is still kept on disk.
+func TestStageCommitCrash(t *testing.T) {
+	e, err := fixture.StageGolden()
+	require.NoError(t, err)
+	for _, step := range []string{"tail", "fsync", "journal", "jsync", "dirsync", "apply", "async", "remove"} {
+		t.Run(step, func(t *testing.T) {
+			file := fixture.Copy(t, e.Before)
+			f, m, closeAll := openCrashable(t, file, 32<<20)
+			st, err := m.Create("golden")
+			require.NoError(t, err)
+			apply(t, st, e.Ops)
+			require.NoError(t, f.HDF5().InjectSyncFault(step, true))
+			_, err = m.Commit("golden", "golden")
+			require.Error(t, err)
+			closeAll() // the crashed file does not close cleanly: nothing more is written
+
+			// Before any repair: what another program sees.
+			out, err := exec.Command("/usr/bin/python3", "-c", `
+import sys, h5py
+vs = h5py.File(sys.argv[1], "r")["_version_data/versions"]
+print(" ".join(sorted(k for k in vs if k != "__first_version__" and bool(vs[k].attrs["committed"]))))`, file).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			seen := strings.TrimSpace(string(out))
+			require.Contains(t, []string{"r1", "golden r1"}, seen)
+
+			_, err = h5.Recover(file)
+			require.NoError(t, err)
+			has, err := hasVersion(file, "golden")
+			require.NoError(t, err)
+			if seen == "golden r1" || step == "apply" || step == "async" || step == "remove" {
+				require.True(t, has, "past the commit point the version survives")
+			}
+			if has {
+				require.NoError(t, conform.StageGolden(file, e))
+			}
+			findings, err := fsck.Check(file)
+			require.NoError(t, err)
+			require.Empty(t, findings, fsck.Summary(findings))
+			saved, err := Saved(file)
+			require.NoError(t, err)
+			require.Len(t, saved, 1, "the stage is kept")
+		})
+	}
+}
+
+// hasVersion reports whether file has a committed version called name.
+func hasVersion(file, name string) (bool, error) {
+	f, err := versions.Open(file)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	_, ok, err := f.Version(name)
+	return ok, err
 }
