@@ -97,6 +97,10 @@ type Array struct {
 	nextSeq    uint64
 	nStaged    int64        // chunks whose slab index is >= 2
 	store      *Store       // where staged chunks live under a memory budget (nil: memory only)
+	slabGrid   [][]int64    // per staged slab: the grid index of the chunk last put on it
+	sink       Sink         // where evicted chunks go first (UseSink), or nil
+	sunk       []int64      // per slab: 1 + its sink reference when the sink holds it (slabs[i] nil), else 0
+	sinkStop   bool         // the staging order's prefix in the sink ended: the rest spill, until MarkClean
 	spillOff   []int64      // per slab: 1 + its spill-file offset when spilled (slabs[i] nil; -1 - offset once ReleaseSpilled), else 0
 	resident   []int32      // staged slabs in memory, oldest first (may hold stale entries)
 	jobs       []*digestJob // per slab: its digest made at write time (digest.go), or nil
@@ -262,6 +266,12 @@ func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 	}
 	a.slabIndices[k] = slab
 	a.slabOffsets[k] = off
+	if slab >= 2 { // a chunk's grid index outlives resizes: the sink needs its extent
+		for len(a.slabGrid) < len(a.slabs) {
+			a.slabGrid = append(a.slabGrid, nil)
+		}
+		a.slabGrid[slab] = append(a.slabGrid[slab][:0], grid...)
+	}
 	return nil
 }
 

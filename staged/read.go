@@ -114,7 +114,7 @@ func (a *Array) chunkData(grid []int64, slab int32, off int64, src ChunkSource) 
 	if slab < 0 || int(slab) >= len(a.slabs) || a.gone(slab) {
 		return nil, fmt.Errorf("chunk %v lies on missing slab %d", grid, slab)
 	}
-	if a.isSpilled(slab) { // one chunk per staged slab
+	if a.offMemory(slab) { // one chunk per staged slab
 		data, err := a.loadSpilled(slab, nil)
 		if err != nil {
 			return nil, fmt.Errorf("chunk %v: %w", grid, err)

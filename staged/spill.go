@@ -1,6 +1,9 @@
 package staged
 
-import "fmt"
+import (
+	"fmt"
+	"log/slog"
+)
 
 // UseStore makes the array keep its staged chunks in s, under s's memory budget; spilled
 // chunks are read back when a read, a write or the commit needs them. Call it before the
@@ -19,8 +22,11 @@ func (a *Array) Store() *Store { return a.store }
 
 // gone: staged slab i was dropped (neither in memory nor spilled).
 func (a *Array) gone(i int32) bool {
-	return a.slabs[i] == nil && (int(i) >= len(a.spillOff) || a.spillOff[i] == 0)
+	return a.slabs[i] == nil && (int(i) >= len(a.spillOff) || a.spillOff[i] == 0) && !a.isSunk(i)
 }
+
+// offMemory: staged slab i is not in memory but can be read back (spilled or sunk).
+func (a *Array) offMemory(i int32) bool { return a.isSpilled(i) || a.isSunk(i) }
 
 // isSpilled: staged slab i is in the spill file (or was, until a commit released it).
 func (a *Array) isSpilled(i int32) bool {
@@ -63,6 +69,8 @@ func (a *Array) dropSlab(i int32) {
 		} else if a.isSpilled(i) {
 			off, _ := a.spillSlot(i)
 			a.store.freeSlot(off, int64(a.chunkBytes))
+		} else if a.isSunk(i) {
+			a.forgetSunk(i)
 		}
 	}
 	a.slabs[i] = nil
@@ -71,8 +79,9 @@ func (a *Array) dropSlab(i int32) {
 	}
 }
 
-// makeRoom spills the array's oldest resident staged chunks, except those in keep, until
-// extra more bytes fit the store's budget or nothing is left to spill. A spill that fails
+// makeRoom evicts the array's oldest resident staged chunks, except those in keep, until
+// extra more bytes fit the store's budget or nothing is left to evict: to the sink while
+// they follow the staging order (see Sink), else to the spill file. An eviction that fails
 // leaves that chunk in memory, as it was, and returns the error: no staged byte is lost.
 func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
 	if a.store == nil || !a.store.over(extra) {
@@ -89,7 +98,20 @@ func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
 			kept = append(kept, i)
 			continue
 		}
-		a.waitDigest(i) // its buffer goes back to the pool: no worker may still read it
+		a.waitDigest(i)     // its buffer goes back to the pool: no worker may still read it
+		if len(kept) == 0 { // a kept chunk staged before it would break the order
+			sunk, err := a.sinkChunk(i)
+			if err != nil {
+				slog.Warn("staged: storing a chunk ahead of its commit failed; spilling it instead", "err", err)
+			}
+			if sunk {
+				a.store.resident.Add(-int64(len(a.slabs[i])))
+				a.store.release(a.slabs[i])
+				a.slabs[i] = nil
+				continue
+			}
+		}
+		a.sinkStop = true
 		off, err := a.store.spill(a.slabs[i])
 		if err != nil {
 			a.resident = append(append(kept, i), a.resident...)
@@ -109,6 +131,9 @@ func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
 
 // loadSpilled reads spilled staged slab i into a new buffer.
 func (a *Array) loadSpilled(i int32, buf []byte) ([]byte, error) {
+	if a.isSunk(i) {
+		return a.loadSunk(i, buf)
+	}
 	if buf == nil {
 		buf = make([]byte, a.chunkBytes)
 	}
@@ -144,6 +169,16 @@ func (a *Array) ReleaseSpilled(sc StagedChunk) {
 // faultIn brings spilled staged slab i back into memory for an update in place; its slot
 // is freed. The caller made room first.
 func (a *Array) faultIn(i int32) error {
+	if a.isSunk(i) {
+		buf, err := a.loadSunk(i, a.store.buffer(a.chunkBytes))
+		if err != nil {
+			return err
+		}
+		a.forgetSunk(i)
+		a.slabs[i] = buf
+		a.held(i)
+		return nil
+	}
 	if !a.isSpilled(i) {
 		return nil
 	}

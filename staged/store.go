@@ -230,3 +230,13 @@ func (s *Store) create() (*os.File, error) {
 	}
 	return nil, fmt.Errorf("staged: no directory takes a spill file (%s): %w", strings.Join(s.dirs, ", "), errors.Join(errs...))
 }
+
+// Spill writes b to a free slot of the spill file and returns its offset: for a Sink
+// that must give up the place it holds a chunk in (Load reads it back, Free frees it).
+func (s *Store) Spill(b []byte) (int64, error) { return s.spill(b) }
+
+// Load reads the slot at off, which Spill returned, into b.
+func (s *Store) Load(b []byte, off int64) error { return s.load(b, off) }
+
+// Free gives back the slot of n bytes at off, which Spill returned.
+func (s *Store) Free(off, n int64) { s.freeSlot(off, n) }

@@ -163,7 +163,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 	var extra int64
 	keep := map[int32]bool{}
 	for _, c := range plan.Chunks {
-		if c.Action != UpdateInPlace || a.isSpilled(c.Slab) {
+		if c.Action != UpdateInPlace || a.offMemory(c.Slab) {
 			extra += int64(a.chunkBytes)
 		} else {
 			keep[c.Slab] = true
@@ -173,6 +173,9 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		return err
 	}
 	for _, c := range plan.Chunks {
+		if c.Action != UpdateInPlace && c.Slab >= 2 && int(c.Slab) < len(a.slabs) && a.isSunk(c.Slab) {
+			a.sinkStop = true // a sunk chunk replaced: it leaves the staging order
+		}
 		if c.Action == UpdateInPlace {
 			if err := a.faultIn(c.Slab); err != nil {
 				return err
@@ -603,7 +606,7 @@ func (a *Array) StagedChunks() []StagedChunk {
 		l := a.trimmed(a.shape, a.grid, g)
 		sc.Digest = a.digestOf(slab, l) // waits for its worker
 		sc.Encoded = a.encodedOf(slab, l)
-		if !a.isSpilled(slab) {
+		if !a.offMemory(slab) {
 			data, err := a.chunkData(g, slab, off, nil)
 			if err != nil {
 				return nil // unreachable: setChunk validates staged chunks
@@ -624,7 +627,7 @@ func (a *Array) StagedData(sc StagedChunk, buf []byte) ([]byte, error) {
 	if sc.Data != nil {
 		return sc.Data, nil
 	}
-	if int(sc.slab) >= len(a.slabs) || !a.isSpilled(sc.slab) {
+	if int(sc.slab) >= len(a.slabs) || !a.offMemory(sc.slab) {
 		return nil, fmt.Errorf("staged: chunk %v is no longer staged", sc.Grid)
 	}
 	data, err := a.loadSpilled(sc.slab, buf)
@@ -680,6 +683,7 @@ func (a *Array) MarkClean() {
 	a.collectSlabs()
 	a.cleanShape = slices.Clone(a.shape)
 	a.dropped = false
+	a.sinkStop = false // nothing is staged: the next change's prefix starts afresh
 }
 
 // Each calls fn for every chunk in C order of the chunk grid with its grid
@@ -735,6 +739,7 @@ func (a *Array) collectSlabs() {
 		}
 		a.slabs = a.slabs[:2]
 		a.spillOff = a.spillOff[:min(len(a.spillOff), 2)]
+		a.sunk = a.sunk[:min(len(a.sunk), 2)]
 		a.jobs = a.jobs[:min(len(a.jobs), 2)]
 		a.resident = a.resident[:0]
 		a.freeSlabs = nil

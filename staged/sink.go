@@ -1,0 +1,107 @@
+package staged
+
+import (
+	"fmt"
+	"slices"
+)
+
+// A Sink stores the chunks an array evicts under its store's budget where the array's
+// commit will put them (commit.Sink: the raw_data slots past the hash table's end), in
+// place of the spill file: the commit then finds them written, and a change far larger
+// than the budget costs one write of each chunk, not three. A commit appends new chunks
+// in staging order, so the array offers the sink only a prefix of that order: chunks of
+// full shape with their digests, evicted oldest first; anything else (an edge chunk, a
+// chunk still held by a write, a sunk chunk written again or dropped) ends the prefix,
+// and the rest of the change spills to the file until the next commit.
+type Sink interface {
+	// Put stores a full-shape chunk: data, its encoding stored (nil: none made) and its
+	// digest. ok false: the sink does not take it, and the array spills it.
+	Put(data, stored []byte, sum [32]byte) (ref int64, ok bool, err error)
+	// Load reads the chunk of ref into buf (ChunkBytes long).
+	Load(ref int64, buf []byte) error
+	// Forget tells the sink the array no longer needs the chunk of ref.
+	Forget(ref int64)
+}
+
+// UseSink makes the array evict its staged chunks to s where it can (see Sink), with the
+// spill file of its store for the rest. Call it after UseStore, before the first write.
+func (a *Array) UseSink(s Sink) { a.sink = s }
+
+// isSunk: staged slab i is held by the sink.
+func (a *Array) isSunk(i int32) bool {
+	return int(i) < len(a.sunk) && a.sunk[i] != 0
+}
+
+// sinkRef is sunk slab i's reference.
+func (a *Array) sinkRef(i int32) int64 { return a.sunk[i] - 1 }
+
+// forgetSunk hands sunk slab i back to the sink. A sunk chunk leaving the staging order
+// (dropped, or loaded back to be written again) shifts the commit's slots for the chunks
+// after it: nothing more is sunk until the next commit.
+func (a *Array) forgetSunk(i int32) {
+	a.sink.Forget(a.sinkRef(i))
+	a.sunk[i] = 0
+	a.sinkStop = true
+}
+
+// sinkChunk offers staged slab i, the oldest resident one, to the sink; false: the caller
+// spills it to the file.
+func (a *Array) sinkChunk(i int32) (bool, error) {
+	if a.sink == nil || a.sinkStop || a.store == nil || a.store.digest == nil {
+		return false, nil
+	}
+	// Only chunks of full shape go, as the commit would write them directly. A chunk
+	// written whole has its digest (made at write time); one written piecewise is
+	// digested (and encoded) now, as the commit would.
+	if int(i) >= len(a.slabGrid) || a.slabGrid[i] == nil {
+		return false, nil
+	}
+	l := a.trimmed(a.shape, a.grid, a.slabGrid[i])
+	if !slices.Equal(l, a.chunks) {
+		return false, nil // an edge chunk: the commit writes its trimmed box through libhdf5
+	}
+	a.waitDigest(i)
+	j := a.job(i)
+	if j == nil || !slices.Equal(j.trimmed, l) {
+		a.forgetDigest(i)
+		for len(a.jobs) < len(a.slabs) {
+			a.jobs = append(a.jobs, nil)
+		}
+		j = &digestJob{done: make(chan struct{}), trimmed: l, sum: a.store.digest(a.slabs[i], a.chunks, l, a.itemSize)}
+		close(j.done)
+		a.jobs[i] = j
+	}
+	ref, ok, err := a.sink.Put(a.slabs[i], j.encoded, j.sum)
+	if err != nil || !ok {
+		return false, err
+	}
+	if n := int64(len(j.encoded)); n > 0 { // stored: the commit need not write it again
+		a.store.resident.Add(-n)
+		a.store.encoded.Add(-n)
+		j.encoded = nil
+	}
+	for len(a.sunk) < len(a.slabs) {
+		a.sunk = append(a.sunk, 0)
+	}
+	a.sunk[i] = ref + 1
+	return true, nil
+}
+
+// loadSunk reads sunk slab i into buf (nil: a new buffer).
+func (a *Array) loadSunk(i int32, buf []byte) ([]byte, error) {
+	if buf == nil {
+		buf = make([]byte, a.chunkBytes)
+	}
+	if err := a.sink.Load(a.sinkRef(i), buf); err != nil {
+		return nil, fmt.Errorf("staged slab %d: %w", i, err)
+	}
+	return buf, nil
+}
+
+// SunkRef is the sink's reference for a chunk StagedChunks listed, if the sink holds it.
+func (a *Array) SunkRef(sc StagedChunk) (ref int64, ok bool) {
+	if int(sc.slab) >= len(a.slabs) || !a.isSunk(sc.slab) {
+		return 0, false
+	}
+	return a.sinkRef(sc.slab), true
+}
