@@ -37,6 +37,9 @@ type Committer struct {
 	mu      sync.Mutex        // serialises commits; taken before versions.File's locks
 	indexes map[string]*index // data group -> hash index; GUARDED_BY(mu)
 	next    string            // name for the next commit (SetNextName); GUARDED_BY(mu)
+
+	sinkMu sync.Mutex            // a leaf: held only to look up sinks
+	sinks  map[string]*groupSink // data group -> its sinks' slots (sink.go); GUARDED_BY(sinkMu)
 }
 
 // New returns a Committer for f, which must have been opened with versions.OpenRW.
@@ -47,7 +50,7 @@ func New(f *versions.File) (*Committer, error) {
 	if !f.Versioned() {
 		return nil, fmt.Errorf("commit: %s is not a versioned-hdf5 file", f.Path())
 	}
-	return &Committer{f: f, now: time.Now, indexes: map[string]*index{}}, nil
+	return &Committer{f: f, now: time.Now, indexes: map[string]*index{}, sinks: map[string]*groupSink{}}, nil
 }
 
 // Close releases the hash tables it holds open.
@@ -110,6 +113,7 @@ type Result struct {
 	Base     string // its prev_version: Change.Base, or the head a FollowHead change went on
 	Skipped  bool   // SkipUnchanged applied: nothing was written
 	Written  int    // chunks appended to raw_data
+	Ahead    int    // of which a Sink wrote before the commit (found in place)
 	Reused   int    // chunks deduplicated against existing slots or each other
 	Unmapped int    // staged chunks equal to the fill value, left unmapped
 	Bytes    int64  // bytes of raw chunk data appended (before filters)
@@ -131,6 +135,7 @@ type newChunk struct {
 	// release: once written, the spilled chunk's copy in the spill file is given up
 	// (staged.Array.ReleaseSpilled), freeing its pages for the commit's own writes.
 	release bool
+	inPlace bool // a Sink wrote it at row already
 }
 
 // bytes returns the chunk's bytes, read into buf (ChunkBytes long) if it is spilled.
@@ -178,7 +183,7 @@ func (c *Committer) Commit(ch Change) (Result, error) {
 			"version", res.Name, "base", ch.Base, "current", head, "dataset", ch.Dataset)
 	}
 	slog.Info("committed", "version", res.Name, "base", ch.Base, "dataset", ch.Dataset,
-		"written", res.Written, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
+		"written", res.Written, "ahead", res.Ahead, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
 		"plan", res.Plan, "data", res.Data, "table", res.Table, "group", res.Group, "sync", res.Sync)
 	return res, nil
 }
@@ -678,10 +683,21 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 	n := ix.largest + int64(len(fresh))
 	dims := slices.Clone(chunks)
 	dims[0] = n * ix.rows
+	if err := c.claimSlots(ds.DataGroup(), ix, fresh); err != nil {
+		return err
+	}
 	if err := raw.SetExtent(dims); err != nil {
 		return err
 	}
-	if err := c.writeChunks(raw, fresh, chunkBytes); err != nil {
+	toWrite := make([]newChunk, 0, len(fresh))
+	for _, nc := range fresh {
+		if nc.inPlace {
+			res.Ahead++
+		} else {
+			toWrite = append(toWrite, nc)
+		}
+	}
+	if err := c.writeChunks(raw, toWrite, chunkBytes); err != nil {
 		return err
 	}
 	data = time.Since(t0)

@@ -20,19 +20,16 @@ func TestGolden(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, edits)
 	for _, e := range edits {
-		for _, store := range []bool{false, true} {
-			name := e.Name
-			if store {
-				name += "/store"
-			}
-			t.Run(name, func(t *testing.T) { golden(t, e, store) })
+		for _, mode := range []string{"", "store", "sink"} {
+			t.Run(e.Name+"/"+mode, func(t *testing.T) { golden(t, e, mode) })
 		}
 	}
 }
 
-// golden applies edit e and compares; with store, the chunks are staged as a mount
-// stages them: hashed and encoded when written, spilled beyond a budget of two chunks.
-func golden(t *testing.T, e fixture.Edit, store bool) {
+// golden applies edit e and compares; in mode "store", the chunks are staged as a mount
+// stages them: hashed and encoded when written, spilled beyond a budget of two chunks;
+// in mode "sink", evicted to their raw_data slots ahead of the commit where they can be.
+func golden(t *testing.T, e fixture.Edit, mode string) {
 	file := fixture.Copy(t, e.Before)
 	from, err := conform.Largest(file, e.BaseVersion, e.Dataset)
 	require.NoError(t, err)
@@ -45,12 +42,15 @@ func golden(t *testing.T, e fixture.Edit, store bool) {
 	require.NoError(t, err)
 	arr, err := d.NewStaged()
 	require.NoError(t, err)
-	if store {
+	if mode != "" {
 		st := staged.OpenStore(file, 2*int64(arr.ChunkBytes()))
 		defer st.Close()
 		st.SetDigester(Hash)
 		arr.UseStore(st)
 		arr.SetEncoder(ChunkEncoder(d))
+		if mode == "sink" {
+			arr.UseSink(c.NewSink(d, arr, st))
+		}
 	}
 	rowBytes := d.Size() / max(1, d.Shape[0])
 	for _, op := range e.ByteOps {
