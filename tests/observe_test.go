@@ -15,7 +15,7 @@ import (
 // deduplicated, bytes, time), and -o debug adds a trace of every FUSE operation, which a
 // mount without it does not print.
 func TestLogs(t *testing.T) {
-	commitLine := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg=committed version=logged base=v4 dataset=x written=1 reused=0 unmapped=0 bytes=\d+ elapsed=\S+`)
+	commitLine := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg=committed version=logged base=v4 dataset=x written=1 ahead=0 reused=0 unmapped=0 bytes=\d+ elapsed=\S+`)
 	for _, tc := range []struct {
 		name  string
 		opts  []string

@@ -66,6 +66,9 @@ func Open(f *versions.File, c *commit.Committer, store *staged.Store, version, r
 	if store != nil {
 		arr.UseStore(store)
 		arr.SetEncoder(commit.ChunkEncoder(d)) // gzip, shuffle: encoded on the store's workers
+		if c != nil {
+			arr.UseSink(c.NewSink(d, arr, store)) // evicted chunks go to their raw_data slots
+		}
 	}
 	h := &Handle{c: c, rel: rel, base: version, arr: arr, src: d.ChunkSource(), follow: version == cur}
 	h.sz.Store(arr.Size())
