@@ -54,10 +54,37 @@ type Dataset struct {
 	blockOnce sync.Once
 	blockList []block
 
-	xattrOnce sync.Once
-	xattrs    *Xattrs
-	xattrErr  error
+	// derived holds values computed from the dataset once, by key (see Derived).
+	derivedMu sync.Mutex
+	derived   map[any]*derivedValue
 }
+
+type derivedValue struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+// Derived returns the value build computes from d, computing it once per key for the life
+// of d (a dataset is immutable, so what is made from it is too): package xattrs keeps the
+// rendered attributes here, whose chunk map is costly to build. Errors are kept as well.
+func (d *Dataset) Derived(key any, build func() (any, error)) (any, error) {
+	d.derivedMu.Lock()
+	e, ok := d.derived[key]
+	if !ok {
+		if d.derived == nil {
+			d.derived = map[any]*derivedValue{}
+		}
+		e = &derivedValue{}
+		d.derived[key] = e
+	}
+	d.derivedMu.Unlock()
+	e.once.Do(func() { e.v, e.err = build() })
+	return e.v, e.err
+}
+
+// File is the file d belongs to.
+func (d *Dataset) File() *File { return d.f }
 
 // TextForm documents how variable-length string datasets read: one JSON string per
 // element, in C order, each followed by a newline. They are read-only.

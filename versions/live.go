@@ -381,62 +381,6 @@ func (f *File) LiveStatus() (LiveStatus, error) {
 	return s, nil
 }
 
-// Live extended attributes on the mount's root.
-const (
-	XattrLiveWriter     = XattrPrefix + "live.writer"     // swmr-writing, writing or closed
-	XattrLiveRetries    = XattrPrefix + "live.retries"    // JSON, see AddLiveXattrs
-	XattrLiveSuperblock = XattrPrefix + "live.superblock" // JSON: version, flags, eof, length
-)
-
-// retryKinds names H5Fget_metadata_read_retry_info's metadata kinds, in its order.
-var retryKinds = [h5.MetadataReadRetryTypes]string{
-	"object header", "object header chunk", "v2 B-tree header", "v2 B-tree internal node",
-	"v2 B-tree leaf node", "fractal heap header", "fractal heap direct block",
-	"fractal heap indirect block", "free-space header", "free-space sections",
-	"shared message table", "shared message list", "extensible array header",
-	"extensible array index block", "extensible array super block",
-	"extensible array data block", "extensible array data block page",
-	"fixed array super block", "fixed array data block", "fixed array data block page",
-	"superblock",
-}
-
-// AddLiveXattrs adds the live attributes to x (the root's).
-func (f *File) AddLiveXattrs(x *Xattrs) error {
-	s, err := f.LiveStatus()
-	if err != nil {
-		return err
-	}
-	x.add(XattrLiveWriter, []byte(s.Writer))
-	byKind := map[string]uint64{}
-	for i, n := range s.HDF5.Reads {
-		if n > 0 {
-			byKind[retryKinds[i]] = n
-		}
-	}
-	bins := s.HDF5.Bins
-	if bins == nil {
-		bins = []uint64{}
-	}
-	retries := map[string]any{
-		// metadata reads libhdf5 had to read again (checksum failed: torn by a write)
-		"hdf5_metadata_reads_retried": s.HDF5.Total(),
-		"hdf5_by_kind":                byKind,
-		"hdf5_by_retries_decade":      bins, // [1-9 retries, 10-99, ...]
-		"operations":                  s.Operations,
-		"reopens":                     s.Reopens,
-	}
-	if s.ReopenErr != nil {
-		retries["reopen_error"] = s.ReopenErr.Error()
-	}
-	if err := x.addJSON(XattrLiveRetries, retries); err != nil {
-		return err
-	}
-	return x.addJSON(XattrLiveSuperblock, map[string]any{
-		"version": s.State.Version, "flags": s.State.Flags, "eof": s.State.EOF,
-		"length": s.State.Length, "foreign_write_lock": s.State.ForeignLock,
-	})
-}
-
 // reset empties the cache (a live file reopened: slots may have been rewritten).
 func (c *chunkCache) reset() {
 	c.mu.Lock()

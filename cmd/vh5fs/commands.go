@@ -18,6 +18,7 @@ import (
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 type command struct {
@@ -563,11 +564,11 @@ func datasetInfo(w io.Writer, f *versions.File, version, ds string) error {
 	if err != nil {
 		return err
 	}
-	x, err := d.Xattrs()
+	x, err := xattrs.Dataset(d)
 	if err != nil {
 		return err
 	}
-	fill, _ := x.Get(versions.XattrFillValue)
+	fill, _ := x.Get(xattrs.FillValue)
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	defer tw.Flush()
 	fmt.Fprintf(tw, "version:\t%s\n", version)
