@@ -52,7 +52,7 @@ type Dataset struct {
 	ahead aheadState
 	// blockList is the stored chunks of a versioned dataset, made from arr on first use.
 	blockOnce sync.Once
-	blockList []block
+	blockList []Block
 
 	// derived holds values computed from the dataset once, by key (see Derived).
 	derivedMu sync.Mutex

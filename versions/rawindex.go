@@ -183,10 +183,10 @@ func (s rawSource) Prefetch(offs []int64) {
 func (f *File) slotInfo(d *Dataset) ([]h5.ChunkInfo, error) {
 	offs := make([]int64, len(d.blocks()))
 	for i, b := range d.blocks() {
-		if b.off%d.Chunks[0] != 0 {
-			return nil, fmt.Errorf("slot at row %d is not chunk-aligned", b.off)
+		if b.Row%d.Chunks[0] != 0 {
+			return nil, fmt.Errorf("slot at row %d is not chunk-aligned", b.Row)
 		}
-		offs[i] = b.off
+		offs[i] = b.Row
 	}
 	if cis, _, ok := f.slots(d, offs...); ok {
 		return cis, nil

@@ -40,7 +40,7 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 						size *= int(c)
 					}
 					for _, b := range d.blocks() {
-						got, ok, err := f.readSlot(d, b.off, size)
+						got, ok, err := f.readSlot(d, b.Row, size)
 						require.NoError(t, err)
 						if !ok {
 							continue
@@ -48,9 +48,9 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 						fast++
 						want := make([]byte, size)
 						start := make([]int64, len(d.Chunks))
-						start[0] = b.off
+						start[0] = b.Row
 						require.NoError(t, d.raw.ReadBox(start, d.Chunks, d.Chunks, make([]int64, len(d.Chunks)), want))
-						require.Equal(t, want, got, "%s/%s slot %d", v.Name, p, b.off)
+						require.Equal(t, want, got, "%s/%s slot %d", v.Name, p, b.Row)
 					}
 				}
 			}

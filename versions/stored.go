@@ -5,15 +5,25 @@ import (
 	"github.com/vh5fs/vh5fs/staged"
 )
 
-// block is one stored chunk of a version: its grid index and raw_data slot offset.
-type block struct {
-	grid []int64
-	off  int64 // raw_data row offset on axis 0 (versioned), or unused (plain)
+// Block is one stored chunk of a version: its grid index and raw_data slot.
+type Block struct {
+	Grid []int64
+	Row  int64 // raw_data row offset on axis 0 (versioned), or unused (plain)
+}
+
+// Blocks lists the stored chunks of a versioned dataset whose mappings form a clean chunk
+// map (one raw_data slot per chunk), in grid order; ok is false for the others (strings,
+// the libhdf5 route, plain datasets), whose mappings must be read again.
+func (d *Dataset) Blocks() (blocks []Block, ok bool) {
+	if d.arr == nil {
+		return nil, false
+	}
+	return d.blocks(), true
 }
 
 // blocks lists the stored chunks of a versioned dataset (those its chunk map points at
 // raw_data) in grid order. They are made on first use: reading needs only the chunk map.
-func (d *Dataset) blocks() []block {
+func (d *Dataset) blocks() []Block {
 	d.blockOnce.Do(func() {
 		if d.arr == nil {
 			return
@@ -22,12 +32,12 @@ func (d *Dataset) blocks() []block {
 		_ = d.arr.Each(func(grid []int64, slab int32, off int64) error {
 			if slab == staged.BaseSlab {
 				grids = append(grids, grid...)
-				d.blockList = append(d.blockList, block{off: off})
+				d.blockList = append(d.blockList, Block{Row: off})
 			}
 			return nil
 		})
 		for i := range d.blockList {
-			d.blockList[i].grid = grids[i*len(d.Shape) : (i+1)*len(d.Shape) : (i+1)*len(d.Shape)]
+			d.blockList[i].Grid = grids[i*len(d.Shape) : (i+1)*len(d.Shape) : (i+1)*len(d.Shape)]
 		}
 	})
 	return d.blockList
@@ -55,7 +65,7 @@ func (d *Dataset) HasChunkMap() bool { return d.hasChunkMap() }
 // StoredChunks lists the dataset's stored chunks in grid order, the byteBlocks of the
 // chunk map xattr (package xattrs); chunks without an entry read as the fill value. Only for HasChunkMap datasets.
 func (d *Dataset) StoredChunks() ([]StoredChunk, error) {
-	var blocks []block
+	var blocks []Block
 	var infos []h5.ChunkInfo
 	var err error
 	if d.arr != nil {
@@ -72,20 +82,20 @@ func (d *Dataset) StoredChunks() ([]StoredChunk, error) {
 		if infos[i].Offset < 0 {
 			continue // not allocated: reads as fill
 		}
-		out = append(out, StoredChunk{Grid: b.grid, ChunkInfo: infos[i]})
+		out = append(out, StoredChunk{Grid: b.Grid, ChunkInfo: infos[i]})
 	}
 	return out, nil
 }
 
 // plainBlocks lists every chunk of a plain chunked dataset with its storage.
-func (d *Dataset) plainBlocks() ([]block, []h5.ChunkInfo, error) {
+func (d *Dataset) plainBlocks() ([]Block, []h5.ChunkInfo, error) {
 	grid := make([]int64, len(d.Shape))
 	n := int64(1)
 	for i, s := range d.Shape {
 		grid[i] = (s + d.Chunks[i] - 1) / d.Chunks[i]
 		n *= grid[i]
 	}
-	blocks := make([]block, 0, n)
+	blocks := make([]Block, 0, n)
 	coords := make([][]int64, 0, n)
 	for flat := int64(0); flat < n; flat++ {
 		g := make([]int64, len(grid))
@@ -96,7 +106,7 @@ func (d *Dataset) plainBlocks() ([]block, []h5.ChunkInfo, error) {
 			rem /= grid[i]
 			c[i] = g[i] * d.Chunks[i]
 		}
-		blocks = append(blocks, block{grid: g})
+		blocks = append(blocks, Block{Grid: g})
 		coords = append(coords, c)
 	}
 	infos, err := d.vds.ChunkInfo(coords)
