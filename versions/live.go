@@ -1,7 +1,6 @@
 package versions
 
 import (
-	"container/list"
 	"errors"
 	"fmt"
 	"os"
@@ -80,7 +79,7 @@ func OpenLive(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := stampOf(f.raw)
+	st, err := stampOf(f.store.File())
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -139,7 +138,7 @@ func (f *File) Follow() error {
 	if l == nil {
 		return nil
 	}
-	st, err := stampOf(f.raw)
+	st, err := stampOf(f.store.File())
 	if err != nil {
 		return err
 	}
@@ -149,7 +148,7 @@ func (f *File) Follow() error {
 	if same {
 		return nil
 	}
-	state, err := swmr.ReadState(f.raw)
+	state, err := swmr.ReadState(f.store.File())
 	if err != nil || state.Writer() != swmr.WriterClosed {
 		return nil // torn superblock, or a writer still at work: look again next time
 	}
@@ -176,8 +175,8 @@ func (f *File) reopen(st stamp) error {
 	ds, raws := f.datasets, f.raws
 	f.datasets, f.raws = map[string]*Dataset{}, map[string]*h5.Dataset{}
 	f.mapped.reset()
-	f.meta, f.indexes = map[string]Version{}, map[string]*rawIndex{}
-	f.gen.Add(1)
+	f.meta = map[string]Version{}
+	f.store.Reset() // the writer may have rewritten slots: no index or decoded chunk holds
 	f.mu.Unlock()
 	for _, d := range ds {
 		d.close()
@@ -193,9 +192,9 @@ func (f *File) reopen(st stamp) error {
 		h.Close()
 	}
 	f.h.Close()
-	f.chunks.reset()
-	// Open the inode the mount follows (f.raw), even if the path now names another file.
-	proc := fmt.Sprintf("/proc/self/fd/%d", f.raw.Fd())
+	// Open the inode the mount follows (the store's descriptor), even if the path now
+	// names another file.
+	proc := fmt.Sprintf("/proc/self/fd/%d", f.store.Fd())
 	var h *h5.File
 	err := l.retry.Do(func() error {
 		var err error
@@ -368,7 +367,7 @@ func (f *File) LiveStatus() (LiveStatus, error) {
 	if l == nil {
 		return LiveStatus{}, fmt.Errorf("not a live file")
 	}
-	state, err := swmr.ReadState(f.raw)
+	state, err := swmr.ReadState(f.store.File())
 	if err != nil {
 		return LiveStatus{}, err
 	}
@@ -379,13 +378,4 @@ func (f *File) LiveStatus() (LiveStatus, error) {
 	s.Reopens, s.ReopenErr = l.reopens, l.reopenErr
 	l.mu.Unlock()
 	return s, nil
-}
-
-// reset empties the cache (a live file reopened: slots may have been rewritten).
-func (c *chunkCache) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.order.Init()
-	c.items = map[chunkKey]*list.Element{}
-	c.used = 0
 }

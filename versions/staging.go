@@ -34,7 +34,7 @@ func (d *Dataset) NewStaged() (*staged.Array, error) {
 
 // ChunkSource reads the chunks of the dataset's raw_data (the base slab of its staged
 // arrays) through the File's chunk cache.
-func (d *Dataset) ChunkSource() staged.ChunkSource { return rawSource{d} }
+func (d *Dataset) ChunkSource() staged.ChunkSource { return d.Chunked() }
 
 // RawDataset is the open raw_data dataset backing a versioned dataset, shared by every
 // version of its path (the commit package appends to it).

@@ -1,6 +1,8 @@
 package versions
 
 import (
+	"fmt"
+
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/staged"
 )
@@ -70,7 +72,7 @@ func (d *Dataset) StoredChunks() ([]StoredChunk, error) {
 	var err error
 	if d.arr != nil {
 		blocks = d.blocks()
-		infos, err = d.f.slotInfo(d)
+		infos, err = d.slotInfo(blocks)
 	} else {
 		blocks, infos, err = d.plainBlocks()
 	}
@@ -111,4 +113,16 @@ func (d *Dataset) plainBlocks() ([]Block, []h5.ChunkInfo, error) {
 	}
 	infos, err := d.vds.ChunkInfo(coords)
 	return blocks, infos, err
+}
+
+// slotInfo returns where the raw_data slots of blocks are stored.
+func (d *Dataset) slotInfo(blocks []Block) ([]h5.ChunkInfo, error) {
+	offs := make([]int64, len(blocks))
+	for i, b := range blocks {
+		if b.Row%d.Chunks[0] != 0 {
+			return nil, fmt.Errorf("%s: slot at row %d is not chunk-aligned", d.Path, b.Row)
+		}
+		offs[i] = b.Row
+	}
+	return d.Chunked().Slots(offs)
 }
