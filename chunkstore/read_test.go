@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -385,6 +386,72 @@ func TestLocateTruncated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := d.Read(p[:tc.n], tc.off, tc.maxRange)
 			require.Error(t, err, "located %v, %d mapped slices", r.Located, len(r.Vec))
+		})
+	}
+}
+
+// TestReadReplies: Chunked.Read, the one read of the chunk route, answers each kind of
+// read with the reply the mount writes fastest, and every reply holds the dataset's bytes.
+func TestReadReplies(t *testing.T) {
+	gzip := makeGzip(t, "20000", "512")
+	plain := makeVersioned(t, "--shape", "20000", "--chunks", "512", "--versions", "1")
+	type kind int
+	const (
+		copied kind = iota
+		located
+		mapped
+		decoded
+	)
+	for _, tc := range []struct {
+		name     string
+		file     string
+		off, n   int64
+		maxRange int
+		want     kind
+	}{
+		{"unfiltered, inside a chunk", plain, 8, 4000, 1 << 20, located},
+		{"unfiltered, stored in order", plain, 0, 512 << 10, 1 << 20, located},
+		{"unfiltered, longer than the range", plain, 0, 64 << 10, 32 << 10, mapped},
+		{"unfiltered, copy asked", plain, 5, 70000, 0, copied},
+		{"gzip, whole runs of chunks", gzip, 4093, 70000, 1 << 20, decoded},
+		{"gzip, copy asked", gzip, 4093, 70000, 0, copied},
+		{"past the end", plain, 160000, 4096, 1 << 20, copied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := versions.Open(tc.file)
+			require.NoError(t, err)
+			defer f.Close()
+			d, err := f.Dataset("/_version_data/versions/v0/data")
+			require.NoError(t, err)
+			want := make([]byte, max(0, min(tc.n, d.Size()-tc.off)))
+			if len(want) > 0 {
+				_, err = d.ReadAt(want, tc.off)
+				require.NoError(t, err)
+			}
+			p := make([]byte, tc.n)
+			r, err := d.Chunked().Read(p, tc.off, tc.maxRange)
+			require.NoError(t, err)
+			defer r.Release()
+			require.Equal(t, len(want), r.N)
+			var got []byte
+			var k kind
+			switch {
+			case r.Located:
+				k = located
+				got = make([]byte, r.N)
+				// pread, not an os.File: its finalizer would close the store's descriptor.
+				n, err := syscall.Pread(int(r.Fd), got, r.FileOff)
+				require.NoError(t, err)
+				require.Equal(t, r.N, n)
+			case r.Mapped():
+				k, got = mapped, bytes.Join(r.Vec, nil)
+			case r.Vec != nil:
+				k, got = decoded, bytes.Join(r.Vec, nil)
+			default:
+				got = p[:r.N]
+			}
+			require.Equal(t, tc.want, k)
+			require.Equal(t, want, got)
 		})
 	}
 }
