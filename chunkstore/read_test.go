@@ -65,7 +65,7 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 	}
 }
 
-// TestLocate: every range ReadOrLocate places in the file, and every answer from the
+// TestLocate: every range Read places in the file, and every answer from the
 // file's mapping, holds the dataset's bytes.
 func TestLocate(t *testing.T) {
 	f, err := versions.Open(fixture.Dir() + "/basic_1d.h5")
@@ -231,7 +231,7 @@ func joinRuns(runs []staged.Run) []staged.Run {
 	return out
 }
 
-// TestReadSlices: where ReadSlices answers, its slices hold exactly what ReadAt reads, end
+// TestReadSlices: where slices answers, its slices hold exactly what ReadAt reads, end
 // to end; it declines reads of more than maxSlices pieces.
 func TestReadSlices(t *testing.T) {
 	type rng struct {

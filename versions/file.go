@@ -299,7 +299,7 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Lock ordering: File.mu, then writeMu (never File.mu while holding writeMu).
+	// Lock ordering: File.mu, then the bytes lock (never File.mu while holding it).
 	f.mu.Lock()
 	known := maps.Clone(f.meta)
 	f.mu.Unlock()
