@@ -301,3 +301,42 @@ func TestHandleErrnos(t *testing.T) {
 		})
 	}
 }
+
+// TestXattrErrnos: getxattr and listxattr answer as the kernel expects: the value, ERANGE
+// with the size needed when the buffer is short, ENODATA for a name the node lacks or in
+// another namespace.
+func TestXattrErrnos(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t, filepath.Join(fixture.Dir(), "basic_1d.h5"), false)
+	n := e.dataset(t, "versions/v4/x")
+	for _, tc := range []struct {
+		name  string
+		attr  string
+		dest  int
+		want  syscall.Errno
+		value string
+	}{
+		{"value", "user.vh5fs.dtype", 64, 0, "<i8"},
+		{"short buffer", "user.vh5fs.dtype", 1, syscall.ERANGE, ""},
+		{"missing", "user.vh5fs.nope", 64, syscall.ENODATA, ""},
+		{"other namespace", "security.selinux", 64, syscall.ENODATA, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dest := make([]byte, tc.dest)
+			sz, errno := n.Getxattr(ctx, tc.attr, dest)
+			require.Equal(t, tc.want, errno)
+			if tc.want == syscall.ERANGE {
+				require.EqualValues(t, 3, sz, "the size needed")
+			}
+			if tc.value != "" {
+				require.Equal(t, tc.value, string(dest[:sz]))
+			}
+		})
+	}
+	size, errno := n.Listxattr(ctx, nil)
+	require.Equal(t, syscall.ERANGE, errno)
+	list := make([]byte, size)
+	_, errno = n.Listxattr(ctx, list)
+	require.Zero(t, errno)
+	require.Contains(t, strings.Split(string(list), "\x00"), "user.vh5fs.chunkmap")
+}
