@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/vh5fs/vh5fs/chunkstore"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/writefile"
 )
@@ -162,42 +163,27 @@ func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, o
 		return bytesResult(dest[:nr]), 0
 	}
 	defer n.m.hold()()
-	if n.live() {
-		nr, err := n.m.file.LiveReadAt(n.path, dest, off)
-		if err != nil {
-			return nil, errno(err)
-		}
-		return bytesResult(dest[:nr]), 0
-	}
-	d, errn := n.dataset()
-	if errn != 0 {
-		return nil, errn
-	}
-	// Decoded chunks go out as they are cached (writev), when the read is whole pieces of
-	// them.
-	if vec, ok, err := d.ReadSlices(off, len(dest)); err != nil {
-		return nil, errno(err)
-	} else if ok {
-		return fuse.ReadResultVector(vec), 0
-	}
-	// Unfiltered bytes go straight from the file: spliced when they sit contiguously in it
-	// (a pipe of the default maximum size carries up to a little under 1 MiB), else
-	// written from its mapping.
-	r, err := d.ReadOrLocate(dest, off, maxSplice)
+	// One read, one reply: bytes copied into dest (strings, libhdf5's reads, live
+	// datasets), a range of the file to splice (a pipe of the default maximum size carries
+	// up to a little under 1 MiB), slices of the file's mapping, or slices of cached decoded
+	// chunks; the last two go out with writev.
+	r, err := n.m.file.Read(n.path, dest, off, maxSplice)
 	switch {
 	case err != nil:
 		return nil, errno(err)
 	case r.Located:
-		return fuse.ReadResultFd(n.m.file.Fd(), r.FileOff, r.N), 0
-	case r.Vec != nil:
+		return fuse.ReadResultFd(r.Fd, r.FileOff, r.N), 0
+	case r.Mapped():
 		return mappedResult{r}, 0
+	case r.Vec != nil:
+		return fuse.ReadResultVector(r.Vec), 0
 	}
 	return bytesResult(dest[:r.N]), 0
 }
 
 // mappedResult is a reply written (writev) from slices of the HDF5 file's mapping; it
 // holds the Reply, which keeps them mapped, until go-fuse has written them.
-type mappedResult struct{ r versions.Reply }
+type mappedResult struct{ r chunkstore.Reply }
 
 // Slices makes go-fuse write the reply with writev, straight from the mapping.
 func (m mappedResult) Slices() ([][]byte, fuse.Status) { return m.r.Vec, fuse.OK }

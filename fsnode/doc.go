@@ -1,7 +1,10 @@
 // Package fsnode is the FUSE face of vh5fs: go-fuse nodes that translate kernel requests
-// into calls on the engines (package versions for the tree and reads) and map their errors
-// to errno in one place (errno). It holds almost no state of its own; every node is a path
-// into the HDF5 file plus what caching needs.
+// into calls on the engines and map their errors to errno in one place (errno). Package
+// versions gives the tree, and a READ is one call to it (versions.File.Read), whose
+// chunkstore.Reply becomes the go-fuse reply in one switch; package xattrs renders the
+// extended attributes; writes go to writefile handles and stages. It holds almost no state
+// of its own; every node is a path into the HDF5 file plus what caching needs. The tree
+// works without a kernel too (newMount; handle_test.go drives it as the kernel would).
 //
 // The tree:
 //

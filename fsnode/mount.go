@@ -40,26 +40,12 @@ func (s *Server) Wait() {
 // Mount serves f at mountpoint with the options in cfg and returns the running server;
 // the caller waits on it (Wait) and ends it (Unmount).
 func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*Server, error) {
-	m := &mount{file: f, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask}
+	m, err := newMount(f, cfg)
+	if err != nil {
+		return nil, err
+	}
 	mountOpts := []string{"ro"}
 	if cfg.ReadWrite {
-		c, err := commit.New(f)
-		if err != nil {
-			return nil, err
-		}
-		if cfg.CommitName != "" {
-			if err := c.SetNextName(cfg.CommitName); err != nil {
-				return nil, err
-			}
-		}
-		m.commit = c
-		m.stage = staged.OpenStore(f.Path(), cfg.StageMemBudget())
-		m.stage.SetDigester(commit.Hash)
-		if f.Versioned() {
-			if m.stages, err = stage.Open(f, c, m.stage); err != nil {
-				return nil, err
-			}
-		}
 		limitHeap(cfg.StageMemBudget())
 		mountOpts = []string{"rw"}
 	}
@@ -125,6 +111,34 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*Server, 
 		slog.Debug("read-ahead left as it is", "err", err)
 	}
 	return &Server{Server: srv, stages: m.stages}, nil
+}
+
+// newMount holds what every node of a mount of f shares: the engines a read-write mount
+// writes through (a committer, the staged chunks' store, the stages). The node tree works
+// on it with or without a kernel: Mount serves it, the package's tests call the nodes.
+func newMount(f *versions.File, cfg mountopts.Config) (*mount, error) {
+	m := &mount{file: f, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask}
+	if !cfg.ReadWrite {
+		return m, nil
+	}
+	c, err := commit.New(f)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.CommitName != "" {
+		if err := c.SetNextName(cfg.CommitName); err != nil {
+			return nil, err
+		}
+	}
+	m.commit = c
+	m.stage = staged.OpenStore(f.Path(), cfg.StageMemBudget())
+	m.stage.SetDigester(commit.Hash)
+	if f.Versioned() {
+		if m.stages, err = stage.Open(f, c, m.stage); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // Detach unmounts mountpoint lazily (umount -l): the mount leaves the tree at once, and

@@ -18,6 +18,7 @@ import (
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // Stage trees (package stage) in read-write mounts: stage/ lists the stages; mkdir makes
@@ -29,8 +30,8 @@ import (
 // XattrBase on a stage's root shows and sets (rebases an unchanged stage) its base;
 // XattrCreate on a file created in a stage describes the new dataset.
 const (
-	XattrBase   = versions.XattrPrefix + "base"
-	XattrCreate = versions.XattrPrefix + "create"
+	XattrBase   = xattrs.Prefix + "base"
+	XattrCreate = xattrs.Prefix + "create"
 )
 
 // stageErr logs a refused or failed stage operation and answers its errno.
@@ -352,19 +353,19 @@ func (n *stageDirNode) Link(ctx context.Context, target fs.InodeEmbedder, name s
 // shows; the stage's root also has user.vh5fs.base.
 
 // hdf5Attrs adds the object's HDF5 attributes to x.
-func (n *stageNode) hdf5Attrs(x *versions.Xattrs) error {
+func (n *stageNode) hdf5Attrs(x *xattrs.Set) error {
 	attrs, err := n.st.Attrs(n.path)
 	if err != nil {
 		return err
 	}
 	for _, a := range attrs {
-		x.Add(versions.XattrHDF5Prefix+a.Name, a.JSON)
+		x.Add(xattrs.HDF5Prefix+a.Name, a.JSON)
 	}
 	return nil
 }
 
-func (n *stageDirNode) xattrs() (*versions.Xattrs, error) {
-	var x versions.Xattrs
+func (n *stageDirNode) xattrs() (*xattrs.Set, error) {
+	var x xattrs.Set
 	if n.path == "" {
 		x.Add(XattrBase, []byte(n.st.Base()))
 	}
@@ -402,7 +403,7 @@ func (n *stageDirNode) Setxattr(ctx context.Context, attr string, data []byte, f
 
 // setHDF5Attr sets user.hdf5.NAME; other names are refused.
 func (n *stageNode) setHDF5Attr(attr string, data []byte) syscall.Errno {
-	name, ok := strings.CutPrefix(attr, versions.XattrHDF5Prefix)
+	name, ok := strings.CutPrefix(attr, xattrs.HDF5Prefix)
 	if !ok {
 		slog.Warn("stage: refused: settable attributes are user.hdf5.NAME (and user.vh5fs.create, user.vh5fs.shape on datasets, user.vh5fs.base on a stage)",
 			"op", "setfattr", "name", attr, "path", n.path)
@@ -421,7 +422,7 @@ func (n *stageDirNode) Removexattr(ctx context.Context, attr string) syscall.Err
 }
 
 func (n *stageNode) removeHDF5Attr(attr string) syscall.Errno {
-	name, ok := strings.CutPrefix(attr, versions.XattrHDF5Prefix)
+	name, ok := strings.CutPrefix(attr, xattrs.HDF5Prefix)
 	if !ok {
 		return syscall.EPERM
 	}
@@ -585,8 +586,8 @@ func (n *stageFileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint3
 // attributes; settable: user.hdf5.NAME, user.vh5fs.create (a created dataset, before its
 // first write), user.vh5fs.shape (resize, not committed).
 
-func (n *stageFileNode) xattrs() (*versions.Xattrs, error) {
-	var x versions.Xattrs
+func (n *stageFileNode) xattrs() (*xattrs.Set, error) {
+	var x xattrs.Set
 	var base *versions.Dataset // a dataset of the base: what it shows besides the shape
 	d := n.st.Peek(n.path)
 	if d != nil && d.Created() {
@@ -595,11 +596,11 @@ func (n *stageFileNode) xattrs() (*versions.Xattrs, error) {
 		if len(spec.FillValue) > 0 {
 			fill = spec.FillValue
 		}
-		x.Add(versions.XattrDType, []byte(spec.DType))
+		x.Add(xattrs.DType, []byte(spec.DType))
 		for _, a := range []struct {
 			name string
 			v    any
-		}{{XattrCreate, spec}, {versions.XattrChunks, spec.Chunks}, {versions.XattrFillValue, fill}} {
+		}{{XattrCreate, spec}, {xattrs.Chunks, spec.Chunks}, {xattrs.FillValue, fill}} {
 			if err := x.AddJSON(a.name, a.v); err != nil {
 				return nil, err
 			}
@@ -609,11 +610,11 @@ func (n *stageFileNode) xattrs() (*versions.Xattrs, error) {
 		if base, err = n.st.BaseDataset(n.path); err != nil {
 			return nil, err
 		}
-		bx, err := base.Xattrs()
+		bx, err := xattrs.Dataset(base)
 		if err != nil {
 			return nil, err
 		}
-		for _, name := range []string{versions.XattrDType, versions.XattrChunks, versions.XattrFillValue, versions.XattrFilters} {
+		for _, name := range []string{xattrs.DType, xattrs.Chunks, xattrs.FillValue, xattrs.Filters} {
 			if v, err := bx.Get(name); err == nil {
 				x.Add(name, v)
 			}
@@ -627,7 +628,7 @@ func (n *stageFileNode) xattrs() (*versions.Xattrs, error) {
 	} else {
 		shape = base.Shape
 	}
-	if err := x.AddJSON(versions.XattrShape, shape); err != nil {
+	if err := x.AddJSON(xattrs.Shape, shape); err != nil {
 		return nil, err
 	}
 	return &x, n.hdf5Attrs(&x)
@@ -659,7 +660,7 @@ func (n *stageFileNode) Setxattr(ctx context.Context, attr string, data []byte, 
 			return stageErr("setfattr "+attr, n.path, err)
 		}
 		return 0
-	case versions.XattrShape:
+	case xattrs.Shape:
 		var shape []int64
 		if err := json.Unmarshal(data, &shape); err != nil {
 			return stageErr("setfattr "+attr, n.path, fmt.Errorf("%s: not a JSON list of lengths: %w", data, syscall.EINVAL))

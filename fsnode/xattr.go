@@ -10,14 +10,14 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 
 	"github.com/vh5fs/vh5fs/commit"
-	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // Extended attributes: only the user. namespace is served. Names in other namespaces
 // (security.*, system.*, trusted.*) are answered with ENODATA before any HDF5 call, and an
 // unknown name is ENODATA too (never ENOSYS, which would switch xattrs off for the mount).
 
-func getxattr(x *versions.Xattrs, err error, name string, dest []byte) (uint32, syscall.Errno) {
+func getxattr(x *xattrs.Set, err error, name string, dest []byte) (uint32, syscall.Errno) {
 	if err != nil {
 		return 0, errno(err)
 	}
@@ -31,7 +31,7 @@ func getxattr(x *versions.Xattrs, err error, name string, dest []byte) (uint32, 
 	return uint32(copy(dest, v)), 0
 }
 
-func listxattr(x *versions.Xattrs, err error, dest []byte) (uint32, syscall.Errno) {
+func listxattr(x *xattrs.Set, err error, dest []byte) (uint32, syscall.Errno) {
 	if err != nil {
 		return 0, errno(err)
 	}
@@ -65,10 +65,10 @@ func (n *rootNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint
 	return getxattr(x, err, attr, dest)
 }
 
-func (n *rootNode) rootXattrs() (*versions.Xattrs, error) {
-	x, err := n.m.file.RootXattrs()
+func (n *rootNode) rootXattrs() (*xattrs.Set, error) {
+	x, err := xattrs.Root(n.m.file)
 	if err == nil && n.m.live {
-		err = n.m.file.AddLiveXattrs(x)
+		err = xattrs.AddLive(x, n.m.file)
 	}
 	if err == nil && n.m.commit != nil {
 		if next := n.m.commit.NextName(); next != "" {
@@ -93,7 +93,7 @@ func (n *groupNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 		return 0, syscall.ENODATA
 	}
 	defer n.m.hold()()
-	x, err := n.m.file.GroupXattrs(n.path, n.version)
+	x, err := xattrs.Group(n.m.file, n.path, n.version)
 	return getxattr(x, err, attr, dest)
 }
 
@@ -101,16 +101,16 @@ var _ fs.NodeListxattrer = (*groupNode)(nil)
 
 func (n *groupNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
 	defer n.m.hold()()
-	x, err := n.m.file.GroupXattrs(n.path, n.version)
+	x, err := xattrs.Group(n.m.file, n.path, n.version)
 	return listxattr(x, err, dest)
 }
 
-func (n *datasetNode) xattrs() (*versions.Xattrs, error) {
+func (n *datasetNode) xattrs() (*xattrs.Set, error) {
 	d, err := n.m.file.Dataset(n.path)
 	if err != nil {
 		return nil, err
 	}
-	return d.Xattrs()
+	return xattrs.Dataset(d)
 }
 
 var _ fs.NodeGetxattrer = (*datasetNode)(nil)
@@ -143,7 +143,7 @@ func (n *datasetNode) Setxattr(ctx context.Context, attr string, data []byte, fl
 	switch {
 	case n.m.commit == nil:
 		return syscall.EROFS
-	case attr == versions.XattrShape:
+	case attr == xattrs.Shape:
 		return n.setShape(data)
 	}
 	return syscall.EPERM
@@ -160,7 +160,7 @@ func (n *datasetNode) Removexattr(ctx context.Context, attr string) syscall.Errn
 
 // XattrNextVersion, set on the mount's root in read-write mounts, names the next commit
 // (once); reading it shows the pending name.
-const XattrNextVersion = versions.XattrPrefix + "next_version"
+const XattrNextVersion = xattrs.Prefix + "next_version"
 
 var _ fs.NodeSetxattrer = (*rootNode)(nil)
 

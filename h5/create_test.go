@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // The golden multi-change edit (tests/testdata/fixtures/README.md): versioned-hdf5 created
@@ -445,7 +445,7 @@ func TestSetAttrJSON(t *testing.T) {
 		value      any
 		shape      []int64
 		dtype      string // this package's
-		rendered   string // versions.AttrJSON's form, if not json
+		rendered   string // xattrs.AttrJSON's form, if not json
 		pyType     string
 		pyDType    string // arrays: numpy dtype
 		pyElem     string // arrays: Python type of the elements
@@ -498,7 +498,7 @@ func TestSetAttrJSON(t *testing.T) {
 		if want == "" {
 			want = c.json
 		}
-		r, err := json.Marshal(versions.AttrJSON(a))
+		r, err := json.Marshal(xattrs.AttrJSON(a))
 		require.NoError(t, err)
 		require.JSONEq(t, want, string(r), c.name)
 	}

@@ -47,6 +47,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // InlineLimit caps the bytes of one dataset inlined into the document (whole datasets
@@ -269,7 +270,7 @@ func (g *gen) attrs(path string) (map[string]any, error) {
 	}
 	out := make(map[string]any, len(list))
 	for _, a := range list {
-		out[a.Name] = versions.AttrJSON(a)
+		out[a.Name] = xattrs.AttrJSON(a)
 	}
 	return out, nil
 }

@@ -49,6 +49,7 @@ import (
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/writefile"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // Dir is where the stages of the HDF5 file at file are kept.
@@ -765,7 +766,7 @@ func (s *Stage) attrList(p string) ([]Attr, error) {
 			if reserved(p, a.Name) {
 				continue
 			}
-			b, err := versions.AttrText(a)
+			b, err := xattrs.AttrText(a)
 			if err != nil {
 				return nil, err
 			}
@@ -866,7 +867,7 @@ func (s *Stage) RemoveAttr(p, name string) error {
 func attrValue(b []byte) ([]byte, error) {
 	t := bytes.TrimSpace(b)
 	if !json.Valid(t) && utf8.Valid(b) && len(t) > 0 && t[0] != '[' && t[0] != '{' {
-		return versions.JSONText(string(b))
+		return xattrs.JSONText(string(b))
 	}
 	return b, checkAttrJSON(b)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vh5fs/vh5fs/chunkstore"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5meta"
 	"github.com/vh5fs/vh5fs/staged"
@@ -48,16 +49,44 @@ type Dataset struct {
 	raw    *h5.Dataset
 	vds    *h5.Dataset
 	plan   *staged.Array // plans byte ranges for the vds route
-	// ahead is the background decoding for sequential readers of the chunk route.
-	ahead aheadState
+	// chunked reads the chunk route (arr) from the File's chunk store; made on first use.
+	chunkedOnce sync.Once
+	chunked     *chunkstore.Chunked
 	// blockList is the stored chunks of a versioned dataset, made from arr on first use.
 	blockOnce sync.Once
-	blockList []block
+	blockList []Block
 
-	xattrOnce sync.Once
-	xattrs    *Xattrs
-	xattrErr  error
+	// derived holds values computed from the dataset once, by key (see Derived).
+	derivedMu sync.Mutex
+	derived   map[any]*derivedValue
 }
+
+type derivedValue struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+// Derived returns the value build computes from d, computing it once per key for the life
+// of d (a dataset is immutable, so what is made from it is too): package xattrs keeps the
+// rendered attributes here, whose chunk map is costly to build. Errors are kept as well.
+func (d *Dataset) Derived(key any, build func() (any, error)) (any, error) {
+	d.derivedMu.Lock()
+	e, ok := d.derived[key]
+	if !ok {
+		if d.derived == nil {
+			d.derived = map[any]*derivedValue{}
+		}
+		e = &derivedValue{}
+		d.derived[key] = e
+	}
+	d.derivedMu.Unlock()
+	e.once.Do(func() { e.v, e.err = build() })
+	return e.v, e.err
+}
+
+// File is the file d belongs to.
+func (d *Dataset) File() *File { return d.f }
 
 // TextForm documents how variable-length string datasets read: one JSON string per
 // element, in C order, each followed by a newline. They are read-only.
@@ -311,9 +340,9 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 	if err != nil {
 		return nil, nil
 	}
-	f.writeMu.RLock() // the bytes read below are not being rewritten by a commit
-	defer f.writeMu.RUnlock()
-	m, err := f.bytesMeta()
+	f.store.RLockBytes() // the bytes read below are not being rewritten by a commit
+	defer f.store.RUnlockBytes()
+	m, err := f.store.Meta()
 	var list *h5meta.MappingList
 	var shape []int64
 	if err == nil {
@@ -522,54 +551,56 @@ func (d *Dataset) renderText(h *h5.Dataset) error {
 	return nil
 }
 
+// Read is the mount's one read entry point: bytes [off, off+len(p)) of the dataset at
+// path, answered as a chunkstore.Reply (maxRange as for Dataset.Read). A live dataset is
+// refreshed and read as it is now, its bytes copied into p (LiveReadAt).
+func (f *File) Read(path string, p []byte, off int64, maxRange int) (chunkstore.Reply, error) {
+	if f.isLivePath(path) {
+		n, err := f.LiveReadAt(path, p, off)
+		return chunkstore.Reply{N: n}, err
+	}
+	d, err := f.Dataset(path)
+	if err != nil {
+		return chunkstore.Reply{}, err
+	}
+	return d.Read(p, off, maxRange)
+}
+
 // ReadAt reads the dataset's bytes [off, off+len(p)), clipped to Size; it returns the
 // number of bytes read and no io.EOF.
 func (d *Dataset) ReadAt(p []byte, off int64) (int, error) {
-	r, err := d.ReadOrLocate(p, off, 0)
+	r, err := d.Read(p, off, 0)
 	return r.N, err
 }
 
-// ReadOrLocate is ReadAt for a reader that can also take bytes straight from the file:
-// with maxRange > 0, an unfiltered range is not read but located (Reply), as one range of
-// the file of up to maxRange bytes or as slices of the file's mapping. The byte range is
-// planned once for all the routes.
-func (d *Dataset) ReadOrLocate(p []byte, off int64, maxRange int) (Reply, error) {
+// Read is the dataset's one read: bytes [off, off+len(p)), clipped to Size, answered as a
+// chunkstore.Reply. With maxRange 0 the bytes are copied into p; with maxRange > 0 the
+// chunk route may instead locate them in the file (one range of up to maxRange bytes, or
+// slices of the file's mapping) or hand out slices of cached decoded chunks
+// (chunkstore.Chunked.Read). Strings, scalars and datasets libhdf5 reads are copied.
+func (d *Dataset) Read(p []byte, off int64, maxRange int) (chunkstore.Reply, error) {
 	switch {
 	case off >= d.size || off < 0:
-		return Reply{}, nil
+		return chunkstore.Reply{}, nil
 	case d.text != nil || d.Strings:
-		return Reply{N: copy(p, d.text[off:])}, nil
+		return chunkstore.Reply{N: copy(p, d.text[off:])}, nil
 	case d.scalar != nil:
-		return Reply{N: copy(p, d.scalar[off:])}, nil
+		return chunkstore.Reply{N: copy(p, d.scalar[off:])}, nil
 	case d.arr == nil:
 		n, err := d.readVDS(p, off)
-		return Reply{N: n}, err
+		return chunkstore.Reply{N: n}, err
 	}
-	p = p[:min(int64(len(p)), d.size-off)]
-	var plan *staged.GetItemPlan
-	if len(d.Filters) == 0 {
-		pieces, pl, ok, err := d.piecesOf(off, int64(len(p)))
-		if err != nil {
-			return Reply{}, err
-		}
-		if ok {
-			if r, ok, err := d.locate(pieces, p, maxRange); ok || err != nil {
-				return r, err
-			}
-		}
-		plan = pl
-	}
-	if plan == nil {
-		var err error
-		if plan, err = d.arr.GetItemPlan(off, int64(len(p))); err != nil {
-			return Reply{}, fmt.Errorf("%s: %w", d.Path, err)
-		}
-	}
-	if err := d.arr.ReadPlan(plan, p, rawSource{d}); err != nil {
-		return Reply{}, fmt.Errorf("%s: %w", d.Path, err)
-	}
-	d.readAhead(off, off+int64(len(p)))
-	return Reply{N: len(p)}, nil
+	return d.Chunked().Read(p, off, maxRange)
+}
+
+// Chunked is the dataset's stored chunks as the File's chunk store reads them: the chunk
+// route of reads, for datasets with a chunk map, and the chunk source of write handles.
+func (d *Dataset) Chunked() *chunkstore.Chunked {
+	d.chunkedOnce.Do(func() {
+		src := chunkstore.Source{Path: d.RawData, Raw: d.raw, Filters: d.Filters, ElemSize: d.Type.Size, Chunks: d.Chunks}
+		d.chunked = d.f.store.Chunked(d.Path, src, d.arr, d.Shape, d.size)
+	})
+	return d.chunked
 }
 
 // readVDS reads through libhdf5, one hyperslab read per box of the byte range.
@@ -609,32 +640,24 @@ func (d *Dataset) close() {
 	}
 }
 
-// rawSource loads chunks of the base slab (raw_data) through the File's chunk cache.
-type rawSource struct{ d *Dataset }
-
-func (s rawSource) Chunk(off int64) ([]byte, error) {
-	d := s.d
-	return d.f.chunks.getOrLoad(chunkKey{d.RawData, off}, func() ([]byte, error) {
-		size := int64(d.Type.Size)
-		for _, c := range d.Chunks {
-			size *= c
+// mappings reads a virtual dataset's mappings through h5meta, falling back to libhdf5.
+func (f *File) mappings(h *h5.Dataset) ([]h5.Mapping, error) {
+	if !f.store.TryRLockBytes() { // a commit is writing: libhdf5 answers (see BeginWrite)
+		return h.Mappings()
+	}
+	defer f.store.RUnlockBytes()
+	if m, err := f.store.Meta(); err == nil {
+		if addr, err := h.Addr(); err == nil {
+			if maps, err := m.VirtualMappings(addr); err == nil {
+				out := make([]h5.Mapping, len(maps))
+				for i, x := range maps {
+					out[i] = h5.Mapping(x)
+				}
+				return out, nil
+			}
 		}
-		buf, ok, err := d.f.readSlot(d, off, int(size))
-		if err != nil || ok {
-			return buf, err
-		}
-		// libhdf5 reads the slot (filters Go does not decode, or a slot h5meta did not find).
-		rawShape := d.raw.Info().Shape
-		start := make([]int64, len(d.Chunks))
-		count := make([]int64, len(d.Chunks))
-		start[0] = off
-		for i, c := range d.Chunks {
-			count[i] = max(0, min(c, rawShape[i]-start[i]))
-		}
-		buf = make([]byte, size)
-		err = d.raw.ReadBox(start, count, d.Chunks, make([]int64, len(d.Chunks)), buf)
-		return buf, err
-	})
+	}
+	return h.Mappings()
 }
 
 // rawData returns the open raw_data dataset at path, shared by all versions.

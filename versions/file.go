@@ -1,24 +1,30 @@
-// Package versions reads the versioned-hdf5 layout of an HDF5 file: it lists the committed
-// versions and their metadata, walks each version's tree of groups and datasets, and turns
-// each version's virtual dataset into a chunk map (grid index -> raw_data slot) that reads
-// go through (see Dataset.ReadAt). A file without _version_data is served as a plain HDF5
-// tree through the same types.
+// Package versions is the versioned-hdf5 layout of an HDF5 file: which versions exist and
+// their metadata, each version's tree of groups and datasets, and what each dataset maps
+// to: its shape, dtype and fill value, and for versioned datasets a chunk map (grid index
+// -> raw_data slot) built from the virtual dataset's mappings. A file without
+// _version_data is served as a plain HDF5 tree through the same types.
+//
+// Reading bytes is one call (File.Read for the mount, Dataset.Read and ReadAt for the
+// rest): strings, scalars and datasets without a clean chunk map are read here (libhdf5
+// for the last), the others by the file's chunk store (package chunkstore), which owns the
+// file's descriptor, its mapping, the slot indexes, the decoded-chunk cache and the lock
+// over the file's bytes. Live mounts (live.go) refresh the plain tree on every request.
 //
 // Everything a committed version holds is immutable, so Dataset values are cached for the
-// life of the File and the chunks they read are cached (bounded) by raw_data slot.
+// life of the File (those holding large chunk maps within a budget, dscache.go).
 //
-// Lock ordering: File.mu, then File.writeMu (shared by readers of the file's bytes,
-// exclusive while a commit's sync applies its journal), then the HDF5 lock (package h5);
-// never the other way round. A commit's sync takes writeMu holding only the h5.File's
-// sync lock (h5/journal.go), so it never takes File.mu while it holds writeMu. The whole
-// order of the program's locks is docs/ARCHITECTURE.md's table.
+// Lock ordering: File.mu, then the chunk store's lock over the file's bytes (shared by
+// readers of metadata from the bytes, exclusive while a commit's sync applies its
+// journal), then the HDF5 lock (package h5); never the other way round. A commit's sync
+// takes the bytes lock holding only the h5.File's sync lock (h5/journal.go), so it never
+// takes File.mu while it holds it. The whole order of the program's locks is
+// docs/ARCHITECTURE.md's table.
 package versions
 
 import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -27,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vh5fs/vh5fs/chunkstore"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5meta"
 )
@@ -53,22 +60,14 @@ type File struct {
 	h           *h5.File
 	versioned   bool
 	dataVersion int64
-	chunks      *chunkCache
+	store       *chunkstore.Store // the file's bytes: chunk reads, and metadata read by h5meta
 
 	mu       sync.Mutex
 	datasets map[string]*Dataset     // by HDF5 path; GUARDED_BY(mu)
 	mapped   datasetBudget           // the chunk maps datasets holds; GUARDED_BY(mu)
 	raws     map[string]*h5.Dataset  // open raw_data datasets by path; GUARDED_BY(mu)
 	meta     map[string]Version      // committed versions' metadata; GUARDED_BY(mu)
-	indexes  map[string]*rawIndex    // raw_data path -> slot storage; GUARDED_BY(mu)
-	gen      atomic.Uint64           // bumped by each commit's apply (bytesLock) and reload: slot indexes made before are stale
-	raw      *os.File                // the file's bytes, for the fast path (read-only)
-	fmap     *fileMap                // raw's bytes at open, mapped (nil if it could not be)
-	writeMu  sync.RWMutex            // held by commits; readers of raw's metadata take it shared
-	writing  atomic.Bool             // a commit's apply holds writeMu (bytesLock)
 	listing  atomic.Pointer[listing] // the last version list read from the bytes
-	ahead    chan struct{}           // slots for background read-ahead decodes
-	scratch  sync.Pool               // *[]byte: inflated chunks on their way to unshuffle
 	live     *liveState              // OpenLive only (live.go)
 	asOf     *asOf                   // set by AsOf before the File is shared, then read-only
 }
@@ -87,19 +86,19 @@ func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := os.Open(path)
+	store, err := chunkstore.Open(path)
 	if err != nil {
 		h.Close()
 		return nil, err
 	}
-	f := &File{h: h, raw: raw, fmap: mapFile(raw), ahead: make(chan struct{}, runtime.GOMAXPROCS(0)), chunks: newChunkCache(chunkCacheBytes), datasets: map[string]*Dataset{}, mapped: datasetBudget{limit: datasetChunkBudget}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, indexes: map[string]*rawIndex{}}
+	f := &File{h: h, store: store, datasets: map[string]*Dataset{}, mapped: datasetBudget{limit: datasetChunkBudget}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}}
 	if err := f.checkLayout(); err != nil {
 		h.Close()
-		raw.Close()
+		store.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if h.Writable() {
-		h.SetApplyLock(bytesLock{f})
+		h.SetApplyLock(store.ApplyLock())
 	}
 	return f, nil
 }
@@ -167,7 +166,7 @@ func (f *File) Close() error {
 		r.Close()
 	}
 	f.closeLive()
-	f.raw.Close()
+	f.store.Close()
 	return f.h.Close()
 }
 
@@ -284,23 +283,23 @@ type listing struct {
 func (f *File) versionsFromBytes() ([]Version, error) {
 	// The list changes only with the bytes, and every change of the bytes bumps gen: a
 	// list read at this gen is the list (and asks no lock a commit's libhdf5 calls hold).
-	if l := f.listing.Load(); l != nil && l.gen == f.gen.Load() {
+	if l := f.listing.Load(); l != nil && l.gen == f.store.Gen() {
 		return slices.Clone(l.versions), nil
 	}
-	if !f.writeMu.TryRLock() {
-		gen, busy := f.gen.Load(), f.writing.Load()
-		if l := f.listing.Load(); l != nil && gen == f.gen.Load() && busy && l.gen == gen-1 {
+	if !f.store.TryRLockBytes() {
+		gen, busy := f.store.Gen(), f.store.Writing()
+		if l := f.listing.Load(); l != nil && gen == f.store.Gen() && busy && l.gen == gen-1 {
 			return slices.Clone(l.versions), nil
 		}
 		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
 	}
-	gen := f.gen.Load()
-	f.writeMu.RUnlock()
+	gen := f.store.Gen()
+	f.store.RUnlockBytes()
 	addr, err := f.h.ObjectAddr(VersionsGroup)
 	if err != nil {
 		return nil, err
 	}
-	// Lock ordering: File.mu, then writeMu (never File.mu while holding writeMu).
+	// Lock ordering: File.mu, then the bytes lock (never File.mu while holding it).
 	f.mu.Lock()
 	known := maps.Clone(f.meta)
 	f.mu.Unlock()
@@ -312,7 +311,7 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 	f.mu.Lock()
 	maps.Copy(f.meta, found)
 	f.mu.Unlock()
-	if f.gen.Load() == gen {
+	if f.store.Gen() == gen {
 		f.listing.Store(&listing{gen: gen, versions: slices.Clone(out)})
 	}
 	return out, nil
@@ -322,16 +321,12 @@ func (f *File) versionsFromBytes() ([]Version, error) {
 // they are and adding the others it reads to found. Reading 10,000 versions' attributes is
 // most of an `ls versions/`, so a long list is read by one goroutine per core.
 func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Version, error) {
-	if !f.writeMu.TryRLock() {
+	if !f.store.TryRLockBytes() {
 		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
 	}
-	defer f.writeMu.RUnlock()
-	st, err := f.raw.Stat()
-	if err != nil {
-		return nil, err
-	}
+	defer f.store.RUnlockBytes()
 	// Thousands of small reads: through a mapping of the file rather than one pread each.
-	m, err := h5meta.Open(h5meta.MapFile(f.raw, st.Size()), st.Size())
+	m, err := f.store.MappedMeta()
 	if err != nil {
 		return nil, err
 	}
@@ -473,15 +468,15 @@ func (f *File) bytesAttrs(path string) ([]h5.Attr, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !f.writeMu.TryRLock() { // a commit is writing: libhdf5 answers
+	if !f.store.TryRLockBytes() { // a commit is writing: libhdf5 answers
 		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
 	}
-	m, err := f.bytesMeta()
+	m, err := f.store.Meta()
 	var o *h5meta.Object
 	if err == nil {
 		o, err = m.Inspect(addr)
 	}
-	f.writeMu.RUnlock()
+	f.store.RUnlockBytes()
 	var attrs []h5.Attr
 	if err == nil {
 		attrs, err = objectAttrs(o)

@@ -76,8 +76,8 @@ func FuzzChunkMap(f *testing.F) {
 			t.Fatalf("mappings %v: %d blocks, want %d", maps, len(d.blocks()), len(grids))
 		}
 		for i, b := range d.blocks() {
-			if g := grids[i]; b.grid[0] != g || b.off != last[g] {
-				t.Fatalf("mappings %v: block %d is %v at %d, want [%d] at %d", maps, i, b.grid, b.off, g, last[g])
+			if g := grids[i]; b.Grid[0] != g || b.Row != last[g] {
+				t.Fatalf("mappings %v: block %d is %v at %d, want [%d] at %d", maps, i, b.Grid, b.Row, g, last[g])
 			}
 		}
 		buf := make([]byte, d.Shape[0])

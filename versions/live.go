@@ -1,7 +1,6 @@
 package versions
 
 import (
-	"container/list"
 	"errors"
 	"fmt"
 	"os"
@@ -80,7 +79,7 @@ func OpenLive(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := stampOf(f.raw)
+	st, err := stampOf(f.store.File())
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -139,7 +138,7 @@ func (f *File) Follow() error {
 	if l == nil {
 		return nil
 	}
-	st, err := stampOf(f.raw)
+	st, err := stampOf(f.store.File())
 	if err != nil {
 		return err
 	}
@@ -149,7 +148,7 @@ func (f *File) Follow() error {
 	if same {
 		return nil
 	}
-	state, err := swmr.ReadState(f.raw)
+	state, err := swmr.ReadState(f.store.File())
 	if err != nil || state.Writer() != swmr.WriterClosed {
 		return nil // torn superblock, or a writer still at work: look again next time
 	}
@@ -176,8 +175,8 @@ func (f *File) reopen(st stamp) error {
 	ds, raws := f.datasets, f.raws
 	f.datasets, f.raws = map[string]*Dataset{}, map[string]*h5.Dataset{}
 	f.mapped.reset()
-	f.meta, f.indexes = map[string]Version{}, map[string]*rawIndex{}
-	f.gen.Add(1)
+	f.meta = map[string]Version{}
+	f.store.Reset() // the writer may have rewritten slots: no index or decoded chunk holds
 	f.mu.Unlock()
 	for _, d := range ds {
 		d.close()
@@ -193,9 +192,9 @@ func (f *File) reopen(st stamp) error {
 		h.Close()
 	}
 	f.h.Close()
-	f.chunks.reset()
-	// Open the inode the mount follows (f.raw), even if the path now names another file.
-	proc := fmt.Sprintf("/proc/self/fd/%d", f.raw.Fd())
+	// Open the inode the mount follows (the store's descriptor), even if the path now
+	// names another file.
+	proc := fmt.Sprintf("/proc/self/fd/%d", f.store.Fd())
 	var h *h5.File
 	err := l.retry.Do(func() error {
 		var err error
@@ -368,7 +367,7 @@ func (f *File) LiveStatus() (LiveStatus, error) {
 	if l == nil {
 		return LiveStatus{}, fmt.Errorf("not a live file")
 	}
-	state, err := swmr.ReadState(f.raw)
+	state, err := swmr.ReadState(f.store.File())
 	if err != nil {
 		return LiveStatus{}, err
 	}
@@ -379,69 +378,4 @@ func (f *File) LiveStatus() (LiveStatus, error) {
 	s.Reopens, s.ReopenErr = l.reopens, l.reopenErr
 	l.mu.Unlock()
 	return s, nil
-}
-
-// Live extended attributes on the mount's root.
-const (
-	XattrLiveWriter     = XattrPrefix + "live.writer"     // swmr-writing, writing or closed
-	XattrLiveRetries    = XattrPrefix + "live.retries"    // JSON, see AddLiveXattrs
-	XattrLiveSuperblock = XattrPrefix + "live.superblock" // JSON: version, flags, eof, length
-)
-
-// retryKinds names H5Fget_metadata_read_retry_info's metadata kinds, in its order.
-var retryKinds = [h5.MetadataReadRetryTypes]string{
-	"object header", "object header chunk", "v2 B-tree header", "v2 B-tree internal node",
-	"v2 B-tree leaf node", "fractal heap header", "fractal heap direct block",
-	"fractal heap indirect block", "free-space header", "free-space sections",
-	"shared message table", "shared message list", "extensible array header",
-	"extensible array index block", "extensible array super block",
-	"extensible array data block", "extensible array data block page",
-	"fixed array super block", "fixed array data block", "fixed array data block page",
-	"superblock",
-}
-
-// AddLiveXattrs adds the live attributes to x (the root's).
-func (f *File) AddLiveXattrs(x *Xattrs) error {
-	s, err := f.LiveStatus()
-	if err != nil {
-		return err
-	}
-	x.add(XattrLiveWriter, []byte(s.Writer))
-	byKind := map[string]uint64{}
-	for i, n := range s.HDF5.Reads {
-		if n > 0 {
-			byKind[retryKinds[i]] = n
-		}
-	}
-	bins := s.HDF5.Bins
-	if bins == nil {
-		bins = []uint64{}
-	}
-	retries := map[string]any{
-		// metadata reads libhdf5 had to read again (checksum failed: torn by a write)
-		"hdf5_metadata_reads_retried": s.HDF5.Total(),
-		"hdf5_by_kind":                byKind,
-		"hdf5_by_retries_decade":      bins, // [1-9 retries, 10-99, ...]
-		"operations":                  s.Operations,
-		"reopens":                     s.Reopens,
-	}
-	if s.ReopenErr != nil {
-		retries["reopen_error"] = s.ReopenErr.Error()
-	}
-	if err := x.addJSON(XattrLiveRetries, retries); err != nil {
-		return err
-	}
-	return x.addJSON(XattrLiveSuperblock, map[string]any{
-		"version": s.State.Version, "flags": s.State.Flags, "eof": s.State.EOF,
-		"length": s.State.Length, "foreign_write_lock": s.State.ForeignLock,
-	})
-}
-
-// reset empties the cache (a live file reopened: slots may have been rewritten).
-func (c *chunkCache) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.order.Init()
-	c.items = map[chunkKey]*list.Element{}
-	c.used = 0
 }

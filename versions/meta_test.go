@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vh5fs/vh5fs/chunkstore"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5meta"
 	"github.com/vh5fs/vh5fs/internal/fixture"
@@ -73,7 +74,10 @@ func TestGroupsMatchLibhdf5(t *testing.T) {
 			require.Positive(t, decoded, "no attribute decoded")
 
 			if k, _ := hf.Kind(VersionsGroup); k == h5.KindGroup {
-				f := &File{h: hf, raw: raw, versioned: true, meta: map[string]Version{}}
+				store, err := chunkstore.Open(path)
+				require.NoError(t, err)
+				defer store.Close()
+				f := &File{h: hf, store: store, versioned: true, meta: map[string]Version{}}
 				fast, err := f.versionsFromBytes()
 				require.NoError(t, err)
 				f.meta = map[string]Version{}

@@ -25,7 +25,7 @@ func (d *Dataset) NewStaged() (*staged.Array, error) {
 		return nil, err
 	}
 	for _, b := range d.blocks() {
-		if err := arr.MapBase(b.grid, b.off); err != nil {
+		if err := arr.MapBase(b.Grid, b.Row); err != nil {
 			return nil, err
 		}
 	}
@@ -34,7 +34,7 @@ func (d *Dataset) NewStaged() (*staged.Array, error) {
 
 // ChunkSource reads the chunks of the dataset's raw_data (the base slab of its staged
 // arrays) through the File's chunk cache.
-func (d *Dataset) ChunkSource() staged.ChunkSource { return rawSource{d} }
+func (d *Dataset) ChunkSource() staged.ChunkSource { return d.Chunked() }
 
 // RawDataset is the open raw_data dataset backing a versioned dataset, shared by every
 // version of its path (the commit package appends to it).
@@ -91,7 +91,7 @@ func (d *Dataset) SameChunks(shape []int64, grids [][]int64, rows []int64) bool 
 		return false
 	}
 	for i, b := range d.blocks() { // both in grid order
-		if !slices.Equal(b.grid, grids[i]) || b.off != rows[i] {
+		if !slices.Equal(b.Grid, grids[i]) || b.Row != rows[i] {
 			return false
 		}
 	}
@@ -108,7 +108,7 @@ func (d *Dataset) SameStored(o *Dataset) bool {
 	}
 	grids, rows := make([][]int64, 0, len(o.blocks())), make([]int64, 0, len(o.blocks()))
 	for _, b := range o.blocks() {
-		grids, rows = append(grids, b.grid), append(rows, b.off)
+		grids, rows = append(grids, b.Grid), append(rows, b.Row)
 	}
 	return d.SameChunks(o.Shape, grids, rows)
 }

@@ -16,8 +16,10 @@ import (
 
 	"github.com/vh5fs/vh5fs/fsck"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/inspect"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 type command struct {
@@ -272,7 +274,7 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 		return logAll(f, file, *limit, stdout, stderr)
 	}
 	cur, _ := f.CurrentVersion()
-	hist, err := f.History(start)
+	hist, err := inspect.History(f, start)
 	if err != nil {
 		return fail(stderr, file, err)
 	}
@@ -287,7 +289,7 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 		if dangling {
 			from = ""
 		}
-		changes, err := f.ChangedDatasets(from, v.Name)
+		changes, err := inspect.ChangedDatasets(f, from, v.Name)
 		if err != nil {
 			return fail(stderr, file, err)
 		}
@@ -563,11 +565,11 @@ func datasetInfo(w io.Writer, f *versions.File, version, ds string) error {
 	if err != nil {
 		return err
 	}
-	x, err := d.Xattrs()
+	x, err := xattrs.Dataset(d)
 	if err != nil {
 		return err
 	}
-	fill, _ := x.Get(versions.XattrFillValue)
+	fill, _ := x.Get(xattrs.FillValue)
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	defer tw.Flush()
 	fmt.Fprintf(tw, "version:\t%s\n", version)
@@ -584,7 +586,7 @@ func datasetInfo(w io.Writer, f *versions.File, version, ds string) error {
 	if d.RawData != "" {
 		fmt.Fprintf(tw, "raw_data:\t%s\n", d.RawData)
 	}
-	total, stored, shared, ok, err := f.ChunkStats(version, ds)
+	total, stored, shared, ok, err := inspect.ChunkStats(f, version, ds)
 	if err != nil {
 		return err
 	}
@@ -647,12 +649,12 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, file, fmt.Errorf("no dataset %q in %s or %s", ds, ops[1], ops[2]))
 		}
 	}
-	diffs, err := f.DiffVersions(ops[1], ops[2], ds)
+	diffs, err := inspect.DiffVersions(f, ops[1], ops[2], ds)
 	if err != nil {
 		return fail(stderr, file, err)
 	}
 	for _, dd := range diffs {
-		ed, err := f.DiffElements(ops[1], ops[2], dd)
+		ed, err := inspect.DiffElements(f, ops[1], ops[2], dd)
 		if err != nil {
 			return fail(stderr, file, err)
 		}
@@ -663,12 +665,12 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 
 // printDiff prints a dataset's line: what changed in its elements; with verbose, the
 // chunk detail under it.
-func printDiff(w io.Writer, dd versions.DatasetDiff, ed versions.ElementDiff, verbose bool) {
+func printDiff(w io.Writer, dd inspect.DatasetDiff, ed inspect.ElementDiff, verbose bool) {
 	switch dd.Kind {
-	case versions.Added:
+	case inspect.Added:
 		fmt.Fprintf(w, "%s: added, shape %s\n", dd.Path, shapeString(dd.Shape2))
 		return
-	case versions.Removed:
+	case inspect.Removed:
 		fmt.Fprintf(w, "%s: removed, shape %s\n", dd.Path, shapeString(dd.Shape1))
 		return
 	case "":
@@ -714,7 +716,7 @@ func printDiff(w io.Writer, dd versions.DatasetDiff, ed versions.ElementDiff, ve
 }
 
 // valuesNote is " (values R)" for a range with values, else "".
-func valuesNote(r versions.ValueRange) string {
+func valuesNote(r inspect.ValueRange) string {
 	if r.String() == "" {
 		return ""
 	}
@@ -784,7 +786,7 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-var changeLetter = map[string]string{versions.Added: "A", versions.Modified: "M", versions.Removed: "D"}
+var changeLetter = map[string]string{inspect.Added: "A", inspect.Modified: "M", inspect.Removed: "D"}
 
 // logAll prints every version with the history graph, newest first.
 func logAll(f *versions.File, file string, limit int, stdout, stderr io.Writer) int {
@@ -812,7 +814,7 @@ func logAll(f *versions.File, file string, limit int, stdout, stderr io.Writer) 
 		if !known[from] {
 			from = ""
 		}
-		changes, err := f.ChangedDatasets(from, v.Name)
+		changes, err := inspect.ChangedDatasets(f, from, v.Name)
 		if err != nil {
 			return fail(stderr, file, err)
 		}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package versions
+package chunkstore
 
 import "os"
 

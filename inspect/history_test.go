@@ -1,4 +1,4 @@
-package versions
+package inspect
 
 import (
 	"encoding/json"
@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/internal/fixture"
+	"github.com/vh5fs/vh5fs/versions"
 )
 
 func manifestVersion(m *fixture.Manifest, name string) (fixture.Version, bool) {
@@ -29,17 +29,17 @@ func TestHistory(t *testing.T) {
 	require.NoError(t, err)
 	for _, m := range manifests {
 		t.Run(m.File, func(t *testing.T) {
-			f, err := Open(m.H5)
+			f, err := versions.Open(m.H5)
 			require.NoError(t, err)
 			defer f.Close()
 			var want []string
-			for name := m.CurrentVersion; name != FirstVersion; {
+			for name := m.CurrentVersion; name != versions.FirstVersion; {
 				mv, ok := manifestVersion(m, name)
 				require.True(t, ok, name)
 				want = append(want, name)
 				name = mv.PrevVersion
 			}
-			got, err := f.History(m.CurrentVersion)
+			got, err := History(f, m.CurrentVersion)
 			require.NoError(t, err)
 			var names []string
 			for _, v := range got {
@@ -49,86 +49,15 @@ func TestHistory(t *testing.T) {
 			require.Empty(t, got[len(got)-1].PrevVersion)
 		})
 	}
-	f, err := Open(filepath.Join(fixture.Dir(), "basic_1d.h5"))
+	f, err := versions.Open(filepath.Join(fixture.Dir(), "basic_1d.h5"))
 	require.NoError(t, err)
 	defer f.Close()
-	got, err := f.History("v2")
+	got, err := History(f, "v2")
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	require.Equal(t, "v1", got[0].PrevVersion)
-	_, err = f.History("nope")
-	require.ErrorIs(t, err, ErrNotFound)
-}
-
-func TestParseTime(t *testing.T) {
-	want := time.Date(2024, 1, 1, 2, 30, 0, 0, time.UTC)
-	for _, s := range []string{"2024-01-01 02:30:00", "2024-01-01T02:30:00Z", "2024-01-01 02:30:00.000000+0000",
-		"2024-01-01 03:30:00+01:00", "2024-01-01 02:30"} {
-		got, err := ParseTime(s)
-		require.NoError(t, err, s)
-		require.True(t, want.Equal(got), "%s: %v", s, got)
-	}
-	_, err := ParseTime("yesterday")
-	require.ErrorContains(t, err, `"yesterday"`)
-	require.Equal(t, "2024-01-01 02:30:00.000000+0000", CanonicalTimestamp(want))
-}
-
-// TestVersionAt checks versioned-hdf5's rule against a brute-force reading of each
-// manifest: an exact timestamp gives its version, a time between timestamps the newest
-// version strictly before it, a time before every version none.
-func TestVersionAt(t *testing.T) {
-	manifests, err := fixture.All()
-	require.NoError(t, err)
-	for _, m := range manifests {
-		t.Run(m.File, func(t *testing.T) {
-			f, err := Open(m.H5)
-			require.NoError(t, err)
-			defer f.Close()
-			expect := func(at time.Time) (string, bool) {
-				best, bestT := "", time.Time{}
-				for _, mv := range m.Versions {
-					vt := Version{Timestamp: mv.Timestamp}.Time()
-					if mv.Timestamp == CanonicalTimestamp(at) {
-						return mv.Name, true
-					}
-					if vt.Before(at) && (best == "" || vt.After(bestT) || (vt.Equal(bestT) && mv.Name > best)) {
-						best, bestT = mv.Name, vt
-					}
-				}
-				return best, best != ""
-			}
-			for _, mv := range m.Versions {
-				vt := Version{Timestamp: mv.Timestamp}.Time()
-				for _, at := range []time.Time{vt, vt.Add(-time.Microsecond), vt.Add(30 * time.Minute)} {
-					name, ok := expect(at)
-					v, gotOK, err := f.VersionAt(at)
-					require.NoError(t, err)
-					require.Equal(t, ok, gotOK, "at %v", at)
-					require.Equal(t, name, v.Name, "at %v", at)
-				}
-			}
-		})
-	}
-	f, err := Open(filepath.Join(fixture.Dir(), "basic_1d.h5"))
-	require.NoError(t, err)
-	defer f.Close()
-	for _, tc := range []struct {
-		at   string
-		want string
-	}{
-		{"2024-01-01 02:30:00", "v3"},
-		{"2024-01-01 02:00:00", "v3"},
-		{"2024-01-01 01:59:59", "v2"},
-		{"2030-01-01", "v4"},
-		{"2023-12-31 23:59:59", ""},
-	} {
-		at, err := ParseTime(tc.at)
-		require.NoError(t, err)
-		v, ok, err := f.VersionAt(at)
-		require.NoError(t, err)
-		require.Equal(t, tc.want != "", ok, tc.at)
-		require.Equal(t, tc.want, v.Name, tc.at)
-	}
+	_, err = History(f, "nope")
+	require.ErrorIs(t, err, versions.ErrNotFound)
 }
 
 // TestChangedDatasets: between a version and its parent, a dataset of a versioned-hdf5
@@ -139,7 +68,7 @@ func TestChangedDatasets(t *testing.T) {
 	require.NoError(t, err)
 	for _, m := range manifests {
 		t.Run(m.File, func(t *testing.T) {
-			f, err := Open(m.H5)
+			f, err := versions.Open(m.H5)
 			require.NoError(t, err)
 			defer f.Close()
 			for _, mv := range m.Versions {
@@ -166,7 +95,7 @@ func TestChangedDatasets(t *testing.T) {
 				if !hasParent {
 					from = ""
 				}
-				got, err := f.ChangedDatasets(from, mv.Name)
+				got, err := ChangedDatasets(f, from, mv.Name)
 				require.NoError(t, err)
 				require.Equal(t, want, got, "%s vs %s", mv.Name, from)
 			}
@@ -187,7 +116,7 @@ func sameManifestData(a, b fixture.Dataset) bool {
 // TestDiffDataset: chunk-level diffs of basic_1d follow from the manifest's values; those of
 // every other file from a brute-force comparison of each chunk's bytes.
 func TestDiffDataset(t *testing.T) {
-	f, err := Open(filepath.Join(fixture.Dir(), "basic_1d.h5"))
+	f, err := versions.Open(filepath.Join(fixture.Dir(), "basic_1d.h5"))
 	require.NoError(t, err)
 	defer f.Close()
 	m, err := fixture.Load(filepath.Join(fixture.Dir(), "basic_1d.json"))
@@ -214,7 +143,7 @@ func TestDiffDataset(t *testing.T) {
 					want = append(want, fmt.Sprintf("%d %s", c, Modified))
 				}
 			}
-			dd, err := f.DiffDataset(a, b, "x")
+			dd, err := DiffDataset(f, a, b, "x")
 			require.NoError(t, err)
 			var got []string
 			for _, ch := range dd.Changed {
@@ -224,7 +153,7 @@ func TestDiffDataset(t *testing.T) {
 			require.Equal(t, a != b, dd.Kind == Modified, "%s -> %s", a, b)
 		}
 	}
-	dd, err := f.DiffDataset("v3", "v4", "x")
+	dd, err := DiffDataset(f, "v3", "v4", "x")
 	require.NoError(t, err)
 	require.Equal(t, []ChunkChange{
 		{Grid: []int64{1}, Start: []int64{4}, Stop: []int64{6}, Kind: Modified},
@@ -237,13 +166,13 @@ func TestDiffDataset(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m, err := fixture.Load(filepath.Join(fixture.Dir(), name+".json"))
 			require.NoError(t, err)
-			f, err := Open(m.H5)
+			f, err := versions.Open(m.H5)
 			require.NoError(t, err)
 			defer f.Close()
 			names := m.VersionNames()
 			for _, a := range names {
 				for _, b := range names {
-					diffs, err := f.DiffVersions(a, b, "")
+					diffs, err := DiffVersions(f, a, b, "")
 					require.NoError(t, err)
 					for _, dd := range diffs {
 						if dd.Kind == Added || dd.Kind == Removed {
@@ -263,7 +192,7 @@ func TestDiffDataset(t *testing.T) {
 }
 
 // bruteForceDiff compares every chunk box of two versions of a dataset by reading it.
-func bruteForceDiff(t *testing.T, f *File, a, b, rel string) []string {
+func bruteForceDiff(t *testing.T, f *versions.File, a, b, rel string) []string {
 	d1, err := f.VersionDataset(a, rel)
 	require.NoError(t, err)
 	d2, err := f.VersionDataset(b, rel)
@@ -316,7 +245,7 @@ func bruteForceDiff(t *testing.T, f *File, a, b, rel string) []string {
 }
 
 func TestChunkStats(t *testing.T) {
-	f, err := Open(filepath.Join(fixture.Dir(), "basic_1d.h5"))
+	f, err := versions.Open(filepath.Join(fixture.Dir(), "basic_1d.h5"))
 	require.NoError(t, err)
 	defer f.Close()
 	for _, tc := range []struct {
@@ -327,7 +256,7 @@ func TestChunkStats(t *testing.T) {
 		{"v2", 3, 3, 2}, // chunk 1 rewritten
 		{"v4", 2, 2, 1}, // chunk 0 kept, chunk 1 rewritten
 	} {
-		total, stored, shared, ok, err := f.ChunkStats(tc.version, "x")
+		total, stored, shared, ok, err := ChunkStats(f, tc.version, "x")
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, []int{tc.total, tc.stored, tc.shared}, []int{total, stored, shared}, tc.version)

@@ -1,4 +1,9 @@
-package versions
+// Package xattrs renders what vh5fs shows as extended attributes: the file, a version's
+// group, a dataset (dtype, shape, chunks, fill value, filters, its HDF5 attributes and its
+// chunk map as an HDF5/JSON byteBlocks document) and a live file's status, all as JSON
+// without HTML escaping. It reads the layout through package versions and knows nothing
+// of FUSE: fsnode serves a Set per node, cmd and refs reuse the JSON forms.
+package xattrs
 
 import (
 	"bytes"
@@ -13,43 +18,42 @@ import (
 	"strings"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/versions"
 )
 
 // Extended attribute names. vh5fs's own metadata lives under user.vh5fs.; the HDF5
 // attributes of the object behind a file or directory under user.hdf5.<attribute name>,
 // each value JSON-encoded.
 const (
-	XattrPrefix       = "user.vh5fs."
-	XattrHDF5Prefix   = "user.hdf5."
-	XattrDType        = XattrPrefix + "dtype"     // numpy dtype string, e.g. <f8
-	XattrShape        = XattrPrefix + "shape"     // JSON list
-	XattrChunks       = XattrPrefix + "chunks"    // JSON list (chunked datasets)
-	XattrFillValue    = XattrPrefix + "fillvalue" // JSON value
-	XattrFilters      = XattrPrefix + "filters"   // JSON list of HDF5/JSON filter objects
-	XattrFormat       = XattrPrefix + "format"    // "raw" or "json-lines"
-	XattrChunkMap     = XattrPrefix + "chunkmap"  // HDF5/JSON byteBlocks document (see ChunkMap)
-	XattrVersion      = XattrPrefix + "version"
-	XattrTimestamp    = XattrPrefix + "timestamp"
-	XattrPrevVersion  = XattrPrefix + "prev_version"
-	XattrCurrent      = XattrPrefix + "current_version"
-	XattrDataVersion  = XattrPrefix + "data_version"
-	XattrFile         = XattrPrefix + "file"
-	xattrPageMaxBytes = 60000 // Linux caps one value at 64 KiB
+	Prefix       = "user.vh5fs."
+	HDF5Prefix   = "user.hdf5."
+	DType        = Prefix + "dtype"     // numpy dtype string, e.g. <f8
+	Shape        = Prefix + "shape"     // JSON list
+	Chunks       = Prefix + "chunks"    // JSON list (chunked datasets)
+	FillValue    = Prefix + "fillvalue" // JSON value
+	Filters      = Prefix + "filters"   // JSON list of HDF5/JSON filter objects
+	Format       = Prefix + "format"    // "raw" or "json-lines"
+	ChunkMap     = Prefix + "chunkmap"  // HDF5/JSON byteBlocks document (see chunkMap)
+	Version      = Prefix + "version"
+	Timestamp    = Prefix + "timestamp"
+	PrevVersion  = Prefix + "prev_version"
+	Current      = Prefix + "current_version"
+	DataVersion  = Prefix + "data_version"
+	File         = Prefix + "file"
+	pageMaxBytes = 60000 // Linux caps one value at 64 KiB
 )
 
-// ErrNoXattr is returned for an extended attribute an object does not have.
-var ErrNoXattr = errors.New("no such extended attribute")
+// ErrMissing is returned for an extended attribute an object does not have.
+var ErrMissing = errors.New("no such extended attribute")
 
-// Xattrs is the ordered set of extended attributes of one file or directory.
-type Xattrs struct {
+// Set is the ordered set of extended attributes of one file or directory.
+type Set struct {
 	names  []string
 	values map[string][]byte
 }
 
 // Add sets an attribute (for layers that know more than the file, e.g. pending commits).
-func (x *Xattrs) Add(name string, value []byte) { x.add(name, value) }
-
-func (x *Xattrs) add(name string, value []byte) {
+func (x *Set) Add(name string, value []byte) {
 	if x.values == nil {
 		x.values = map[string][]byte{}
 	}
@@ -60,22 +64,20 @@ func (x *Xattrs) add(name string, value []byte) {
 }
 
 // AddJSON adds name with v as JSON (without HTML escaping: "<f8" stays readable).
-func (x *Xattrs) AddJSON(name string, v any) error { return x.addJSON(name, v) }
+func (x *Set) AddJSON(name string, v any) error {
+	b, err := marshalJSON(v)
+	if err != nil {
+		return fmt.Errorf("xattr %s: %w", name, err)
+	}
+	x.Add(name, b)
+	return nil
+}
 
 // AttrText is the JSON text of an HDF5 attribute's value, as user.hdf5.* shows it.
 func AttrText(a h5.Attr) ([]byte, error) { return marshalJSON(attrJSON(a)) }
 
 // JSONText is v as JSON the way the xattrs show it (no HTML escaping).
 func JSONText(v any) ([]byte, error) { return marshalJSON(v) }
-
-func (x *Xattrs) addJSON(name string, v any) error {
-	b, err := marshalJSON(v)
-	if err != nil {
-		return fmt.Errorf("xattr %s: %w", name, err)
-	}
-	x.add(name, b)
-	return nil
-}
 
 // marshalJSON is json.Marshal without HTML escaping: "<f8" stays readable.
 func marshalJSON(v any) ([]byte, error) {
@@ -89,112 +91,121 @@ func marshalJSON(v any) ([]byte, error) {
 }
 
 // Names lists the attributes in a stable order.
-func (x *Xattrs) Names() []string { return x.names }
+func (x *Set) Names() []string { return x.names }
 
-// Get returns one attribute's value, or ErrNoXattr.
-func (x *Xattrs) Get(name string) ([]byte, error) {
+// Get returns one attribute's value, or ErrMissing.
+func (x *Set) Get(name string) ([]byte, error) {
 	if v, ok := x.values[name]; ok {
 		return v, nil
 	}
-	return nil, ErrNoXattr
+	return nil, ErrMissing
 }
 
-// RootXattrs describes the mount's root: the file, and for versioned files the current
-// version and data_version. Not cached: the current version moves with commits.
-func (f *File) RootXattrs() (*Xattrs, error) {
-	var x Xattrs
+// Root describes the mount's root: the file, and for versioned files the current version
+// and data_version. Not cached: the current version moves with commits.
+func Root(f *versions.File) (*Set, error) {
+	var x Set
 	abs, err := filepath.Abs(f.Path())
 	if err != nil {
 		abs = f.Path()
 	}
-	x.add(XattrFile, []byte(abs))
-	if f.versioned {
+	x.Add(File, []byte(abs))
+	if f.Versioned() {
 		cur, err := f.CurrentVersion()
 		if err != nil {
 			return nil, err
 		}
-		x.add(XattrCurrent, []byte(cur))
-		x.add(XattrDataVersion, []byte(strconv.FormatInt(f.dataVersion, 10)))
+		x.Add(Current, []byte(cur))
+		x.Add(DataVersion, []byte(strconv.FormatInt(f.DataVersion(), 10)))
 	}
-	if err := f.addHDF5Attrs(&x, "/"); err != nil {
+	if err := addHDF5Attrs(&x, f, "/"); err != nil {
 		return nil, err
 	}
 	return &x, nil
 }
 
-// GroupXattrs describes the HDF5 group at path; for a version's root group (version != "")
+// Group describes the HDF5 group at path; for a version's root group (version != "")
 // also the version's name, timestamp and prev_version.
-func (f *File) GroupXattrs(path, version string) (*Xattrs, error) {
-	var x Xattrs
+func Group(f *versions.File, path, version string) (*Set, error) {
+	var x Set
 	if version != "" {
 		v, ok, err := f.Version(version)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, fmt.Errorf("version %s: %w", version, ErrNotFound)
+			return nil, fmt.Errorf("version %s: %w", version, versions.ErrNotFound)
 		}
-		x.add(XattrVersion, []byte(v.Name))
-		x.add(XattrTimestamp, []byte(v.Timestamp))
+		x.Add(Version, []byte(v.Name))
+		x.Add(Timestamp, []byte(v.Timestamp))
 		prev := v.PrevVersion
 		if prev == "" {
-			prev = FirstVersion
+			prev = versions.FirstVersion
 		}
-		x.add(XattrPrevVersion, []byte(prev))
+		x.Add(PrevVersion, []byte(prev))
 	}
-	if err := f.addHDF5Attrs(&x, path); err != nil {
+	if err := addHDF5Attrs(&x, f, path); err != nil {
 		return nil, err
 	}
 	return &x, nil
 }
 
-func (f *File) addHDF5Attrs(x *Xattrs, path string) error {
+// addHDF5Attrs reads path's attributes through libhdf5 (not the File's byte reader), as
+// the xattrs always have.
+func addHDF5Attrs(x *Set, f *versions.File, path string) error {
 	if err := f.CheckAttrs(path); err != nil {
 		return err
 	}
-	attrs, err := f.h.Attrs(path)
+	attrs, err := f.HDF5().Attrs(path)
 	if err != nil {
 		return err
 	}
 	return addAttrs(x, attrs)
 }
 
-func addAttrs(x *Xattrs, attrs []h5.Attr) error {
+func addAttrs(x *Set, attrs []h5.Attr) error {
 	for _, a := range attrs {
-		if err := x.addJSON(XattrHDF5Prefix+a.Name, attrJSON(a)); err != nil {
+		if err := x.AddJSON(HDF5Prefix+a.Name, attrJSON(a)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Xattrs describes the dataset: dtype, shape, chunks, fill value, filters, its HDF5
-// attributes and, for chunked data, the chunk map. Computed once: datasets are immutable.
-func (d *Dataset) Xattrs() (*Xattrs, error) {
-	d.xattrOnce.Do(func() { d.xattrs, d.xattrErr = d.buildXattrs() })
-	return d.xattrs, d.xattrErr
+// memoKey keys a dataset's rendered Set in versions.Dataset.Derived.
+type memoKey struct{}
+
+// Dataset describes d: dtype, shape, chunks, fill value, filters, its HDF5 attributes and,
+// for chunked data, the chunk map. Computed once per Dataset (datasets are immutable; the
+// chunk map of a large dataset is costly to render).
+func Dataset(d *versions.Dataset) (*Set, error) {
+	v, err := d.Derived(memoKey{}, func() (any, error) { return buildDataset(d) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Set), nil
 }
 
-func (d *Dataset) buildXattrs() (*Xattrs, error) {
-	var x Xattrs
-	x.add(XattrDType, []byte(d.Type.DType))
+func buildDataset(d *versions.Dataset) (*Set, error) {
+	var x Set
+	x.Add(DType, []byte(d.Type.DType))
 	format := "raw"
 	if d.Strings {
 		format = "json-lines"
 	}
-	x.add(XattrFormat, []byte(format))
-	if err := x.addJSON(XattrShape, d.Shape); err != nil {
+	x.Add(Format, []byte(format))
+	if err := x.AddJSON(Shape, d.Shape); err != nil {
 		return nil, err
 	}
 	if d.Chunks != nil {
-		if err := x.addJSON(XattrChunks, d.Chunks); err != nil {
+		if err := x.AddJSON(Chunks, d.Chunks); err != nil {
 			return nil, err
 		}
 	}
-	if err := x.addJSON(XattrFillValue, d.fillJSON()); err != nil {
+	if err := x.AddJSON(FillValue, fillJSON(d)); err != nil {
 		return nil, err
 	}
-	if err := x.addJSON(XattrFilters, filtersJSON(d.Filters)); err != nil {
+	if err := x.AddJSON(Filters, filtersJSON(d.Filters)); err != nil {
 		return nil, err
 	}
 	attrs, err := d.Attrs()
@@ -204,14 +215,14 @@ func (d *Dataset) buildXattrs() (*Xattrs, error) {
 	if err := addAttrs(&x, attrs); err != nil {
 		return nil, err
 	}
-	if d.hasChunkMap() {
-		main, pages, err := d.ChunkMap()
+	if d.HasChunkMap() {
+		main, pages, err := chunkMap(d)
 		if err != nil {
 			return nil, err
 		}
-		x.add(XattrChunkMap, main)
+		x.Add(ChunkMap, main)
 		for i, p := range pages {
-			x.add(fmt.Sprintf("%s.%d", XattrChunkMap, i), p)
+			x.Add(fmt.Sprintf("%s.%d", ChunkMap, i), p)
 		}
 	}
 	return &x, nil
@@ -291,7 +302,7 @@ func FloatJSON(f float64) any {
 
 // fillJSON decodes the fill element by dtype: a number, bool, [re, im] for complex, the
 // JSON string "" for variable-length strings, {"bytes_b64": ...} for everything else.
-func (d *Dataset) fillJSON() any {
+func fillJSON(d *versions.Dataset) any {
 	if d.Strings {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package versions
+package inspect
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/vh5fs/vh5fs/versions"
 )
 
 // ElementDiff is the element-level comparison of one dataset between two versions, read
@@ -26,7 +28,7 @@ type ElementDiff struct {
 
 // DiffElements compares dd's differing chunks element by element (dd from DiffDataset of
 // the same versions). Only those chunks are read.
-func (f *File) DiffElements(v1, v2 string, dd DatasetDiff) (ElementDiff, error) {
+func DiffElements(f *versions.File, v1, v2 string, dd DatasetDiff) (ElementDiff, error) {
 	var ed ElementDiff
 	if dd.Kind != Modified {
 		ed.Compared = count(dd.Shape2)
@@ -157,7 +159,7 @@ func eachRow(start, stop []int64, fn func(row []int64, lo, hi int64) error) erro
 
 // readRow reads the elements [lo, hi) of a row of d as far as d's shape reaches; nil when
 // the row is outside it.
-func readRow(d *Dataset, row []int64, lo, hi int64) ([]byte, error) {
+func readRow(d *versions.Dataset, row []int64, lo, hi int64) ([]byte, error) {
 	n := len(d.Shape)
 	off := int64(0)
 	for i := 0; i < n-1; i++ {

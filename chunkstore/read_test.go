@@ -1,4 +1,4 @@
-package versions
+package chunkstore_test
 
 import (
 	"bytes"
@@ -6,13 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vh5fs/vh5fs/chunkstore"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/versions"
 )
 
 // TestFastPathMatchesLibhdf5 reads every stored chunk of every fixture version both ways —
@@ -24,7 +27,7 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 	require.NoError(t, err)
 	for _, m := range manifests {
 		t.Run(m.File, func(t *testing.T) {
-			f, err := Open(m.H5)
+			f, err := versions.Open(m.H5)
 			require.NoError(t, err)
 			defer f.Close()
 			fast := 0
@@ -33,14 +36,15 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 					if md.IsString() {
 						continue
 					}
-					d, err := f.Dataset(VersionsGroup + "/" + v.Name + "/" + p)
+					d, err := f.Dataset(versions.VersionsGroup + "/" + v.Name + "/" + p)
 					require.NoError(t, err)
 					size := d.Type.Size
 					for _, c := range d.Chunks {
 						size *= int(c)
 					}
-					for _, b := range d.blocks() {
-						got, ok, err := f.readSlot(d, b.off, size)
+					blocks, _ := d.Blocks()
+					for _, b := range blocks {
+						got, ok, err := d.Chunked().ReadSlot(b.Row, size)
 						require.NoError(t, err)
 						if !ok {
 							continue
@@ -48,9 +52,9 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 						fast++
 						want := make([]byte, size)
 						start := make([]int64, len(d.Chunks))
-						start[0] = b.off
-						require.NoError(t, d.raw.ReadBox(start, d.Chunks, d.Chunks, make([]int64, len(d.Chunks)), want))
-						require.Equal(t, want, got, "%s/%s slot %d", v.Name, p, b.off)
+						start[0] = b.Row
+						require.NoError(t, d.RawDataset().ReadBox(start, d.Chunks, d.Chunks, make([]int64, len(d.Chunks)), want))
+						require.Equal(t, want, got, "%s/%s slot %d", v.Name, p, b.Row)
 					}
 				}
 			}
@@ -61,24 +65,24 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 	}
 }
 
-// TestLocate: every range ReadOrLocate places in the file, and every answer from the
+// TestLocate: every range Read places in the file, and every answer from the
 // file's mapping, holds the dataset's bytes.
 func TestLocate(t *testing.T) {
-	f, err := Open(fixture.Dir() + "/basic_1d.h5")
+	f, err := versions.Open(fixture.Dir() + "/basic_1d.h5")
 	require.NoError(t, err)
 	defer f.Close()
 	raw, err := os.ReadFile(fixture.Dir() + "/basic_1d.h5")
 	require.NoError(t, err)
 	hits := 0
 	for _, v := range []string{"v1", "v2", "v3", "v4"} {
-		d, err := f.Dataset(VersionsGroup + "/" + v + "/x")
+		d, err := f.Dataset(versions.VersionsGroup + "/" + v + "/x")
 		require.NoError(t, err)
 		all := make([]byte, d.Size())
 		_, err = d.ReadAt(all, 0)
 		require.NoError(t, err)
 		for off := int64(0); off < d.Size(); off++ {
 			for n := int64(1); off+n <= d.Size(); n++ {
-				r, err := d.ReadOrLocate(make([]byte, n), off, 1<<20)
+				r, err := d.Read(make([]byte, n), off, 1<<20)
 				require.NoError(t, err)
 				require.Equal(t, int(n), r.N)
 				switch {
@@ -113,7 +117,7 @@ func TestReadAhead(t *testing.T) {
 		{name: "random after sequential", reads: []int64{0, 3 << 20}, ahead: false, firstOff: 3<<20 + chunk},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := Open(path)
+			f, err := versions.Open(path)
 			require.NoError(t, err)
 			defer f.Close()
 			d, err := f.Dataset("/_version_data/versions/v0/data")
@@ -126,13 +130,12 @@ func TestReadAhead(t *testing.T) {
 			}
 			// readAhead takes its decoding slots before the read returns: once they are free
 			// again, whatever it decoded is in the cache.
-			require.Eventually(t, func() bool { return len(f.ahead) == 0 }, 10*time.Second, time.Millisecond)
-			for off := tc.firstOff; off < min(tc.firstOff+readAheadBytes, 4<<20); off += chunk {
-				k := chunkKey{d.RawData, off / 8}
-				require.Equal(t, tc.ahead, f.chunks.has(k), "slot at row %d", off/8)
+			require.Eventually(t, func() bool { return d.Chunked().AheadBusy() == 0 }, 10*time.Second, time.Millisecond)
+			for off := tc.firstOff; off < min(tc.firstOff+chunkstore.ReadAheadBytes, 4<<20); off += chunk {
+				require.Equal(t, tc.ahead, d.Chunked().Cached(off/8), "slot at row %d", off/8)
 			}
-			if tc.ahead && tc.firstOff+readAheadBytes < 4<<20 {
-				require.False(t, f.chunks.has(chunkKey{d.RawData, (tc.firstOff + readAheadBytes) / 8}), "beyond the window")
+			if tc.ahead && tc.firstOff+chunkstore.ReadAheadBytes < 4<<20 {
+				require.False(t, d.Chunked().Cached((tc.firstOff+chunkstore.ReadAheadBytes)/8), "beyond the window")
 			}
 		})
 	}
@@ -165,37 +168,37 @@ func TestReadDirect(t *testing.T) {
 	path := makeVersioned(t, "--shape", "20000", "--chunks", "512", "--versions", "3")
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	f, err := Open(path)
+	f, err := versions.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	for _, v := range []string{"v0", "v1", "v2"} { // v1 and v2 rewrote chunks 0 and 1
 		d, err := f.Dataset("/_version_data/versions/" + v + "/data")
 		require.NoError(t, err)
 		for _, r := range [][2]int64{{0, 4096}, {0, 512 << 10}, {5, 20000}, {4093, 70000}, {159000, 4096}} {
-			plan, err := d.arr.GetItemPlan(r[0], min(r[1], d.Size()-r[0]))
+			plan, err := d.Chunked().Plan(r[0], min(r[1], d.Size()-r[0]))
 			require.NoError(t, err)
-			pieces, pl, ok, err := d.piecesOf(r[0], plan.N)
+			pieces, pl, ok, err := d.Chunked().PiecesOf(r[0], plan.N)
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.Nil(t, pl, "1-D: pieces straight from the chunk grid")
-			fromPlan, ok := planPieces(d, plan)
+			fromPlan, ok := d.Chunked().PlanPieces(plan)
 			require.True(t, ok)
 			require.Equal(t, joinRuns(fromPlan), pieces, "%s %v: the grid's pieces are the plan's", v, r)
 
 			direct := make([]byte, plan.N)
-			rep, ok, err := d.locate(pieces, direct, 0)
+			rep, ok, err := d.Chunked().Locate(pieces, direct, 0)
 			require.NoError(t, err)
 			require.True(t, ok, "%s %v", v, r)
 			require.Equal(t, int(plan.N), rep.N)
 			require.False(t, rep.Located || rep.Vec != nil, "nothing located with maxRange 0")
 			chunked := make([]byte, plan.N)
-			require.NoError(t, d.arr.ReadPlan(plan, chunked, rawSource{d}))
+			require.NoError(t, d.Chunked().ReadPlan(plan, chunked))
 			require.Equal(t, chunked, direct, "%s %v", v, r)
 
-			spans, ok := d.fileSpans(pieces)
+			spans, ok := d.Chunked().FileSpans(pieces)
 			require.True(t, ok)
 			for _, maxRange := range []int{int(plan.N), int(plan.N) - 1} {
-				rep, err := d.ReadOrLocate(make([]byte, r[1]), r[0], maxRange)
+				rep, err := d.Read(make([]byte, r[1]), r[0], maxRange)
 				require.NoError(t, err)
 				require.Equal(t, int(plan.N), rep.N)
 				oneRange := len(spans) == 1 && maxRange >= rep.N
@@ -228,7 +231,7 @@ func joinRuns(runs []staged.Run) []staged.Run {
 	return out
 }
 
-// TestReadSlices: where ReadSlices answers, its slices hold exactly what ReadAt reads, end
+// TestReadSlices: where slices answers, its slices hold exactly what ReadAt reads, end
 // to end; it declines reads of more than maxSlices pieces.
 func TestReadSlices(t *testing.T) {
 	type rng struct {
@@ -245,14 +248,14 @@ func TestReadSlices(t *testing.T) {
 		{"2-D partial rows", "100,300", "8,64", []rng{{0, 4096, true}, {5, 4000, true}, {0, 128 << 10, false}, {239900, 4096, true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := Open(makeGzip(t, tc.shape, tc.chunks))
+			f, err := versions.Open(makeGzip(t, tc.shape, tc.chunks))
 			require.NoError(t, err)
 			defer f.Close()
 			for _, v := range []string{"v0", "v1"} { // v1 rewrote chunk 0: its slot is last
 				d, err := f.Dataset("/_version_data/versions/" + v + "/data")
 				require.NoError(t, err)
 				for _, r := range tc.reads {
-					vec, ok, err := d.ReadSlices(r.off, int(r.n))
+					vec, ok, err := d.Chunked().Slices(r.off, int(r.n))
 					require.NoError(t, err)
 					require.Equal(t, r.ok, ok, "%s %+v", v, r)
 					if !ok {
@@ -263,7 +266,7 @@ func TestReadSlices(t *testing.T) {
 					require.NoError(t, err)
 					require.Equal(t, want[:n], bytes.Join(vec, nil), "%s %+v", v, r)
 				}
-				vec, ok, err := d.ReadSlices(d.Size(), 4096)
+				vec, ok, err := d.Chunked().Slices(d.Size(), 4096)
 				require.NoError(t, err)
 				require.False(t, ok, "at the end")
 				require.Empty(t, vec)
@@ -271,52 +274,22 @@ func TestReadSlices(t *testing.T) {
 		})
 	}
 	t.Run("unfiltered", func(t *testing.T) {
-		f, err := Open("../tests/testdata/fixtures/basic_1d.h5")
+		f, err := versions.Open("../tests/testdata/fixtures/basic_1d.h5")
 		require.NoError(t, err)
 		defer f.Close()
 		d, err := f.Dataset("/_version_data/versions/v1/x")
 		require.NoError(t, err)
-		_, ok, err := d.ReadSlices(0, 16)
+		_, ok, err := d.Chunked().Slices(0, 16)
 		require.NoError(t, err)
 		require.False(t, ok, "unfiltered reads are copied or spliced from the file")
 	})
-}
-
-// TestFileMapSlices: spans inside the mapping become slices of it; one that reaches past
-// it (bytes the file gained after it was mapped), or no mapping, leaves the read to pread.
-func TestFileMapSlices(t *testing.T) {
-	m := &fileMap{b: []byte("0123456789")}
-	for _, tc := range []struct {
-		name  string
-		m     *fileMap
-		spans []span
-		want  []string
-	}{
-		{"inside", m, []span{{at: 2, n: 3}, {at: 7, dst: 3, n: 3}}, []string{"234", "789"}},
-		{"to the end", m, []span{{at: 0, n: 10}}, []string{"0123456789"}},
-		{"past the end", m, []span{{at: 2, n: 3}, {at: 8, dst: 3, n: 3}}, nil},
-		{"no mapping", nil, []span{{at: 0, n: 1}}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			vec := tc.m.slices(tc.spans)
-			if tc.want == nil {
-				require.Nil(t, vec)
-				return
-			}
-			require.Len(t, vec, len(tc.want))
-			for i, w := range tc.want {
-				require.Equal(t, w, string(vec[i]))
-				require.Equal(t, len(w), cap(vec[i]), "a slice cannot reach past its span")
-			}
-		})
-	}
 }
 
 // BenchmarkLocate4KiB: what the mount does per 512 KiB READ of a dataset of 4 KiB chunks,
 // the kernel's copies aside: plan, find the slots, make the spans.
 func BenchmarkLocate4KiB(b *testing.B) {
 	path := makeVersioned(b, "--shape", "1048576", "--chunks", "512", "--versions", "1")
-	f, err := Open(path)
+	f, err := versions.Open(path)
 	require.NoError(b, err)
 	defer f.Close()
 	d, err := f.Dataset("/_version_data/versions/v0/data")
@@ -325,7 +298,7 @@ func BenchmarkLocate4KiB(b *testing.B) {
 	b.SetBytes(int64(len(p)))
 	off := int64(0)
 	for b.Loop() {
-		if _, err := d.ReadOrLocate(p, off, 1<<20); err != nil {
+		if _, err := d.Read(p, off, 1<<20); err != nil {
 			b.Fatal(err)
 		}
 		if off += int64(len(p)); off >= d.Size() {
@@ -340,19 +313,19 @@ func BenchmarkLocate4KiB(b *testing.B) {
 func TestSlotsMatchLibhdf5(t *testing.T) {
 	// 1,563 chunks of 64 elements, and two versions rewriting chunks into later slots.
 	path := makeVersioned(t, "--shape", "100000", "--chunks", "64", "--versions", "3")
-	f, err := Open(path)
+	f, err := versions.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	d, err := f.Dataset("/_version_data/versions/v2/data")
 	require.NoError(t, err)
-	rows := d.raw.Info().Shape[0]
+	rows := d.RawDataset().Info().Shape[0]
 	var offs []int64
 	var coords [][]int64
 	for off := int64(0); off < rows; off += d.Chunks[0] {
 		offs = append(offs, off)
 		coords = append(coords, []int64{off})
 	}
-	want, err := d.raw.ChunkInfo(coords)
+	want, err := d.RawDataset().ChunkInfo(coords)
 	require.NoError(t, err)
 	require.Greater(t, len(offs), 64*2, "enough chunks for several leaves")
 
@@ -370,14 +343,14 @@ func TestSlotsMatchLibhdf5(t *testing.T) {
 			for i := range batch {
 				batch[i] = offs[tc.order(i)]
 			}
-			got, _, ok := f.slots(d, batch...)
+			got, ok := d.Chunked().SlotsAt(batch...)
 			require.True(t, ok)
 			for i := range batch {
 				require.Equal(t, want[tc.order(i)], got[i], "slot at row %d", batch[i])
 			}
-			_, _, ok = f.slots(d, append(batch[:10:10], rows+d.Chunks[0], offs[0])...)
+			_, ok = d.Chunked().SlotsAt(append(batch[:10:10], rows+d.Chunks[0], offs[0])...)
 			require.False(t, ok, "a row past raw_data")
-			_, _, ok = f.slots(d, offs[0], 1, offs[1])
+			_, ok = d.Chunked().SlotsAt(offs[0], 1, offs[1])
 			require.False(t, ok, "a row inside a chunk")
 		})
 	}
@@ -387,7 +360,7 @@ func TestSlotsMatchLibhdf5(t *testing.T) {
 // was opened fails, by every route, instead of coming back short or empty.
 func TestLocateTruncated(t *testing.T) {
 	path := makeVersioned(t, "--shape", "200000", "--chunks", "512", "--versions", "2")
-	f, err := Open(path)
+	f, err := versions.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	d, err := f.Dataset("/_version_data/versions/v1/data") // v1 rewrote chunk 0: reads from 0 are two runs
@@ -411,8 +384,74 @@ func TestLocateTruncated(t *testing.T) {
 		{"read", end, 512 << 10, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := d.ReadOrLocate(p[:tc.n], tc.off, tc.maxRange)
+			r, err := d.Read(p[:tc.n], tc.off, tc.maxRange)
 			require.Error(t, err, "located %v, %d mapped slices", r.Located, len(r.Vec))
+		})
+	}
+}
+
+// TestReadReplies: Chunked.Read, the one read of the chunk route, answers each kind of
+// read with the reply the mount writes fastest, and every reply holds the dataset's bytes.
+func TestReadReplies(t *testing.T) {
+	gzip := makeGzip(t, "20000", "512")
+	plain := makeVersioned(t, "--shape", "20000", "--chunks", "512", "--versions", "1")
+	type kind int
+	const (
+		copied kind = iota
+		located
+		mapped
+		decoded
+	)
+	for _, tc := range []struct {
+		name     string
+		file     string
+		off, n   int64
+		maxRange int
+		want     kind
+	}{
+		{"unfiltered, inside a chunk", plain, 8, 4000, 1 << 20, located},
+		{"unfiltered, stored in order", plain, 0, 512 << 10, 1 << 20, located},
+		{"unfiltered, longer than the range", plain, 0, 64 << 10, 32 << 10, mapped},
+		{"unfiltered, copy asked", plain, 5, 70000, 0, copied},
+		{"gzip, whole runs of chunks", gzip, 4093, 70000, 1 << 20, decoded},
+		{"gzip, copy asked", gzip, 4093, 70000, 0, copied},
+		{"past the end", plain, 160000, 4096, 1 << 20, copied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := versions.Open(tc.file)
+			require.NoError(t, err)
+			defer f.Close()
+			d, err := f.Dataset("/_version_data/versions/v0/data")
+			require.NoError(t, err)
+			want := make([]byte, max(0, min(tc.n, d.Size()-tc.off)))
+			if len(want) > 0 {
+				_, err = d.ReadAt(want, tc.off)
+				require.NoError(t, err)
+			}
+			p := make([]byte, tc.n)
+			r, err := d.Chunked().Read(p, tc.off, tc.maxRange)
+			require.NoError(t, err)
+			defer r.Release()
+			require.Equal(t, len(want), r.N)
+			var got []byte
+			var k kind
+			switch {
+			case r.Located:
+				k = located
+				got = make([]byte, r.N)
+				// pread, not an os.File: its finalizer would close the store's descriptor.
+				n, err := syscall.Pread(int(r.Fd), got, r.FileOff)
+				require.NoError(t, err)
+				require.Equal(t, r.N, n)
+			case r.Mapped():
+				k, got = mapped, bytes.Join(r.Vec, nil)
+			case r.Vec != nil:
+				k, got = decoded, bytes.Join(r.Vec, nil)
+			default:
+				got = p[:r.N]
+			}
+			require.Equal(t, tc.want, k)
+			require.Equal(t, want, got)
 		})
 	}
 }

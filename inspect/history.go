@@ -1,4 +1,8 @@
-package versions
+// Package inspect answers the command line's questions about a file's history: walking
+// prev_version (log), which datasets changed between two versions, and which chunks and
+// elements differ (diff), decided from the chunk maps and hash tables package versions
+// reads, reading data only where those cannot tell. Nothing here is on a mount's path.
+package inspect
 
 import (
 	"bytes"
@@ -6,35 +10,27 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/versions"
 )
-
-// This file holds the version-history logic of the command line: walking prev_version,
-// resolving "the version current at time T", and telling which datasets and chunks
-// differ between two versions from their chunk maps.
-
-// TimestampLayout is versioned-hdf5's canonical timestamp form (UTC, microseconds).
-const TimestampLayout = "2006-01-02 15:04:05.000000-0700"
 
 // History follows prev_version from the committed version start back to the root and
 // returns the versions newest first (start included). The walk stops at
 // __first_version__, at a parent that is not a committed version (a dangling parent: the
 // last version returned keeps its PrevVersion), or at a cycle.
-func (f *File) History(start string) ([]Version, error) {
+func History(f *versions.File, start string) ([]versions.Version, error) {
 	v, ok, err := f.Version(start)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("version %s: %w", start, ErrNotFound)
+		return nil, fmt.Errorf("version %s: %w", start, versions.ErrNotFound)
 	}
 	seen := map[string]bool{}
-	var out []Version
+	var out []versions.Version
 	for ok && !seen[v.Name] {
 		seen[v.Name] = true
 		out = append(out, v)
@@ -46,109 +42,6 @@ func (f *File) History(start string) ([]Version, error) {
 		}
 	}
 	return out, nil
-}
-
-// ParseTime reads a point in time given on the command line: "2006-01-02 15:04:05" with an
-// optional fraction of a second and an optional zone (+0000, +00:00, Z), a date alone, or
-// RFC 3339. Times without a zone are UTC, as versioned-hdf5 stores them.
-func ParseTime(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	layouts := []string{
-		time.RFC3339Nano,
-		"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999-0700",
-		"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999",
-		"2006-01-02 15:04", "2006-01-02",
-	}
-	for _, l := range layouts {
-		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("cannot read time %q (want e.g. \"2024-01-01 02:30:00\", UTC unless a zone is given)", s)
-}
-
-// CanonicalTimestamp renders t as versioned-hdf5 stores timestamps.
-func CanonicalTimestamp(t time.Time) string { return t.UTC().Format(TimestampLayout) }
-
-// VersionAt resolves the version current at time t with versioned-hdf5's rule: the version
-// whose timestamp is exactly t (in canonical form), else the newest version whose timestamp
-// is strictly before t. ok is false when every version is younger than t.
-func (f *File) VersionAt(t time.Time) (v Version, ok bool, err error) {
-	vs, err := f.Versions()
-	if err != nil {
-		return Version{}, false, err
-	}
-	want := CanonicalTimestamp(t)
-	var best Version
-	var bestTime time.Time
-	for _, c := range vs {
-		if c.Timestamp == want {
-			return c, true, nil
-		}
-		ct := c.Time()
-		if ct.IsZero() || !ct.Before(t) {
-			continue
-		}
-		if !ok || ct.After(bestTime) || (ct.Equal(bestTime) && c.Name > best.Name) {
-			best, bestTime, ok = c, ct, true
-		}
-	}
-	return best, ok, nil
-}
-
-// DatasetPaths lists the datasets of a committed version, relative to the version and
-// sorted ("a/b/ds").
-func (f *File) DatasetPaths(version string) ([]string, error) {
-	v, ok, err := f.Version(version)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("version %s: %w", version, ErrNotFound)
-	}
-	var out []string
-	var walk func(dir, rel string) error
-	walk = func(dir, rel string) error {
-		entries, err := f.List(dir)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if e.IsGroup {
-				if err := walk(dir+"/"+e.Name, rel+e.Name+"/"); err != nil {
-					return err
-				}
-				continue
-			}
-			out = append(out, rel+e.Name)
-		}
-		return nil
-	}
-	if err := walk(v.Path(), ""); err != nil {
-		return nil, err
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// VersionDataset opens dataset rel ("a/b/ds") of a committed version.
-func (f *File) VersionDataset(version, rel string) (*Dataset, error) {
-	v, ok, err := f.Version(version)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("version %s: %w", version, ErrNotFound)
-	}
-	p := v.Path() + "/" + strings.Trim(rel, "/")
-	k, err := f.Kind(p)
-	if err != nil {
-		return nil, err
-	}
-	if k != h5.KindDataset {
-		return nil, fmt.Errorf("%s in version %s: %w", rel, version, ErrNotFound)
-	}
-	return f.Dataset(p)
 }
 
 // Change kinds of DatasetChange.
@@ -168,7 +61,7 @@ type DatasetChange struct {
 // is modified if its shape or its chunk -> raw_data slot map differs; datasets only in
 // one version are added or removed. from == "" compares against the empty root
 // (__first_version__), so every dataset of to is added. The result is sorted by path.
-func (f *File) ChangedDatasets(from, to string) ([]DatasetChange, error) {
+func ChangedDatasets(f *versions.File, from, to string) ([]DatasetChange, error) {
 	var a []string
 	var err error
 	if from != "" {
@@ -191,7 +84,7 @@ func (f *File) ChangedDatasets(from, to string) ([]DatasetChange, error) {
 			continue
 		}
 		delete(inA, p)
-		same, err := f.sameMap(from, to, p)
+		same, err := sameMap(f, from, to, p)
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +99,7 @@ func (f *File) ChangedDatasets(from, to string) ([]DatasetChange, error) {
 	return out, nil
 }
 
-func (f *File) sameMap(v1, v2, rel string) (bool, error) {
+func sameMap(f *versions.File, v1, v2, rel string) (bool, error) {
 	d1, err := f.VersionDataset(v1, rel)
 	if err != nil {
 		return false, err
@@ -218,11 +111,11 @@ func (f *File) sameMap(v1, v2, rel string) (bool, error) {
 	if !slices.Equal(d1.Shape, d2.Shape) || d1.Type.DType != d2.Type.DType {
 		return false, nil
 	}
-	m1, err := f.slotMap(d1)
+	m1, err := slotMap(f, d1)
 	if err != nil {
 		return false, err
 	}
-	m2, err := f.slotMap(d2)
+	m2, err := slotMap(f, d2)
 	if err != nil {
 		return false, err
 	}
@@ -248,19 +141,19 @@ type slot struct {
 
 // slotMap returns a versioned dataset's chunk map keyed by grid index ("1_0"); nil (and no
 // error) for datasets whose mappings are not one chunk-aligned block per chunk.
-func (f *File) slotMap(d *Dataset) (map[string]slot, error) {
+func slotMap(f *versions.File, d *versions.Dataset) (map[string]slot, error) {
 	if d.RawData == "" || d.Chunks == nil {
 		return nil, nil
 	}
-	if d.arr != nil {
-		m := make(map[string]slot, len(d.blocks()))
-		for _, b := range d.blocks() {
-			m[gridKey(b.grid)] = slot{d.RawData, b.off}
+	if blocks, ok := d.Blocks(); ok {
+		m := make(map[string]slot, len(blocks))
+		for _, b := range blocks {
+			m[gridKey(b.Grid)] = slot{d.RawData, b.Row}
 		}
 		return m, nil
 	}
 	// Strings and the libhdf5 route: read the mappings again.
-	h, err := f.h.OpenDataset(d.Path)
+	h, err := f.HDF5().OpenDataset(d.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -301,12 +194,12 @@ func gridKey(g []int64) string {
 // ChunkStats counts a version's dataset chunks: total in its grid, stored (mapped to a
 // raw_data slot) and shared with the parent version (stored in a slot the parent's
 // dataset of the same path also uses). ok is false when the dataset has no chunk map.
-func (f *File) ChunkStats(version, rel string) (total, stored, shared int, ok bool, err error) {
+func ChunkStats(f *versions.File, version, rel string) (total, stored, shared int, ok bool, err error) {
 	d, err := f.VersionDataset(version, rel)
 	if err != nil {
 		return 0, 0, 0, false, err
 	}
-	m, err := f.slotMap(d)
+	m, err := slotMap(f, d)
 	if err != nil || m == nil {
 		return 0, 0, 0, false, err
 	}
@@ -320,12 +213,12 @@ func (f *File) ChunkStats(version, rel string) (total, stored, shared int, ok bo
 		return total, stored, 0, true, err
 	}
 	pd, err := f.VersionDataset(v.PrevVersion, rel)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, versions.ErrNotFound) {
 		return total, stored, 0, true, nil
 	} else if err != nil {
 		return 0, 0, 0, false, err
 	}
-	pm, err := f.slotMap(pd)
+	pm, err := slotMap(f, pd)
 	if err != nil {
 		return 0, 0, 0, false, err
 	}
@@ -369,18 +262,18 @@ type DatasetDiff struct {
 // hash-table digests are equal hold the same data, different digests mean different data;
 // only chunks that cannot be decided that way (one side unmapped, no usable digest) are
 // read and compared.
-func (f *File) DiffDataset(v1, v2, rel string) (DatasetDiff, error) {
+func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 	dd := DatasetDiff{Path: rel}
 	d1, err1 := f.VersionDataset(v1, rel)
 	d2, err2 := f.VersionDataset(v2, rel)
 	for _, err := range []error{err1, err2} {
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, versions.ErrNotFound) {
 			return dd, err
 		}
 	}
 	switch {
 	case d1 == nil && d2 == nil:
-		return dd, fmt.Errorf("%s: %w in %s or %s", rel, ErrNotFound, v1, v2)
+		return dd, fmt.Errorf("%s: %w in %s or %s", rel, versions.ErrNotFound, v1, v2)
 	case d1 == nil:
 		dd.Kind, dd.Shape2, dd.Chunks = Added, d2.Shape, d2.Chunks
 		return dd, nil
@@ -403,20 +296,20 @@ func (f *File) DiffDataset(v1, v2, rel string) (DatasetDiff, error) {
 		}
 		return dd, nil
 	}
-	m1, err := f.slotMap(d1)
+	m1, err := slotMap(f, d1)
 	if err != nil {
 		return dd, err
 	}
-	m2, err := f.slotMap(d2)
+	m2, err := slotMap(f, d2)
 	if err != nil {
 		return dd, err
 	}
 	var dig1, dig2 map[int64]digestRow
 	if !d1.Strings {
-		dig1 = f.digests(d1)
+		dig1 = digests(f, d1)
 		dig2 = dig1
 		if d2.RawData != d1.RawData {
-			dig2 = f.digests(d2)
+			dig2 = digests(f, d2)
 		}
 	}
 	chunks := d1.Chunks
@@ -505,7 +398,7 @@ func (f *File) DiffDataset(v1, v2, rel string) (DatasetDiff, error) {
 }
 
 // DiffVersions compares every dataset of v1 and v2 (or only rel, when given).
-func (f *File) DiffVersions(v1, v2, rel string) ([]DatasetDiff, error) {
+func DiffVersions(f *versions.File, v1, v2, rel string) ([]DatasetDiff, error) {
 	var paths []string
 	if rel != "" {
 		paths = []string{strings.Trim(rel, "/")}
@@ -524,7 +417,7 @@ func (f *File) DiffVersions(v1, v2, rel string) ([]DatasetDiff, error) {
 	}
 	out := make([]DatasetDiff, 0, len(paths))
 	for _, p := range paths {
-		dd, err := f.DiffDataset(v1, v2, p)
+		dd, err := DiffDataset(f, v1, v2, p)
 		if err != nil {
 			return nil, err
 		}
@@ -543,15 +436,15 @@ type digestRow struct {
 
 // digests reads the hash table of a dataset's data group, by slot row; nil when it has
 // none vh5fs can use (then chunks are compared by their data).
-func (f *File) digests(d *Dataset) map[int64]digestRow {
+func digests(f *versions.File, d *versions.Dataset) map[int64]digestRow {
 	if d.RawData == "" {
 		return nil
 	}
 	tp := d.DataGroup() + "/hash_table"
-	if k, err := f.h.Kind(tp); err != nil || k != h5.KindDataset {
+	if k, err := f.HDF5().Kind(tp); err != nil || k != h5.KindDataset {
 		return nil
 	}
-	ht, err := f.h.OpenDataset(tp)
+	ht, err := f.HDF5().OpenDataset(tp)
 	if err != nil {
 		return nil
 	}
@@ -561,7 +454,7 @@ func (f *File) digests(d *Dataset) map[int64]digestRow {
 		return nil
 	}
 	n := info.Shape[0]
-	if a, ok, err := f.h.Attr(tp, "largest_index"); err == nil && ok {
+	if a, ok, err := f.HDF5().Attr(tp, "largest_index"); err == nil && ok {
 		if l, isInt := a.Value.(int64); isInt && l >= 0 && l <= n {
 			n = l
 		}
@@ -587,7 +480,7 @@ func (f *File) digests(d *Dataset) map[int64]digestRow {
 }
 
 // sameBytes compares two whole datasets by their bytes.
-func sameBytes(d1, d2 *Dataset) (bool, error) {
+func sameBytes(d1, d2 *versions.Dataset) (bool, error) {
 	if d1.Size() != d2.Size() {
 		return false, nil
 	}
@@ -610,7 +503,7 @@ func sameBytes(d1, d2 *Dataset) (bool, error) {
 }
 
 // sameBox compares the elements [start, stop) of two datasets of the same shape there.
-func sameBox(d1, d2 *Dataset, start, stop []int64) (bool, error) {
+func sameBox(d1, d2 *versions.Dataset, start, stop []int64) (bool, error) {
 	r1, err := boxRows(d1, start, stop)
 	if err != nil {
 		return false, err
@@ -632,7 +525,7 @@ func sameBox(d1, d2 *Dataset, start, stop []int64) (bool, error) {
 
 // boxRows reads the box [start, stop) of d as runs along the last axis: bytes for
 // fixed-size elements, newline-terminated JSON strings for variable-length strings.
-func boxRows(d *Dataset, start, stop []int64) ([][]byte, error) {
+func boxRows(d *versions.Dataset, start, stop []int64) ([][]byte, error) {
 	n := len(start)
 	if n == 0 {
 		b := make([]byte, d.Size())
@@ -641,7 +534,11 @@ func boxRows(d *Dataset, start, stop []int64) ([][]byte, error) {
 	}
 	var lines [][]byte
 	if d.Strings {
-		lines = bytes.SplitAfter(d.text, []byte("\n"))
+		text := make([]byte, d.Size())
+		if _, err := d.ReadAt(text, 0); err != nil {
+			return nil, err
+		}
+		lines = bytes.SplitAfter(text, []byte("\n"))
 	}
 	strides := make([]int64, n)
 	s := int64(1)

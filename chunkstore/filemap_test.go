@@ -1,6 +1,6 @@
 //go:build linux
 
-package versions
+package chunkstore
 
 import (
 	"os"
@@ -49,4 +49,34 @@ func rssFile(t *testing.T) int64 {
 	kb, err := procstatus.KiB("self", "RssFile")
 	require.NoError(t, err)
 	return kb
+}
+
+// TestFileMapSlices: spans inside the mapping become slices of it; one that reaches past
+// it (bytes the file gained after it was mapped), or no mapping, leaves the read to pread.
+func TestFileMapSlices(t *testing.T) {
+	m := &fileMap{b: []byte("0123456789")}
+	for _, tc := range []struct {
+		name  string
+		m     *fileMap
+		spans []span
+		want  []string
+	}{
+		{"inside", m, []span{{at: 2, n: 3}, {at: 7, dst: 3, n: 3}}, []string{"234", "789"}},
+		{"to the end", m, []span{{at: 0, n: 10}}, []string{"0123456789"}},
+		{"past the end", m, []span{{at: 2, n: 3}, {at: 8, dst: 3, n: 3}}, nil},
+		{"no mapping", nil, []span{{at: 0, n: 1}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vec := tc.m.slices(tc.spans)
+			if tc.want == nil {
+				require.Nil(t, vec)
+				return
+			}
+			require.Len(t, vec, len(tc.want))
+			for i, w := range tc.want {
+				require.Equal(t, w, string(vec[i]))
+				require.Equal(t, len(w), cap(vec[i]), "a slice cannot reach past its span")
+			}
+		})
+	}
 }

@@ -1,4 +1,4 @@
-package versions
+package chunkstore
 
 import (
 	"cmp"
@@ -13,107 +13,171 @@ import (
 	"github.com/vh5fs/vh5fs/staged"
 )
 
-// The fast path. libhdf5 is one global lock and its chunk and mapping queries grow with the
-// square of their number, so vh5fs reads the two structures it needs — a version's
-// virtual-dataset mappings and raw_data's chunk index — straight from the file's bytes
-// (package h5meta), and reads chunks by their file offset, decoding them in Go (package
-// filters) on as many cores as a read touches chunks. Whatever h5meta or filters does not
-// support goes through libhdf5 instead, so the fast path never changes what is read.
+// Source is one raw_data dataset, as the store reads its slots.
+type Source struct {
+	Path     string      // raw_data's HDF5 path: the key of its slot index and cached chunks
+	Raw      *h5.Dataset // libhdf5's handle: its address, and what the fast path cannot read
+	Filters  []h5.Filter
+	ElemSize int
+	Chunks   []int64 // raw_data's chunk shape
+}
+
+// Chunked is a dataset whose bytes are chunks of one raw_data: its chunk map (arr: grid
+// index -> slot) over the store. It is also the staged.ChunkSource of write handles.
+type Chunked struct {
+	s     *Store
+	src   Source
+	arr   *staged.Array
+	name  string  // the dataset's HDF5 path, for errors
+	shape []int64 // the dataset's
+	size  int64   // the dataset's bytes
+	ahead aheadState
+}
+
+// Chunked serves the dataset name of the given shape and size in bytes, whose chunk map is
+// arr, from raw_data src. arr must not change afterwards.
+func (s *Store) Chunked(name string, src Source, arr *staged.Array, shape []int64, size int64) *Chunked {
+	return &Chunked{s: s, src: src, arr: arr, name: name, shape: shape, size: size}
+}
+
+// Read reads the dataset's bytes [off, off+len(p)), clipped to its size, and answers with
+// a Reply of N bytes (0 at or past the end; no io.EOF). With maxRange 0 the bytes are always
+// copied into p. With maxRange > 0 the caller can also take bytes straight from the file
+// or the cache: an unfiltered range is located, as one range of the file of up to maxRange
+// bytes or as slices of the file's mapping; a filtered read whose pieces are whole runs of
+// decoded chunks is answered with those. The byte range is planned once for all the routes.
+func (c *Chunked) Read(p []byte, off int64, maxRange int) (Reply, error) {
+	if off >= c.size || off < 0 {
+		return Reply{}, nil
+	}
+	if maxRange > 0 && len(c.src.Filters) > 0 {
+		if vec, ok, err := c.slices(off, len(p)); err != nil {
+			return Reply{}, err
+		} else if ok {
+			n := 0
+			for _, v := range vec {
+				n += len(v)
+			}
+			return Reply{N: n, Vec: vec}, nil
+		}
+	}
+	p = p[:min(int64(len(p)), c.size-off)]
+	var plan *staged.GetItemPlan
+	if len(c.src.Filters) == 0 {
+		pieces, pl, ok, err := c.piecesOf(off, int64(len(p)))
+		if err != nil {
+			return Reply{}, err
+		}
+		if ok {
+			if r, ok, err := c.locate(pieces, p, maxRange); ok || err != nil {
+				return r, err
+			}
+		}
+		plan = pl
+	}
+	if plan == nil {
+		var err error
+		if plan, err = c.arr.GetItemPlan(off, int64(len(p))); err != nil {
+			return Reply{}, fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	if err := c.arr.ReadPlan(plan, p, c); err != nil {
+		return Reply{}, fmt.Errorf("%s: %w", c.name, err)
+	}
+	c.readAhead(off, off+int64(len(p)))
+	return Reply{N: len(p)}, nil
+}
+
+// Chunk returns the decoded chunk at raw_data row off through the store's cache: read by
+// its file offset and decoded in Go, or read by libhdf5 (filters Go does not decode, or a
+// slot h5meta did not find). The chunk is shared: callers must not modify it.
+func (c *Chunked) Chunk(off int64) ([]byte, error) {
+	return c.s.chunks.getOrLoad(chunkKey{c.src.Path, off}, func() ([]byte, error) {
+		size := int64(c.src.ElemSize)
+		for _, n := range c.src.Chunks {
+			size *= n
+		}
+		buf, ok, err := c.readSlot(off, int(size))
+		if err != nil || ok {
+			return buf, err
+		}
+		rawShape := c.src.Raw.Info().Shape
+		start := make([]int64, len(c.src.Chunks))
+		count := make([]int64, len(c.src.Chunks))
+		start[0] = off
+		for i, n := range c.src.Chunks {
+			count[i] = max(0, min(n, rawShape[i]-start[i]))
+		}
+		buf = make([]byte, size)
+		err = c.src.Raw.ReadBox(start, count, c.src.Chunks, make([]int64, len(c.src.Chunks)), buf)
+		return buf, err
+	})
+}
 
 // rawIndex is where the slots of one raw_data live in the file.
 type rawIndex struct {
 	chunks   *h5meta.ChunkIndex // nil: h5meta cannot read this index (libhdf5 then)
 	base     int64              // file offset of HDF5 address 0
-	gen      uint64             // File.gen when made
+	gen      uint64             // Store.gen when made
 	pipeline []filters.Filter
 	decode   bool // every filter of the pipeline decodes in Go
 }
 
-// bytesMeta opens the file's bytes for h5meta at their current size. Callers hold
-// writeMu for reading: while a commit runs, libhdf5 may be rewriting metadata on disk.
-func (f *File) bytesMeta() (*h5meta.File, error) {
-	st, err := f.raw.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return h5meta.Open(f.raw, st.Size())
-}
-
-// mappings reads a virtual dataset's mappings through h5meta, falling back to libhdf5.
-func (f *File) mappings(h *h5.Dataset) ([]h5.Mapping, error) {
-	if !f.writeMu.TryRLock() { // a commit is writing: libhdf5 answers (see BeginWrite)
-		return h.Mappings()
-	}
-	defer f.writeMu.RUnlock()
-	if m, err := f.bytesMeta(); err == nil {
-		if addr, err := h.Addr(); err == nil {
-			if maps, err := m.VirtualMappings(addr); err == nil {
-				out := make([]h5.Mapping, len(maps))
-				for i, x := range maps {
-					out[i] = h5.Mapping(x)
-				}
-				return out, nil
-			}
-		}
-	}
-	return h.Mappings()
-}
-
-// index returns the slot index of the raw_data d reads from, making it on first use and
+// index returns the slot index of the raw_data c reads from, making it on first use and
 // again after a commit (gen moved on: libhdf5 may have rewritten the index's nodes). Making
 // one reads only the layout; lookups read the nodes they need (h5meta.ChunkIndex).
-func (f *File) index(d *Dataset) *rawIndex {
-	f.mu.Lock()
-	ix := f.indexes[d.RawData]
-	f.mu.Unlock()
-	if ix != nil && ix.gen == f.gen.Load() {
+func (c *Chunked) index() *rawIndex {
+	c.s.idxMu.Lock()
+	ix := c.s.indexes[c.src.Path]
+	c.s.idxMu.Unlock()
+	if ix != nil && ix.gen == c.s.gen.Load() {
 		return ix
 	}
 	ix = &rawIndex{}
-	for _, fl := range d.Filters {
+	for _, fl := range c.src.Filters {
 		ix.pipeline = append(ix.pipeline, filters.Filter{ID: fl.ID, Params: fl.Params})
 	}
 	ix.decode = filters.Supported(ix.pipeline)
-	if !f.writeMu.TryRLock() {
+	if !c.s.writeMu.TryRLock() {
 		return ix // a commit is writing: no index for now (libhdf5 answers), none kept
 	}
-	ix.gen = f.gen.Load() // a commit bumps it holding writeMu: the bytes below are this gen's
-	if m, err := f.bytesMeta(); err == nil {
-		if addr, err := d.raw.Addr(); err == nil {
+	ix.gen = c.s.gen.Load() // a commit bumps it holding writeMu: the bytes below are this gen's
+	if m, err := c.s.Meta(); err == nil {
+		if addr, err := c.src.Raw.Addr(); err == nil {
 			if x, err := m.ChunkIndex(addr); err == nil {
 				ix.chunks, ix.base = x, m.Base()
 			}
 		}
 	}
-	f.writeMu.RUnlock()
-	f.mu.Lock()
-	f.indexes[d.RawData] = ix
-	f.mu.Unlock()
+	c.s.writeMu.RUnlock()
+	c.s.idxMu.Lock()
+	c.s.indexes[c.src.Path] = ix
+	c.s.idxMu.Unlock()
 	return ix
 }
 
-// slots returns where the raw_data slots at rows offs of d are stored and the index used;
+// slots returns where the raw_data slots at rows offs are stored and the index used;
 // ok is false when h5meta cannot tell for one of them (libhdf5 answers then).
-func (f *File) slots(d *Dataset, offs ...int64) (cis []h5.ChunkInfo, ix *rawIndex, ok bool) {
+func (c *Chunked) slots(offs ...int64) (cis []h5.ChunkInfo, ix *rawIndex, ok bool) {
 	for {
-		ix = f.index(d)
+		ix = c.index()
 		if ix.chunks == nil {
 			return nil, ix, false
 		}
-		if !f.writeMu.TryRLock() {
+		if !c.s.writeMu.TryRLock() {
 			return nil, ix, false // a commit is writing: libhdf5 answers
 		}
-		if ix.gen != f.gen.Load() { // a commit came between: its index
-			f.writeMu.RUnlock()
+		if ix.gen != c.s.gen.Load() { // a commit came between: its index
+			c.s.writeMu.RUnlock()
 			continue
 		}
 		cis, ok = ix.lookup(offs)
-		f.writeMu.RUnlock()
+		c.s.writeMu.RUnlock()
 		return cis, ix, ok
 	}
 }
 
-// lookup finds the slots at rows offs; call with File.writeMu held for reading.
+// lookup finds the slots at rows offs; call with Store.writeMu held for reading.
 func (ix *rawIndex) lookup(offs []int64) ([]h5.ChunkInfo, bool) {
 	cs := make([]h5meta.Chunk, len(offs))
 	if found, err := ix.chunks.LookupRows(offs, cs); err != nil || !found {
@@ -131,34 +195,33 @@ func (ix *rawIndex) lookup(offs []int64) ([]h5.ChunkInfo, bool) {
 
 // readSlot reads and decodes the chunk at slot row off straight from the file; ok is false
 // when the fast path cannot serve it (unknown slot, filter not decodable in Go).
-func (f *File) readSlot(d *Dataset, off int64, size int) (data []byte, ok bool, err error) {
-	cis, ix, found := f.slots(d, off)
+func (c *Chunked) readSlot(off int64, size int) (data []byte, ok bool, err error) {
+	cis, ix, found := c.slots(off)
 	if !found || !ix.decode {
 		return nil, false, nil
 	}
 	ci := cis[0]
 	stored := make([]byte, ci.Size)
-	if _, err := f.raw.ReadAt(stored, ci.Offset); err != nil {
-		return nil, false, fmt.Errorf("%s: slot at row %d: reading its %d bytes at file offset %d: %w", d.RawData, off, ci.Size, ci.Offset, err)
+	if _, err := c.s.raw.ReadAt(stored, ci.Offset); err != nil {
+		return nil, false, fmt.Errorf("%s: slot at row %d: reading its %d bytes at file offset %d: %w", c.src.Path, off, ci.Size, ci.Offset, err)
 	}
-	out, err := filters.Decoder{Inflate: h5.Inflate, Scratch: &f.scratch}.Decode(stored, ix.pipeline, ci.FilterMask, d.Type.Size, size, nil)
+	out, err := filters.Decoder{Inflate: h5.Inflate, Scratch: &c.s.scratch}.Decode(stored, ix.pipeline, ci.FilterMask, c.src.ElemSize, size, nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: slot at row %d: %w", d.RawData, off, err)
+		return nil, false, fmt.Errorf("%s: slot at row %d: %w", c.src.Path, off, err)
 	}
 	return out, true, nil
 }
 
 // Prefetch loads the chunks at the given slot rows concurrently into the chunk cache, so
 // that a read spanning many chunks decodes them on every core.
-func (s rawSource) Prefetch(offs []int64) {
-	d := s.d
+func (c *Chunked) Prefetch(offs []int64) {
 	var todo []int64
 	for _, off := range offs {
-		if d.f.chunks.get(chunkKey{d.RawData, off}) == nil {
+		if c.s.chunks.get(chunkKey{c.src.Path, off}) == nil {
 			todo = append(todo, off)
 		}
 	}
-	if len(todo) < 2 || !d.f.index(d).decode {
+	if len(todo) < 2 || !c.index().decode {
 		return // one chunk, or libhdf5 (one lock): nothing to gain
 	}
 	var wg sync.WaitGroup
@@ -168,7 +231,7 @@ func (s rawSource) Prefetch(offs []int64) {
 		go func() {
 			defer wg.Done()
 			for off := range work {
-				s.Chunk(off) // errors surface again when the read itself asks
+				c.Chunk(off) // errors surface again when the read itself asks
 			}
 		}()
 	}
@@ -179,66 +242,46 @@ func (s rawSource) Prefetch(offs []int64) {
 	wg.Wait()
 }
 
-// slotInfo returns the storage of the raw_data slots the blocks use.
-func (f *File) slotInfo(d *Dataset) ([]h5.ChunkInfo, error) {
-	offs := make([]int64, len(d.blocks()))
-	for i, b := range d.blocks() {
-		if b.off%d.Chunks[0] != 0 {
-			return nil, fmt.Errorf("slot at row %d is not chunk-aligned", b.off)
-		}
-		offs[i] = b.off
-	}
-	if cis, _, ok := f.slots(d, offs...); ok {
+// Slots returns where the raw_data slots at rows offs (chunk-aligned) are stored.
+func (c *Chunked) Slots(offs []int64) ([]h5.ChunkInfo, error) {
+	if cis, _, ok := c.slots(offs...); ok {
 		return cis, nil
 	}
 	// h5meta could not read this index: ask libhdf5.
 	coords := make([][]int64, len(offs))
 	for i, off := range offs {
-		coords[i] = make([]int64, len(d.Chunks))
+		coords[i] = make([]int64, len(c.src.Chunks))
 		coords[i][0] = off
 	}
-	return d.raw.ChunkInfo(coords)
+	cis, err := c.src.Raw.ChunkInfo(coords)
+	if err != nil {
+		return nil, fmt.Errorf("%s: slots: %w", c.src.Path, err)
+	}
+	return cis, nil
 }
 
-// bytesLock is what a commit's sync holds while it writes over the file's durable bytes
-// (h5.File.SetApplyLock): the only moment they change, since the journal driver holds every
-// other write over them until then and new chunks and metadata go past their end. Readers
-// of metadata from the bytes take writeMu shared, so they see the old state or the new
-// one whole, and keep their fast path for the rest of the commit; the gen bump makes slot
-// indexes built before stale. Lock ordering: the h5.File's sync lock, then writeMu.
+// Reply is how a read of N bytes was answered, in one of four ways:
 //
-// Whatever would read metadata from the bytes while writeMu is held asks libhdf5 instead
-// (TryRLock), whose state between two calls is consistent, so not even the apply makes
-// readers of other versions wait.
-type bytesLock struct{ f *File }
-
-func (l bytesLock) Lock() {
-	l.f.writeMu.Lock()
-	l.f.gen.Add(1) // slot indexes made before may read nodes the apply rewrites
-	l.f.writing.Store(true)
-}
-
-func (l bytesLock) Unlock() {
-	l.f.writing.Store(false)
-	l.f.writeMu.Unlock()
-}
-
-// Fd is the descriptor of the HDF5 file's bytes, opened read-only, that located ranges
-// refer to.
-func (f *File) Fd() uintptr { return f.raw.Fd() }
-
-// Reply is how ReadOrLocate answered a read of N bytes: copied into the caller's buffer,
-// or located in the file, as one range at FileOff (Located; for splicing from File.Fd) or
-// as Vec, slices of the file's mapping in the read's order. Vec stays mapped as long as
-// the Reply is reachable: keep it until the slices are written, then call Release.
+//   - copied into the caller's buffer (Located false, Vec nil);
+//   - located in the file, as one range at FileOff (Located; for splicing from Fd);
+//   - Vec, slices of the file's mapping in the read's order (Mapped): they stay mapped as
+//     long as the Reply is reachable, so keep it until the slices are written, then call
+//     Release;
+//   - Vec, slices of decoded chunks of the store's cache (not Mapped), which are never
+//     modified, so they stay valid.
 type Reply struct {
 	N       int
 	Located bool
 	FileOff int64
+	Fd      uintptr // the descriptor FileOff is in (Store.Fd), when Located
 	Vec     [][]byte
 	keep    *fileMap
 	spans   []span // Vec's, in the file
 }
+
+// Mapped reports whether Vec holds slices of the file's mapping (Release them when
+// written).
+func (r Reply) Mapped() bool { return r.keep != nil }
 
 // Release tells the mapping Vec's bytes are written. Their pages are unmapped from the
 // process (they stay in the page cache) once replies have spanned releaseBytes of the
@@ -256,8 +299,8 @@ func (r Reply) Release() {
 // in the order they are read), else slices of the file's mapping; else the spans are read
 // into p, one pread each. ok is false, with nothing read, when fileSpans is (the chunk
 // route serves those).
-func (d *Dataset) locate(pieces []staged.Run, p []byte, maxRange int) (r Reply, ok bool, err error) {
-	spans, ok := d.fileSpans(pieces)
+func (c *Chunked) locate(pieces []staged.Run, p []byte, maxRange int) (r Reply, ok bool, err error) {
+	spans, ok := c.fileSpans(pieces)
 	if !ok {
 		return Reply{}, false, nil
 	}
@@ -265,21 +308,21 @@ func (d *Dataset) locate(pieces []staged.Run, p []byte, maxRange int) (r Reply, 
 	if maxRange > 0 {
 		// Bytes the file no longer has would reach the reader as a short read (splice) or
 		// none (writev faults): the file must still hold them, else the read fails (EIO).
-		if err := d.f.holds(spans); err != nil {
-			return Reply{}, false, fmt.Errorf("%s: %w", d.Path, err)
+		if err := c.s.holds(spans); err != nil {
+			return Reply{}, false, fmt.Errorf("%s: %w", c.name, err)
 		}
 		if len(spans) == 1 && r.N <= maxRange {
-			r.Located, r.FileOff = true, spans[0].at
+			r.Located, r.FileOff, r.Fd = true, spans[0].at, c.s.Fd()
 			return r, true, nil
 		}
-		if r.Vec = d.f.fmap.slices(spans); r.Vec != nil {
-			r.keep, r.spans = d.f.fmap, spans
+		if r.Vec = c.s.fmap.slices(spans); r.Vec != nil {
+			r.keep, r.spans = c.s.fmap, spans
 			return r, true, nil
 		}
 	}
 	for _, s := range spans {
-		if _, err := d.f.raw.ReadAt(p[s.dst:s.dst+s.n], s.at); err != nil {
-			return Reply{}, false, fmt.Errorf("%s: reading %d bytes of chunks at file offset %d: %w", d.Path, s.n, s.at, err)
+		if _, err := c.s.raw.ReadAt(p[s.dst:s.dst+s.n], s.at); err != nil {
+			return Reply{}, false, fmt.Errorf("%s: reading %d bytes of chunks at file offset %d: %w", c.name, s.n, s.at, err)
 		}
 	}
 	return r, true, nil
@@ -287,12 +330,12 @@ func (d *Dataset) locate(pieces []staged.Run, p []byte, maxRange int) (r Reply, 
 
 // holds reports an error unless the file is still long enough for spans (it was cut
 // short after it was opened).
-func (f *File) holds(spans []span) error {
+func (s *Store) holds(spans []span) error {
 	var end int64
-	for _, s := range spans {
-		end = max(end, s.at+s.n)
+	for _, sp := range spans {
+		end = max(end, sp.at+sp.n)
 	}
-	st, err := f.raw.Stat()
+	st, err := s.raw.Stat()
 	if err != nil {
 		return fmt.Errorf("stat of the file: %w", err)
 	}
@@ -311,12 +354,12 @@ type span struct{ at, dst, n int64 }
 // the file and in the read (chunks stored in the order they are read, as a sequential
 // writer leaves them) make one span, so that a 512 KiB read of 4 KiB chunks is one pread
 // or splice, not 128. False when a chunk is not found.
-func (d *Dataset) fileSpans(pieces []staged.Run) ([]span, bool) {
+func (c *Chunked) fileSpans(pieces []staged.Run) ([]span, bool) {
 	offs := make([]int64, len(pieces))
 	for i, pc := range pieces {
 		offs[i] = pc.SlabOffset
 	}
-	cis, _, ok := d.f.slots(d, offs...)
+	cis, _, ok := c.slots(offs...)
 	if !ok {
 		return nil, false
 	}
@@ -338,8 +381,8 @@ func (d *Dataset) fileSpans(pieces []staged.Run) ([]span, bool) {
 // wide as the dataset), else from a plan, which it returns too (nil when it made none).
 // ok is false when a piece is not on raw_data (fill chunks, staged data) or not
 // contiguous in both.
-func (d *Dataset) piecesOf(off, n int64) (pieces []staged.Run, plan *staged.GetItemPlan, ok bool, err error) {
-	if runs, ok := d.arr.Runs(off, n); ok {
+func (c *Chunked) piecesOf(off, n int64) (pieces []staged.Run, plan *staged.GetItemPlan, ok bool, err error) {
+	if runs, ok := c.arr.Runs(off, n); ok {
 		for _, r := range runs {
 			if r.Slab != staged.BaseSlab {
 				return nil, nil, false, nil
@@ -347,17 +390,17 @@ func (d *Dataset) piecesOf(off, n int64) (pieces []staged.Run, plan *staged.GetI
 		}
 		return runs, nil, true, nil
 	}
-	if plan, err = d.arr.GetItemPlan(off, n); err != nil {
-		return nil, nil, false, fmt.Errorf("%s: %w", d.Path, err)
+	if plan, err = c.arr.GetItemPlan(off, n); err != nil {
+		return nil, nil, false, fmt.Errorf("%s: %w", c.name, err)
 	}
-	pieces, ok = planPieces(d, plan)
+	pieces, ok = c.planPieces(plan)
 	return pieces, plan, ok, nil
 }
 
 // planPieces returns a plan's transfers as pieces (piecesOf) in the read's order
 // (transfers come in slot order), or false.
-func planPieces(d *Dataset, plan *staged.GetItemPlan) ([]staged.Run, bool) {
-	isz := int64(d.Type.Size)
+func (c *Chunked) planPieces(plan *staged.GetItemPlan) ([]staged.Run, bool) {
+	isz := int64(c.src.ElemSize)
 	out := make([]staged.Run, 0, len(plan.Transfers))
 	for i := range plan.Transfers {
 		t := &plan.Transfers[i]
@@ -372,10 +415,10 @@ func planPieces(d *Dataset, plan *staged.GetItemPlan) ([]staged.Run, bool) {
 		}
 		var lin, elems int64 = 0, 1
 		for k := range t.Count {
-			if k > j && (t.Start[k] != 0 || t.Count[k] != d.Chunks[k] || d.Chunks[k] != d.Shape[k]) {
+			if k > j && (t.Start[k] != 0 || t.Count[k] != c.src.Chunks[k] || c.src.Chunks[k] != c.shape[k]) {
 				return nil, false
 			}
-			lin = lin*d.Chunks[k] + t.Start[k]
+			lin = lin*c.src.Chunks[k] + t.Start[k]
 			elems *= t.Count[k]
 		}
 		lo, hi := int64(t.ByteLo), (elems-1)*isz+int64(t.ByteHi)
@@ -385,21 +428,21 @@ func planPieces(d *Dataset, plan *staged.GetItemPlan) ([]staged.Run, bool) {
 	return out, true
 }
 
-// maxSlices bounds the pieces of a read that ReadSlices answers: each is one iovec of the
+// maxSlices bounds the pieces of a read that slices answers: each is one iovec of the
 // reply's writev, and pieces of small chunks gain little over one copy.
 const maxSlices = 64
 
-// ReadSlices answers a read of up to n bytes at off of a filtered dataset with the bytes of
+// slices answers a read of up to n bytes at off of a filtered dataset with the bytes of
 // its decoded chunks themselves, in order, when each piece of the read is contiguous in its
 // chunk and in the read: the FUSE reply is then written from them (writev) rather than
 // copied into one buffer first. Cached chunks are never modified, so the slices stay valid.
-// ok is false, with nothing read, when the read must be copied (ReadOrLocate).
-func (d *Dataset) ReadSlices(off int64, n int) (vec [][]byte, ok bool, err error) {
-	if d.arr == nil || len(d.Filters) == 0 || off < 0 || off >= d.size {
+// ok is false, with nothing read, when the read must be copied.
+func (c *Chunked) slices(off int64, n int) (vec [][]byte, ok bool, err error) {
+	if c.arr == nil || len(c.src.Filters) == 0 || off < 0 || off >= c.size {
 		return nil, false, nil
 	}
-	size := min(int64(n), d.size-off)
-	pieces, _, ok, err := d.piecesOf(off, size)
+	size := min(int64(n), c.size-off)
+	pieces, _, ok, err := c.piecesOf(off, size)
 	if err != nil || !ok || len(pieces) > maxSlices {
 		return nil, false, err
 	}
@@ -416,20 +459,19 @@ func (d *Dataset) ReadSlices(off int64, n int) (vec [][]byte, ok bool, err error
 	if end != size {
 		return nil, false, nil
 	}
-	src := rawSource{d}
-	src.Prefetch(offs)
+	c.Prefetch(offs)
 	out := make([][]byte, len(pieces))
 	for i, pc := range pieces {
-		data, err := src.Chunk(pc.SlabOffset)
+		data, err := c.Chunk(pc.SlabOffset)
 		if err != nil {
-			return nil, false, fmt.Errorf("%s: %w", d.Path, err)
+			return nil, false, fmt.Errorf("%s: %w", c.name, err)
 		}
 		if pc.ChunkOff+pc.N > int64(len(data)) {
-			return nil, false, fmt.Errorf("%s: slot at row %d: %d bytes decoded, %d needed", d.RawData, pc.SlabOffset, len(data), pc.ChunkOff+pc.N)
+			return nil, false, fmt.Errorf("%s: slot at row %d: %d bytes decoded, %d needed", c.src.Path, pc.SlabOffset, len(data), pc.ChunkOff+pc.N)
 		}
 		out[i] = data[pc.ChunkOff : pc.ChunkOff+pc.N]
 	}
-	d.readAhead(off, off+size)
+	c.readAhead(off, off+size)
 	return out, true, nil
 }
 
@@ -451,13 +493,13 @@ type aheadState struct {
 // readAhead moves the window of background decoding past the read [off, end) of a
 // filtered dataset when the read continues a sequential reader (it starts near where the
 // last read ended: the kernel's read-ahead requests can arrive out of order), and starts
-// workers for it while the File has decoding slots free (GOMAXPROCS in all). Workers follow
+// workers for it while the Store has decoding slots free (GOMAXPROCS in all). Workers follow
 // the window as it moves, so that the next requests find their chunks decoded.
-func (d *Dataset) readAhead(off, end int64) {
-	if len(d.Filters) == 0 || !d.f.index(d).decode {
+func (c *Chunked) readAhead(off, end int64) {
+	if len(c.src.Filters) == 0 || !c.index().decode {
 		return
 	}
-	a := &d.ahead
+	a := &c.ahead
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	prev := a.lastEnd
@@ -465,16 +507,16 @@ func (d *Dataset) readAhead(off, end int64) {
 	if off < prev-readAheadBytes || off > prev+readAheadBytes {
 		return // a random read
 	}
-	window := max(readAheadBytes, 2*int64(d.arr.ChunkBytes()))
+	window := max(readAheadBytes, 2*int64(c.arr.ChunkBytes()))
 	if a.next < end || a.next > end+window { // behind the reader, or ahead of another stream
 		a.next = end
 	}
-	a.end = min(end+window, d.size)
-	for a.workers < cap(d.f.ahead) && a.next < a.end {
+	a.end = min(end+window, c.size)
+	for a.workers < cap(c.s.ahead) && a.next < a.end {
 		select {
-		case d.f.ahead <- struct{}{}:
+		case c.s.ahead <- struct{}{}:
 			a.workers++
-			go d.decodeAhead()
+			go c.decodeAhead()
 		default:
 			return // every slot busy (other datasets' workers)
 		}
@@ -484,10 +526,10 @@ func (d *Dataset) readAhead(off, end int64) {
 // decodeAhead is one read-ahead worker: it decodes the chunks under the window's next
 // chunk-sized step of bytes that are neither cached nor being loaded, until the window is
 // done.
-func (d *Dataset) decodeAhead() {
-	a := &d.ahead
-	defer func() { <-d.f.ahead }()
-	step := int64(d.arr.ChunkBytes())
+func (c *Chunked) decodeAhead() {
+	a := &c.ahead
+	defer func() { <-c.s.ahead }()
+	step := int64(c.arr.ChunkBytes())
 	for {
 		a.mu.Lock()
 		if a.next >= a.end {
@@ -498,13 +540,13 @@ func (d *Dataset) decodeAhead() {
 		lo, n := a.next, min(step, a.end-a.next)
 		a.next += n
 		a.mu.Unlock()
-		plan, err := d.arr.GetItemPlan(lo, n)
+		plan, err := c.arr.GetItemPlan(lo, n)
 		if err != nil {
 			continue
 		}
 		for _, t := range plan.Transfers {
-			if k := (chunkKey{d.RawData, t.SlabOffset}); t.Slab == staged.BaseSlab && !d.f.chunks.has(k) {
-				rawSource{d}.Chunk(t.SlabOffset) // an error shows again when the read itself asks
+			if k := (chunkKey{c.src.Path, t.SlabOffset}); t.Slab == staged.BaseSlab && !c.s.chunks.has(k) {
+				c.Chunk(t.SlabOffset) // an error shows again when the read itself asks
 			}
 		}
 	}

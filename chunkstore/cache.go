@@ -1,11 +1,11 @@
-package versions
+package chunkstore
 
 import (
 	"container/list"
 	"sync"
 )
 
-// chunkCacheBytes bounds the decoded chunks a File keeps. Sequential readers are served
+// chunkCacheBytes bounds the decoded chunks a Store keeps. Sequential readers are served
 // by the kernel's page cache; this cache only has to span the read-ahead requests that
 // fall into one chunk, and the random reads that revisit one.
 const chunkCacheBytes = 32 << 20
@@ -17,7 +17,7 @@ type chunkKey struct {
 	off int64
 }
 
-// chunkCache is a byte-bounded LRU of decoded chunks, shared by every dataset of a File.
+// chunkCache is a byte-bounded LRU of decoded chunks, shared by every dataset of a Store.
 type chunkCache struct {
 	mu       sync.Mutex
 	limit    int
@@ -111,4 +111,13 @@ func (c *chunkCache) put(k chunkKey, data []byte) {
 		delete(c.items, ent.key)
 		c.used -= len(ent.data)
 	}
+}
+
+// reset empties the cache (Store.Reset: a live file reopened, slots may have been rewritten).
+func (c *chunkCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order.Init()
+	c.items = map[chunkKey]*list.Element{}
+	c.used = 0
 }
