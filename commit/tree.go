@@ -259,8 +259,8 @@ func (c *Committer) baseEntries(base versions.Version) ([]Entry, error) {
 // then flushed and synced (h5.File.FlushSync).
 //
 // It takes no lock of versions.File: the journal driver keeps every write over the
-// file's durable bytes until the sync, whose apply step alone holds the File's write lock
-// (versions' bytesLock), so readers of the file's bytes see the state before the commit
+// file's durable bytes until the sync, whose apply step alone holds the chunk store's
+// bytes lock (chunkstore.Store.ApplyLock), so readers of the file's bytes see the state before the commit
 // until then.
 func (c *Committer) writeVersion(base versions.Version, name string, now time.Time, rootAttrs []AttrChange, entries []Entry,
 	changed map[string]*changedDataset, unchanged map[string]*versions.Dataset, res *Result) error {
