@@ -117,6 +117,29 @@ func plainDD(cache, src string) (time.Duration, error) {
 	return time.Since(start), err
 }
 
+// loopbackDD times the same dd through go-fuse's loopback (the daemon serves every WRITE,
+// with vh5fs's request sizes): the FUSE write ceiling on this machine, so that the ratio
+// to a plain dd says how much of the gap is the kernel's FUSE round trips.
+func loopbackDD(cache, src string) (time.Duration, error) {
+	dir := filepath.Join(cache, "loopback-dd")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	m, err := startMount(self, "-suite", "loopback-serve", "-src", dir)
+	if err != nil {
+		return 0, err
+	}
+	defer m.stop()
+	start := time.Now()
+	err = run("dd", "if="+src, "of="+filepath.Join(m.dir, "out"), "bs=1M", "conv=fsync", "status=none")
+	return time.Since(start), err
+}
+
 // rwMount copies template to a work file and mounts it read-write.
 func rwMount(o writeOptions, template string) (*mountProc, string, error) {
 	work := filepath.Join(o.cache, "write-work.h5")
@@ -177,10 +200,14 @@ func ddRow(o writeOptions, mib int, refAvailable bool) error {
 		return err
 	}
 	size := int64(mib) << 20
-	var vt, pt, ratios []float64
+	var vt, pt, lt, ratios, loopRatios []float64
 	var rss []int64
 	for range o.reps {
 		p, err := plainDD(o.cache, src)
+		if err != nil {
+			return err
+		}
+		l, err := loopbackDD(o.cache, src)
 		if err != nil {
 			return err
 		}
@@ -200,12 +227,15 @@ func ddRow(o writeOptions, mib int, refAvailable bool) error {
 		if err != nil {
 			return err
 		}
-		vt, pt = append(vt, v.Seconds()), append(pt, p.Seconds())
+		vt, pt, lt = append(vt, v.Seconds()), append(pt, p.Seconds()), append(lt, l.Seconds())
 		ratios = append(ratios, p.Seconds()/v.Seconds())
+		loopRatios = append(loopRatios, l.Seconds()/v.Seconds())
 	}
 	mb := float64(size) / 1e6
 	fmt.Printf("dd %5d MiB over a version: vh5fs %7.1f MB/s (%.2f s), plain dd %7.1f MB/s; ratio %.2fx (aim >= 0.8x); daemon peak RSS %d MiB (aim <= 256)\n",
 		mib, mb/mid(vt), mid(vt), mb/mid(pt), mid(ratios), midInt(rss)>>20)
+	fmt.Printf("dd %5d MiB through go-fuse's loopback (the FUSE write ceiling): %7.1f MB/s, ratio to plain dd %.2fx; vh5fs / loopback %.2fx\n",
+		mib, mb/mid(lt), mid(pt)/mid(lt), mid(loopRatios))
 	if !refAvailable {
 		fmt.Printf("dd %5d MiB, versioned-hdf5 staging+commit of the same array: not measured (import versioned_hdf5 fails)\n", mib)
 		return nil
