@@ -87,12 +87,7 @@ func golden(t *testing.T, e fixture.Edit, mode string) {
 // rule).
 func TestCarriesTree(t *testing.T) {
 	file := fixture.Copy(t, fixture.Dir()+"/nested.h5")
-	f, err := versions.OpenRW(file)
-	require.NoError(t, err)
-	defer f.Close()
-	c, err := New(f)
-	require.NoError(t, err)
-	defer c.Close()
+	f, c := openCommitter(t, file)
 	base, err := f.CurrentVersion()
 	require.NoError(t, err)
 	d, err := f.Dataset(versions.VersionsGroup + "/" + base + "/sensors/north/flags")
@@ -196,4 +191,16 @@ assert f["_version_data/versions/" + sys.argv[2] + "/log"][0] == 7
 		return b
 	}
 	require.Equal(t, read("v0"), read(res.Name))
+}
+
+// openCommitter opens file read-write with a Committer on it, both closed when the test
+// ends.
+func openCommitter(t *testing.T, file string) (*versions.File, *Committer) {
+	f, err := versions.OpenRW(file)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	c, err := New(f)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return f, c
 }

@@ -26,12 +26,7 @@ func TestConcurrent(t *testing.T) {
 	}
 	start := time.Now()
 	file := fixture.Copy(t, fixture.Dir()+"/basic_1d.h5")
-	f, err := versions.OpenRW(file)
-	require.NoError(t, err)
-	defer f.Close()
-	c, err := New(f)
-	require.NoError(t, err)
-	defer c.Close()
+	f, c := openCommitter(t, file)
 
 	want := map[string][]byte{}
 	for _, v := range []string{"v1", "v2", "v3", "v4"} {

@@ -65,12 +65,7 @@ func TestFollowHead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := captureLog(t)
 			file := fixture.Copy(t, fixture.Dir()+"/nested.h5")
-			f, err := versions.OpenRW(file)
-			require.NoError(t, err)
-			defer f.Close()
-			c, err := New(f)
-			require.NoError(t, err)
-			defer c.Close()
+			f, c := openCommitter(t, file)
 			read := func(version, ds string) []byte {
 				t.Helper()
 				d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + ds)

@@ -188,12 +188,7 @@ func unaligned(n int) []sinkOp {
 // hold what their arrays staged.
 func TestSinkGivesWayToOtherCommits(t *testing.T) {
 	file := sinkFile(t, false)
-	f, err := versions.OpenRW(file)
-	require.NoError(t, err)
-	defer f.Close()
-	c, err := New(f)
-	require.NoError(t, err)
-	defer c.Close()
+	f, c := openCommitter(t, file)
 	st := staged.OpenStore(file, sinkBudget)
 	defer st.Close()
 	st.SetDigester(Hash)
@@ -216,7 +211,7 @@ func TestSinkGivesWayToOtherCommits(t *testing.T) {
 	a, da := stage(true, seq(0, 100))
 	b, db := stage(false, seq(500, 30))
 	wantA, wantB := make([]byte, a.Size()), make([]byte, b.Size())
-	_, err = a.ReadAt(wantA, 0, da.ChunkSource())
+	_, err := a.ReadAt(wantA, 0, da.ChunkSource())
 	require.NoError(t, err)
 	_, err = b.ReadAt(wantB, 0, db.ChunkSource())
 	require.NoError(t, err)
