@@ -330,8 +330,8 @@ func cpRows(o writeOptions) error {
 	return nil
 }
 
-// gzipRow stages gzipSize MiB of new data over a gzip+shuffle dataset in process and
-// commits it, against h5py (libhdf5 compressing on one thread) writing the same array into
+// gzipRow stages gzipSize MiB of new data over a gzip+shuffle dataset in process, as a
+// read-write mount does, and commits it, against h5py (libhdf5 compressing on one thread) writing the same array into
 // a gzip+shuffle dataset of the same chunks; both end with fsync.
 func gzipRow(o writeOptions) error {
 	n := int64(o.gzipSize) << 20 / 8
@@ -409,13 +409,14 @@ func stageAndCommit(cache, file string, data []byte) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	// A store as a read-write mount's (default stage_mem): chunks hashed, and encoded where
-	// the code does it, on the store's workers while the writes go on.
+	// A store and a sink as a read-write mount's (default stage_mem): chunks hashed, and
+	// encoded where the code does it, on the store's workers while the writes go on.
 	st := staged.OpenStore(work, 32<<20)
 	defer st.Close()
 	st.SetDigester(commit.Hash)
 	arr.UseStore(st)
 	arr.SetEncoder(commit.ChunkEncoder(d))
+	arr.UseSink(c.NewSink(d, arr, st)) // evicted chunks go to their raw_data slots
 	for off := 0; off < len(data); off += 1 << 20 {
 		if _, err := arr.WriteAt(data[off:min(off+1<<20, len(data))], int64(off), d.ChunkSource()); err != nil {
 			return 0, err
