@@ -21,6 +21,10 @@ type Tree struct {
 	// versioned-hdf5 does not carry from one version to the next.
 	Attrs   []AttrChange
 	Entries []Entry // parents before their children
+	// Named, if set, is called with the version's name once it is chosen, before anything
+	// is written: a caller that must tell after a crash whether this commit went through
+	// records the name there (a stage does). Its error ends the commit.
+	Named func(name string) error
 }
 
 // Entry is one group or dataset of a Tree.
@@ -94,6 +98,11 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 		}
 	} else if err := c.free(name); err != nil {
 		return Result{}, err
+	}
+	if t.Named != nil {
+		if err := t.Named(name); err != nil {
+			return Result{}, err
+		}
 	}
 	if err := c.checkDataVersion(); err != nil {
 		return Result{}, err

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 
 	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/writefile"
 )
 
@@ -190,6 +193,9 @@ func (m *Manager) load(name string) (*Stage, error) {
 	} else if !ok {
 		return nil, fmt.Errorf("its base version %q is not in the file", t.Base)
 	}
+	if err := m.checkCommitting(s, t.Base); err != nil {
+		return nil, err
+	}
 	s.base = t.Base
 	for _, p := range t.Removed {
 		s.removed[p] = true
@@ -216,6 +222,54 @@ func (m *Manager) load(name string) (*Stage, error) {
 		s.datasets[p] = d
 	}
 	return s, nil
+}
+
+// committingFile, in a stage's directory, names the version the stage's commit takes: written
+// once the commit has chosen the name, before it writes to the HDF5 file, and removed when
+// the commit fails short of its sync. A stage found with it whose version exists on the
+// stage's base was committed by a mount that ended (crashed) before removing the stage's
+// files. It is not synced: after a machine crash it may be missing, and such a stage is
+// kept (committing it again answers EEXIST; rm -r discards it).
+const committingFile = "committing"
+
+// committedError is load's answer for a stage whose commit went through.
+type committedError struct{ version string }
+
+func (e committedError) Error() string { return "committed as version " + e.version }
+
+// markCommitting records the name of the version s's commit takes (commit.Tree.Named).
+func (s *Stage) markCommitting(name string) error {
+	if err := os.WriteFile(filepath.Join(s.dir(), committingFile), []byte(name), 0o644); err != nil {
+		return fmt.Errorf("stage %s: %w", s.name, err)
+	}
+	return nil
+}
+
+func (s *Stage) unmarkCommitting() {
+	if err := os.Remove(filepath.Join(s.dir(), committingFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		slog.Error("stage's commit marker not removed", "stage", s.name, "err", err)
+	}
+}
+
+// checkCommitting answers committedError when s, being loaded on base, was committed: its
+// commit marker names a version whose prev_version is base. Otherwise the marker goes.
+func (m *Manager) checkCommitting(s *Stage, base string) error {
+	name, err := os.ReadFile(filepath.Join(s.dir(), committingFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	v, ok, err := m.f.Version(string(name))
+	if err != nil {
+		return err
+	}
+	if ok && (v.PrevVersion == base || v.PrevVersion == "" && base == versions.FirstVersion) {
+		return committedError{v.Name}
+	}
+	s.unmarkCommitting()
+	return nil
 }
 
 // loadDataset restores one dataset of a stage being loaded.

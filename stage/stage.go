@@ -17,7 +17,10 @@
 // when the dataset is synced (Sync: fsync(2) of any of its files) and when the Manager
 // closes (unmount). A mount finds the stages of earlier mounts there again. After a crash
 // of the daemon a stage holds every change to its tree and, for each dataset, the data as
-// of its last Sync (or of the last clean unmount): writes since then are lost.
+// of its last Sync (or of the last clean unmount): writes since then are lost. A stage's
+// commit names its version in the stage's directory before it writes (committingFile), so
+// that a mount after a crash during the commit removes the stage if the version went
+// through and serves it again if not.
 //
 // # Lock order
 //
@@ -86,6 +89,14 @@ func Open(f *versions.File, c *commit.Committer, store *staged.Store) (*Manager,
 			continue
 		}
 		s, err := m.load(e.Name())
+		var done committedError
+		if errors.As(err, &done) {
+			slog.Info("stage was committed before the last mount ended; its files are removed", "stage", e.Name(), "version", done.version)
+			if err := os.RemoveAll(filepath.Join(m.dir, e.Name())); err != nil {
+				slog.Error("committed stage's files not removed", "stage", e.Name(), "err", err)
+			}
+			continue
+		}
 		if err != nil {
 			slog.Error("stage not loaded; its files are kept", "stage", e.Name(), "dir", filepath.Join(m.dir, e.Name()), "err", err)
 			continue
@@ -202,6 +213,9 @@ func (m *Manager) Commit(name, version string) (commit.Result, error) {
 	s.mu.Lock()
 	res, err := s.commit(version)
 	if err != nil {
+		if !errors.Is(err, h5.ErrStopped) {
+			s.unmarkCommitting() // failed before writing, or before its sync: not committed
+		}
 		// Kept whole on disk, so that a mount after this one (a failed commit stops the
 		// mount's writes to the file) can commit it.
 		if !s.gone {
@@ -952,7 +966,7 @@ func (s *Stage) commit(version string) (commit.Result, error) {
 		defer release()
 		arrays[p] = arr
 	}
-	t := commit.Tree{Base: s.base, Name: version, Attrs: attrChanges(s.attrs[""])}
+	t := commit.Tree{Base: s.base, Name: version, Attrs: attrChanges(s.attrs[""]), Named: s.markCommitting}
 	var walk func(dir string) error
 	walk = func(dir string) error {
 		ents, err := s.list(dir)

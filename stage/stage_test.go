@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -373,6 +374,9 @@ print(" ".join(sorted(k for k in vs if k != "__first_version__" and bool(vs[k].a
 			require.NoError(t, err, "%s", out)
 			seen := strings.TrimSpace(string(out))
 			require.Contains(t, []string{"r1", "golden r1"}, seen)
+			marker, err := os.ReadFile(filepath.Join(Dir(file), "golden", committingFile))
+			require.NoError(t, err, "the commit's marker outlives the crash")
+			require.Equal(t, "golden", string(marker))
 
 			_, err = h5.Recover(file)
 			require.NoError(t, err)
@@ -390,6 +394,24 @@ print(" ".join(sorted(k for k in vs if k != "__first_version__" and bool(vs[k].a
 			saved, err := Saved(file)
 			require.NoError(t, err)
 			require.Len(t, saved, 1, "the stage is kept")
+
+			// The next mount removes a stage whose version went through and serves the others,
+			// which then commit as versioned-hdf5 would.
+			_, m2, close2 := openCrashable(t, file, 32<<20)
+			saved, err = Saved(file)
+			require.NoError(t, err)
+			if has {
+				require.Nil(t, m2.Get("golden"))
+				require.Empty(t, saved, "the committed stage's files are removed")
+				return
+			}
+			require.NotNil(t, m2.Get("golden"), "a stage whose commit did not go through is kept")
+			require.Len(t, saved, 1)
+			require.NoFileExists(t, filepath.Join(Dir(file), "golden", committingFile))
+			_, err = m2.Commit("golden", "golden")
+			require.NoError(t, err)
+			require.NoError(t, close2())
+			require.NoError(t, conform.StageGolden(file, e))
 		})
 	}
 }
