@@ -4,7 +4,8 @@
 // chunkstore.Reply becomes the go-fuse reply in one switch; package xattrs renders the
 // extended attributes; writes go to writefile handles and stages. It holds almost no state
 // of its own; every node is a path into the HDF5 file plus what caching needs. The tree
-// works without a kernel too (newMount; handle_test.go drives it as the kernel would).
+// works without a kernel too (newMount; handle_test.go and stage_test.go drive it as the
+// kernel would).
 //
 // The tree:
 //

@@ -24,8 +24,9 @@ import (
 
 // engine is a mount's node tree over a file, without a kernel.
 type engine struct {
-	m    *mount
-	root *rootNode
+	m      *mount
+	root   *rootNode
+	closed bool
 }
 
 // newEngine opens file (read-write if rw) and builds its node tree as Mount does.
@@ -39,15 +40,28 @@ func newEngine(t *testing.T, file string, rw bool) *engine {
 	require.NoError(t, err)
 	m, err := newMount(f, mountopts.Config{ReadWrite: rw})
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		if m.stages != nil {
-			require.NoError(t, m.stages.Close())
-		}
-		require.NoError(t, f.Close())
-	})
 	root := &rootNode{m: m, frozenDir: frozenDir{m, "/"}}
 	fs.NewNodeFS(root, &fs.Options{}) // gives the tree its bridge (no server: no kernel)
-	return &engine{m: m, root: root}
+	e := &engine{m: m, root: root}
+	t.Cleanup(func() { e.close(t) })
+	return e
+}
+
+// close ends the engine as an unmount does (stages saved, the file closed), once.
+func (e *engine) close(t *testing.T) {
+	t.Helper()
+	if e.closed {
+		return
+	}
+	e.closed = true
+	if e.m.stages != nil {
+		require.NoError(t, e.m.stages.Close())
+	}
+	if e.m.commit != nil {
+		e.m.commit.Close()
+		e.m.stage.Close()
+	}
+	require.NoError(t, e.m.file.Close())
 }
 
 // dataset looks up the dataset file at path ("versions/v4/x") name by name.
