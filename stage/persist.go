@@ -349,6 +349,10 @@ type Summary struct {
 	// data is saved; Removed paths of the base removed (with everything below); Groups
 	// groups created; Attrs objects whose attributes changed ("" is the stage's root).
 	New, Changed, Removed, Groups, Attrs []string
+	// Committing names the version a commit of the stage was taking when its mount ended
+	// (crashed): the next read-write mount removes the stage if that version exists on
+	// Base, and serves it again if not.
+	Committing string
 }
 
 // Saved lists the stages kept beside the HDF5 file at file, as last saved (a mount that
@@ -376,6 +380,9 @@ func Saved(file string) ([]Summary, error) {
 			return nil, fmt.Errorf("stage %s: stage.json: %w", e.Name(), err)
 		}
 		s := Summary{Name: e.Name(), Base: t.Base, Removed: t.Removed, Groups: t.Groups}
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), committingFile)); err == nil {
+			s.Committing = string(b)
+		}
 		for p, d := range t.Datasets {
 			switch {
 			case d.Spec != nil:

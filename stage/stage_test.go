@@ -394,6 +394,7 @@ print(" ".join(sorted(k for k in vs if k != "__first_version__" and bool(vs[k].a
 			saved, err := Saved(file)
 			require.NoError(t, err)
 			require.Len(t, saved, 1, "the stage is kept")
+			require.Equal(t, "golden", saved[0].Committing)
 
 			// The next mount removes a stage whose version went through and serves the others,
 			// which then commit as versioned-hdf5 would.

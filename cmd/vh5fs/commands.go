@@ -50,7 +50,8 @@ mount makes a sibling of <old>'s children, a new branch.
 The datasets of VERSION (default: the current version), one per line: path, dtype, shape.
 --stages: the stages kept beside FILE for read-write mounts (stage/NAME), one per line:
 name, base version, and what each changes (as last saved: a running mount saves a
-dataset's data at fsync and at unmount).
+dataset's data at fsync and at unmount), and a commit that was under way when its mount
+ended.
 `, runLs},
 		"info": {`usage: vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
 
@@ -417,6 +418,9 @@ func listStages(file string, stdout, stderr io.Writer) int {
 		add(len(s.Attrs), "with attributes changed")
 		if len(what) == 0 {
 			what = []string{"no changes"}
+		}
+		if s.Committing != "" {
+			what = append(what, "its commit as "+s.Committing+" was under way: the next read-write mount removes it if that version exists")
 		}
 		fmt.Fprintf(tw, "%s\ton %s\t%s\n", s.Name, s.Base, strings.Join(what, ", "))
 	}
