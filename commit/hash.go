@@ -1,12 +1,10 @@
-// Package commit implements the parts of a versioned-hdf5 commit that do not
-// touch HDF5: the data_version 4 chunk digest used for deduplication in
-// hash_table (format specification section 5).
-//
-// A digest is SHA-256 over the chunk's trimmed contents in C order (BODY)
-// followed by the ASCII shape suffix, Python's tuple repr of the trimmed
-// extent L, e.g. "(10,)" or "(3, 4)". Only the trimmed corner of a chunk is
-// hashed; padding beyond the dataset's edge never enters the digest.
 package commit
+
+// The data_version 4 chunk digest used for deduplication in hash_table (format
+// specification section 5): SHA-256 over the chunk's trimmed contents in C order (BODY)
+// followed by the ASCII shape suffix, Python's tuple repr of the trimmed extent L, e.g.
+// "(10,)" or "(3, 4)". Only the trimmed corner of a chunk is hashed; padding beyond the
+// dataset's edge never enters the digest.
 
 import (
 	"crypto/sha256"

@@ -1,0 +1,24 @@
+// Package commit writes new versions into a versioned-hdf5 file as versioned-hdf5's
+// commit writes them (format specification sections 4-7): staged changes are hashed,
+// deduplicated against the dataset's hash_table, appended to raw_data, and published as
+// one version group whose virtual datasets map the new chunk map; h5.File.FlushSync then
+// makes it durable through the redo journal.
+//
+// The files, in the order a commit goes through them:
+//
+//   - commit.go: the Committer (one commit at a time) and a one-dataset commit (Commit).
+//   - tree.go: a commit of many datasets and groups (CommitTree, a stage's commit), and
+//     the version group both build.
+//   - plan.go: the decisions, before anything is written: which slot each chunk maps
+//     (a full chunk of the fill value: none; a digest the table holds: its slot; one an
+//     earlier chunk of this commit took: that one; else the next new slot, in staging
+//     order), and the new mapping list.
+//   - hash.go, index.go: the chunk digest, and a data group's hash_table as a digest
+//     index.
+//   - encode.go: shuffle in Go and deflate in libdeflate, for direct chunk writes (libhdf5
+//     filters other pipelines).
+//   - write.go: the writes: raw_data chunks, hash_table rows and largest_index, the
+//     version's virtual datasets and attributes.
+//   - sink.go: chunks written into their raw_data slots while a handle's writes go on,
+//     before its commit.
+package commit
