@@ -331,8 +331,9 @@ func cpRows(o writeOptions) error {
 }
 
 // gzipRow stages gzipSize MiB of new data over a gzip+shuffle dataset in process, as a
-// read-write mount does, and commits it, against h5py (libhdf5 compressing on one thread) writing the same array into
-// a gzip+shuffle dataset of the same chunks; both end with fsync.
+// read-write mount does, and commits it, against h5py (libhdf5 compressing on one thread)
+// writing the same array into a gzip+shuffle dataset of the same chunks; both end with
+// fsync.
 func gzipRow(o writeOptions) error {
 	n := int64(o.gzipSize) << 20 / 8
 	cfg := readConfig{"write 1-D 64KiB+gzip4+shuffle", []int64{n}, []int64{writeChunkElems}, true}

@@ -67,7 +67,19 @@ func (e *engine) close(t *testing.T) {
 // dataset looks up the dataset file at path ("versions/v4/x") name by name.
 func (e *engine) dataset(t *testing.T, path string) *datasetNode {
 	t.Helper()
-	var cur fs.InodeEmbedder = e.root
+	n, ok := walk(t, e.root, path).(*datasetNode)
+	require.True(t, ok, "%s is not a dataset file", path)
+	return n
+}
+
+// walk looks up path ("a/b/c"; "" is dir itself) below dir name by name, as the kernel's
+// LOOKUPs do, and returns its node.
+func walk(t *testing.T, dir fs.InodeEmbedder, path string) fs.InodeEmbedder {
+	t.Helper()
+	if path == "" {
+		return dir
+	}
+	cur := dir
 	for _, name := range strings.Split(path, "/") {
 		lk, ok := cur.(fs.NodeLookuper)
 		require.True(t, ok, "%s: no lookup before %s", path, name)
@@ -76,9 +88,7 @@ func (e *engine) dataset(t *testing.T, path string) *datasetNode {
 		require.Zero(t, errno, "lookup %s in %s", name, path)
 		cur = child.Operations()
 	}
-	n, ok := cur.(*datasetNode)
-	require.True(t, ok, "%s is not a dataset file", path)
-	return n
+	return cur
 }
 
 func (e *engine) current(t *testing.T) string {

@@ -3,6 +3,7 @@ package fsnode
 import (
 	"context"
 	"path"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -16,31 +17,6 @@ import (
 	"github.com/vh5fs/vh5fs/xattrs"
 )
 
-// lookup looks up name in dir, as the kernel's LOOKUP does, and returns the child's node.
-func lookup(t *testing.T, dir fs.InodeEmbedder, name string) fs.InodeEmbedder {
-	t.Helper()
-	lk, ok := dir.(fs.NodeLookuper)
-	require.True(t, ok, "no lookup before %s", name)
-	var out fuse.EntryOut
-	child, errno := lk.Lookup(context.Background(), name, &out)
-	require.Zero(t, errno, "lookup %s", name)
-	return child.Operations()
-}
-
-// walk looks up a stage's path ("" is the stage itself) from the stage's directory.
-func walk(t *testing.T, st fs.InodeEmbedder, p string) fs.InodeEmbedder {
-	t.Helper()
-	cur := st
-	if p == "" {
-		return cur
-	}
-	dir, file := path.Split(p)
-	if dir != "" {
-		cur = walk(t, st, path.Clean(dir))
-	}
-	return lookup(t, cur, file)
-}
-
 // applyNodeOps applies the golden's file operations to the stage directory st through its
 // nodes, as the kernel turns tests/'s system calls (open+pwrite, truncate, touch+setfattr,
 // rm, mkdir, setfattr) into requests.
@@ -50,7 +26,7 @@ func applyNodeOps(t *testing.T, st fs.InodeEmbedder, ops []fixture.StageOp) {
 	for _, op := range ops {
 		dir, name := path.Split(op.Path)
 		parent := func() *stageDirNode {
-			n, ok := walk(t, st, path.Clean("/" + dir)[1:]).(*stageDirNode)
+			n, ok := walk(t, st, strings.TrimSuffix(dir, "/")).(*stageDirNode)
 			require.True(t, ok, "%s: parent is not a stage directory", op.Path)
 			return n
 		}
@@ -96,8 +72,8 @@ func TestStageNodes(t *testing.T) {
 	require.NoError(t, err)
 	file := fixture.Copy(t, g.Before)
 	e := newEngine(t, file, true)
-	stages := lookup(t, e.root, "stage").(*stagesNode)
-	vers := lookup(t, e.root, "versions").(*versionsNode)
+	stages := walk(t, e.root, "stage").(*stagesNode)
+	vers := walk(t, e.root, "versions").(*versionsNode)
 
 	_, errno := stages.Mkdir(ctx, g.BaseVersion, 0o755, &fuse.EntryOut{})
 	require.Equal(t, syscall.EEXIST, errno, "a version's name")
