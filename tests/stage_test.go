@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pkg/xattr"
 	"github.com/stretchr/testify/require"
@@ -304,6 +306,67 @@ func TestStageCrash(t *testing.T) {
 	require.Equal(t, int64Bytes(11, 12), got[:16], "%s", m.stderr)
 	m.unmount(t)
 	checkFile(t, file)
+}
+
+// TestStageCommitKilled: the daemon killed with SIGKILL at moments spread over a stage's
+// commit (mv into versions/). Checked before anything mounts the file again: which versions
+// h5py reads as committed, and whether `vh5fs ls --stages` shows the commit under way. The
+// next mount keeps every version h5py saw; it serves the stage again exactly when the
+// version is not in the file (and the stage then commits), and has removed it otherwise;
+// either way the version is versioned-hdf5's (the stage's datasets are synced first: a
+// crash loses a stage's writes since their last fsync, as documented).
+func TestStageCommitKilled(t *testing.T) {
+	const committed = `import sys, h5py
+vs = h5py.File(sys.argv[1], "r", locking=False)["_version_data/versions"]
+print(" ".join(sorted(k for k in vs if k != "__first_version__" and bool(vs[k].attrs["committed"]))))`
+	outcomes := map[string]int{}
+	for i := range 16 {
+		e, file, m, dir := stageOnGolden(t, "golden", "rw")
+		applyStageOps(t, dir, e.Ops)
+		for _, ds := range []string{"prices", "temp", "volume"} { // saved, as the crash rule asks
+			f, err := os.Open(filepath.Join(dir, ds))
+			require.NoError(t, err)
+			require.NoError(t, f.Sync())
+			require.NoError(t, f.Close())
+		}
+		mv := exec.Command("mv", dir, filepath.Join(m.Dir, "versions")+"/")
+		require.NoError(t, mv.Start())
+		time.Sleep(time.Duration(i) * 750 * time.Microsecond) // 0-11 ms: before, during and after the commit here
+		require.NoError(t, m.cmd.Process.Kill())
+		require.Error(t, m.wait(t))
+		exec.Command("fusermount3", "-uz", m.Dir).Run()
+		mv.Wait() // its answer is lost with the daemon, or came before it died
+
+		out, err := exec.Command(python(t), "-c", committed, file).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		sawGolden := slices.Contains(strings.Fields(string(out)), "golden")
+		ls, _, _ := vh5fsRun(t, "ls", "--stages", file)
+		underWay := strings.Contains(ls, "its commit as golden was under way")
+
+		m = mount(t, file, "rw")
+		_, err = os.Stat(filepath.Join(m.Dir, "versions", "golden"))
+		has := err == nil
+		_, err = os.Stat(filepath.Join(m.Dir, "stage", "golden"))
+		kept := err == nil
+		require.NotEqual(t, has, kept, "the stage is served exactly when its version is not in the file (kill %d)\n%s", i, m.stderr)
+		if sawGolden {
+			require.True(t, has, "a version h5py read as committed survives")
+		}
+		switch {
+		case kept:
+			outcomes["before its commit point"]++
+			out, err := exec.Command("mv", filepath.Join(m.Dir, "stage", "golden"), filepath.Join(m.Dir, "versions")+"/").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+		case underWay:
+			outcomes["past its commit point, the stage removed by the next mount"]++
+			require.Contains(t, m.stderr.String(), "stage was committed before the last mount ended")
+		default:
+			outcomes["done"]++
+		}
+		m.unmount(t)
+		checkStageGolden(t, file, e)
+	}
+	t.Logf("kills: %v", outcomes)
 }
 
 // TestStageAttributesAndShape: attributes on a stage's root and groups become the version's
