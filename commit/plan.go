@@ -227,7 +227,10 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		}
 		return k
 	}
-	scs := arr.StagedChunks()
+	scs, err := arr.StagedChunks()
+	if err != nil {
+		return p, res, err
+	}
 	cands := make([]candidate, 0, len(scs))
 	for i := range scs {
 		sc := &scs[i]
@@ -244,7 +247,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	now, was := make([]int64, rank), make([]int64, rank)
 	k := int64(-1)
 	mapped := 0 // base chunks mapped as they are
-	err := arr.Each(func(g []int64, slab int32, off int64) error {
+	err = arr.Each(func(g []int64, slab int32, off int64) error {
 		k++
 		if slab != staged.BaseSlab {
 			return nil // full: unmapped; staged: a candidate

@@ -133,7 +133,10 @@ func (s *Stage) saveDataset(d *Dataset) error {
 	}); err != nil {
 		return err
 	}
-	chunks := arr.StagedChunks()
+	chunks, err := arr.StagedChunks()
+	if err != nil {
+		return err
+	}
 	slices.SortFunc(chunks, func(a, b staged.StagedChunk) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, c := range chunks {
 		hdr.Staged = append(hdr.Staged, c.Grid)

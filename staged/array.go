@@ -18,10 +18,13 @@
 //     a SetItemPlan, and Resize) and discarded on commit (MarkClean). Writes
 //     give every staged chunk a slab of its own (one chunk long), so memory
 //     is only held for touched chunks and a chunk is freed individually;
-//     staged chunks are never shared between grid positions. An array that
-//     uses a Store (UseStore) keeps them under the store's memory budget:
-//     beyond it its oldest staged chunks move to the store's spill file and
-//     are read back when a read, a write or the commit needs them.
+//     staged chunks are never shared between grid positions. A chunk that
+//     leaves the base slab through a partial write records which bytes were
+//     written and reads its base chunk only when the others are needed
+//     (holes.go). An array that uses a Store (UseStore) keeps them under the
+//     store's memory budget: beyond it its oldest staged chunks move to the
+//     store's spill file and are read back when a read, a write or the
+//     commit needs them.
 //
 // # slab_indices and slab_offsets
 //
@@ -104,6 +107,7 @@ type Array struct {
 	spillOff   []int64      // per slab: 1 + its spill-file offset when spilled (slabs[i] nil; -1 - offset once ReleaseSpilled), else 0
 	resident   []int32      // staged slabs in memory, oldest first (may hold stale entries)
 	jobs       []*digestJob // per slab: its digest made at write time (digest.go), or nil
+	holes      []*holes     // per slab: the bytes written of a chunk whose base is not read yet (holes.go), or nil
 	encode     Encoder      // encodes wholly written chunks at write time (SetEncoder), or nil
 	cleanShape []int64      // shape at New or the last MarkClean
 	// dropped: a resize since New or the last MarkClean dropped a chunk that held data

@@ -49,7 +49,7 @@ func TestGrowAxis0MatchesGeneral(t *testing.T) {
 					require.Equal(t, slow.slabOffsets, fast.slabOffsets, what)
 					require.Equal(t, slow.nStaged, fast.nStaged, what)
 					require.Equal(t, slow.Dirty(), fast.Dirty(), what)
-					fs, ss := fast.StagedChunks(), slow.StagedChunks()
+					fs, ss := stagedChunks(t, fast), stagedChunks(t, slow)
 					require.Len(t, fs, len(ss), what)
 					for i := range ss {
 						require.Equal(t, ss[i].Grid, fs[i].Grid, what)

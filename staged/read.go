@@ -88,9 +88,17 @@ func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
 }
 
 // loadChunk returns the bytes of the chunk a transfer reads from: the base
-// slab's from src, a staged slab's sliced in place.
+// slab's from src, a staged slab's sliced in place (or, with holes, a copy filled
+// from its base).
 func (a *Array) loadChunk(t *Transfer, src ChunkSource) ([]byte, error) {
-	return a.chunkData(t.Chunk, t.Slab, t.SlabOffset, src)
+	data, err := a.chunkData(t.Chunk, t.Slab, t.SlabOffset, src)
+	if err != nil || t.Slab < 2 {
+		return data, err
+	}
+	if h := a.holesOf(t.Slab); h != nil {
+		return a.withHoles(h, data)
+	}
+	return data, nil
 }
 
 // chunkData returns the ChunkBytes() bytes of the chunk at (slab, off) (for a spilled

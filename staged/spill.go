@@ -62,6 +62,9 @@ func (a *Array) newBuffer() []byte {
 // dropSlab frees staged slab i, in memory or spilled.
 func (a *Array) dropSlab(i int32) {
 	a.forgetDigest(i)
+	if int(i) < len(a.holes) {
+		a.holes[i] = nil
+	}
 	if a.store != nil {
 		if a.slabs[i] != nil {
 			a.store.resident.Add(-int64(len(a.slabs[i])))
@@ -97,6 +100,10 @@ func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
 		if keep[i] {
 			kept = append(kept, i)
 			continue
+		}
+		if err := a.settle(i); err != nil { // what leaves memory is the whole chunk
+			a.resident = append(append(kept, i), a.resident...)
+			return err
 		}
 		a.waitDigest(i)     // its buffer goes back to the pool: no worker may still read it
 		if len(kept) == 0 { // a kept chunk staged before it would break the order

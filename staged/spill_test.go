@@ -41,7 +41,7 @@ func TestSpillFull(t *testing.T) {
 	_, err = a.ReadAt(got, 0, nil)
 	require.NoError(t, err)
 	require.Equal(t, want, got, "accepted writes intact after the failed one")
-	for _, sc := range a.StagedChunks() {
+	for _, sc := range stagedChunks(t, a) {
 		data, err := a.StagedData(sc, nil)
 		require.NoError(t, err)
 		off := sc.Grid[0] * chunk
@@ -139,7 +139,7 @@ func TestReleaseSpilled(t *testing.T) {
 		return s.Blocks
 	}
 	before := blocks()
-	scs := a.StagedChunks()
+	scs := stagedChunks(t, a)
 	require.Len(t, scs, 8)
 	for _, sc := range scs[:4] {
 		require.Nil(t, sc.Data, "spilled")

@@ -18,8 +18,9 @@ const (
 	// filled from the value; the old chunk is never read.
 	NewChunk WriteAction = iota
 	// CopyChunk: the write partially covers a chunk on the full or base
-	// slab. The old chunk (fill pattern, or the base chunk from the
-	// ChunkSource) is copied to a new staged chunk, which is then updated.
+	// slab. It moves to a new staged chunk: the fill pattern, or for the
+	// base slab the bytes written with a record of which they are (the base
+	// chunk is read from the ChunkSource when the rest is needed, holes.go).
 	CopyChunk
 	// UpdateInPlace: the chunk already lies on a staged slab and is updated
 	// in place; its slab index and offset do not change.
@@ -135,11 +136,12 @@ func (a *Array) setItemPlan(off, n int64) (*SetItemPlan, error) {
 // inside an element. Writing bytes past Size() is an error (grow with Resize
 // first). Per chunk touched: wholly covered and on the full or base slab, a
 // new staged chunk is filled from p without reading the old chunk; partially
-// covered and on the full or base slab, the old chunk (fill pattern, or
-// src.Chunk for the base slab) is copied into a new staged chunk which is
-// then updated; already staged, it is updated in place. Only touched chunks
-// are held in memory, one ChunkBytes() allocation each. src may be nil if no
-// partially covered chunk lies on the base slab.
+// covered, a new staged chunk holds the fill pattern updated by p, or for the
+// base slab p's bytes and which they are (src.Chunk is read when the other
+// bytes are needed: by a read, the commit, an eviction, or at once for a
+// write in too many pieces); already staged, it is updated in place. Only
+// touched chunks are held in memory, one ChunkBytes() allocation each. src
+// may be nil if no partially covered chunk lies on the base slab.
 //
 // On error nothing is modified. The caller serialises WriteAt against every
 // other call on the Array (see Concurrency in the package documentation).
@@ -172,7 +174,8 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 	if err := a.makeRoom(extra, keep); err != nil {
 		return err
 	}
-	for _, c := range plan.Chunks {
+	rows := plan.rowsPerChunk()
+	for ci, c := range plan.Chunks {
 		if c.Action != UpdateInPlace && c.Slab >= 2 && int(c.Slab) < len(a.slabs) && a.isSunk(c.Slab) {
 			a.sinkStop = true // a sunk chunk replaced: it leaves the staging order
 		}
@@ -180,10 +183,16 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			if err := a.faultIn(c.Slab); err != nil {
 				return err
 			}
+			if h := a.holesOf(c.Slab); h != nil && int64(len(h.spans))+rows[ci] > maxSpans {
+				if err := a.settle(c.Slab); err != nil {
+					return err
+				}
+			}
 			a.forgetDigest(c.Slab) // written again: its digest would be stale
 		}
 	}
 	bufs := make([][]byte, len(plan.Chunks))
+	hs := make([]*holes, len(plan.Chunks)) // the chunks whose written bytes are recorded
 	release := func() {
 		for i, c := range plan.Chunks {
 			if c.Action != UpdateInPlace && bufs[i] != nil && a.store != nil {
@@ -200,6 +209,10 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			bufs[i] = buf
 			if c.Slab == FullSlab {
 				fillPattern(buf, a.fill, 0)
+			} else if src != nil && rows[i] <= maxSpans {
+				// The base chunk is read only if a read, the commit or an eviction needs
+				// bytes this write and later ones leave unwritten.
+				hs[i] = &holes{src: src, base: c.SlabOffset, grid: slices.Clone(c.Chunk)}
 			} else {
 				old, err := a.chunkData(c.Chunk, c.Slab, c.SlabOffset, src)
 				if err != nil {
@@ -215,6 +228,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 				return err
 			}
 			bufs[i] = data
+			hs[i] = a.holesOf(c.Slab)
 		}
 	}
 	// Stage in versioned-hdf5's order: chunks copied from the full slab, then those copied
@@ -247,6 +261,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 	})
 	for _, i := range order {
 		slab := a.newStagedSlab(bufs[i])
+		a.setHoles(slab, hs[i])
 		if err := a.setChunk(plan.Chunks[i].Chunk, slab, 0); err != nil {
 			return err // unreachable: the plan's chunks are valid
 		}
@@ -272,18 +287,40 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 				d += idx[k] * t.DstStrides[k]
 			}
 			copy(data[s+lo:s+hi], p[d+lo:d+hi])
+			if h := hs[ci]; h != nil {
+				h.add(s+lo, s+hi)
+			}
 			if !nextRow(idx, t.Count) {
 				break
 			}
 		}
 	}
-	for _, c := range plan.Chunks {
-		if c.Action == NewChunk { // wholly written: digest it while the writes go on
+	for i, c := range plan.Chunks {
+		switch {
+		case c.Action == NewChunk: // wholly written: digest it while the writes go on
 			s, _ := a.Slab(c.Chunk)
 			a.startDigest(s, c.Chunk)
+		case hs[i] != nil:
+			s, _ := a.Slab(c.Chunk)
+			a.complete(s)
 		}
 	}
 	return nil
+}
+
+// rowsPerChunk counts, per chunk of p.Chunks, the contiguous runs its transfers write:
+// the written ranges a chunk with holes would record.
+func (p *SetItemPlan) rowsPerChunk() []int64 {
+	rows := make([]int64, len(p.Chunks))
+	ci := 0
+	for i := range p.Transfers {
+		t := &p.Transfers[i]
+		for !slices.Equal(p.Chunks[ci].Chunk, t.Chunk) {
+			ci++
+		}
+		rows[ci] += Elements(t.Count[:len(t.Count)-1])
+	}
+	return rows
 }
 
 // String renders the plan: the value's hyperslabs, the chunks by action, and
@@ -387,6 +424,9 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 // slab get the fill value where the new shape exposes their padding. The cost is that of
 // the edge row, not of the whole grid: growing writes stay linear in the bytes written.
 func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSource) error {
+	if err := a.settleAll(); err != nil { // chunks with holes keep their extent (see holes)
+		return err
+	}
 	type grow struct {
 		k     int64
 		g     []int64
@@ -450,6 +490,9 @@ func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSou
 
 // resize is Resize's general case: any axis, growing or shrinking.
 func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource) error {
+	if err := a.settleAll(); err != nil { // chunks with holes keep their extent (see holes)
+		return fmt.Errorf("staged: resize to %v: %w", shape, err)
+	}
 	nd := len(shape)
 	idx := make([]int32, nChunks)
 	offs := make([]int64, nChunks)
@@ -593,10 +636,15 @@ type StagedChunk struct {
 // StagedChunks returns the chunks that lie on staged slabs, in C order of
 // the chunk grid: what a commit hashes and writes. Data aliases the staged
 // memory of the chunks in memory (do not modify it; it is valid until the
-// next mutation) and is nil for spilled ones (StagedData). The padding
+// next mutation) and is nil for spilled ones (StagedData). Chunks written
+// only in part are completed from their base chunks, and the padding
 // outside each chunk's trimmed extent is set to the fill value in place
-// first, so this counts as a mutation for locking purposes.
-func (a *Array) StagedChunks() []StagedChunk {
+// first, so this counts as a mutation for locking purposes. It fails only
+// if a base chunk cannot be read.
+func (a *Array) StagedChunks() ([]StagedChunk, error) {
+	if err := a.settleAll(); err != nil {
+		return nil, err
+	}
 	var out []StagedChunk
 	_ = a.Each(func(g []int64, slab int32, off int64) error {
 		if slab < 2 {
@@ -617,7 +665,7 @@ func (a *Array) StagedChunks() []StagedChunk {
 		out = append(out, sc)
 		return nil
 	})
-	return out
+	return out, nil
 }
 
 // StagedData returns the bytes of a chunk StagedChunks listed: its Data, or for a spilled
@@ -741,6 +789,7 @@ func (a *Array) collectSlabs() {
 		a.spillOff = a.spillOff[:min(len(a.spillOff), 2)]
 		a.sunk = a.sunk[:min(len(a.sunk), 2)]
 		a.jobs = a.jobs[:min(len(a.jobs), 2)]
+		a.holes = a.holes[:min(len(a.holes), 2)]
 		a.resident = a.resident[:0]
 		a.freeSlabs = nil
 		return

@@ -1,0 +1,140 @@
+package staged
+
+import (
+	"fmt"
+	"slices"
+)
+
+// holes records which bytes of a staged chunk were written since it left the base slab,
+// when a write covered it only partly: the rest is still the base chunk's, read only
+// when a read, the commit or an eviction needs those bytes (settle). A chunk that later
+// writes complete never reads its base (for a compressed dataset, never decodes it).
+//
+// A chunk with holes is always in memory (evicting it settles it first), and the array's
+// shape does not change while it has them (Resize settles every chunk first), so the
+// bytes that complete it are those of its trimmed extent.
+type holes struct {
+	src     ChunkSource // the base chunk's source, as the write that staged it gave it
+	base    int64       // the base chunk's offset on the base slab
+	grid    []int64
+	spans   []span // written byte ranges of the chunk buffer, sorted, disjoint, not adjacent
+	written int64  // bytes in spans
+}
+
+type span struct{ lo, hi int64 }
+
+// maxSpans bounds the written ranges a chunk keeps: a write that would leave more
+// settles the chunk first (scattered small writes read the base once, as before).
+const maxSpans = 256
+
+// add records bytes [lo, hi) as written.
+func (h *holes) add(lo, hi int64) {
+	if lo >= hi {
+		return
+	}
+	// Sequential writes append to the last span or after it: the common case is O(1).
+	if n := len(h.spans); n == 0 || h.spans[n-1].hi < lo {
+		h.spans = append(h.spans, span{lo, hi})
+		h.written += hi - lo
+		return
+	} else if last := &h.spans[n-1]; last.lo <= lo {
+		if hi > last.hi {
+			h.written += hi - last.hi
+			last.hi = hi
+		}
+		return
+	}
+	i, _ := slices.BinarySearchFunc(h.spans, lo, func(s span, lo int64) int {
+		switch {
+		case s.hi < lo:
+			return -1
+		case s.lo > lo:
+			return 1
+		}
+		return 0
+	})
+	// Merge every span that overlaps or touches [lo, hi) into one.
+	j := i
+	for j < len(h.spans) && h.spans[j].lo <= hi {
+		lo, hi = min(lo, h.spans[j].lo), max(hi, h.spans[j].hi)
+		h.written -= h.spans[j].hi - h.spans[j].lo
+		j++
+	}
+	h.spans = slices.Replace(h.spans, i, j, span{lo, hi})
+	h.written += hi - lo
+}
+
+// holesOf is staged slab i's holes, or nil if it is whole.
+func (a *Array) holesOf(i int32) *holes {
+	if int(i) < len(a.holes) {
+		return a.holes[i]
+	}
+	return nil
+}
+
+// setHoles records staged slab i's holes (nil: whole).
+func (a *Array) setHoles(i int32, h *holes) {
+	for len(a.holes) <= int(i) {
+		a.holes = append(a.holes, nil)
+	}
+	a.holes[i] = h
+}
+
+// complete drops slab i's holes once its trimmed extent is all written.
+func (a *Array) complete(i int32) {
+	if h := a.holesOf(i); h != nil && h.written == Elements(a.trimmed(a.shape, a.grid, h.grid))*int64(a.itemSize) {
+		a.holes[i] = nil
+	}
+}
+
+// fillHoles copies the base chunk's bytes into data wherever h records no write.
+func (a *Array) fillHoles(h *holes, data []byte) error {
+	base, err := a.chunkData(h.grid, BaseSlab, h.base, h.src)
+	if err != nil {
+		return err
+	}
+	at := int64(0)
+	for _, s := range h.spans {
+		copy(data[at:s.lo], base[at:s.lo])
+		at = s.hi
+	}
+	copy(data[at:], base[at:])
+	return nil
+}
+
+// settle fills staged slab i's holes from its base chunk: it is then an ordinary staged
+// chunk. Its contents as read do not change, so a failure leaves the array as it was.
+func (a *Array) settle(i int32) error {
+	h := a.holesOf(i)
+	if h == nil {
+		return nil
+	}
+	if err := a.fillHoles(h, a.slabs[i]); err != nil {
+		return fmt.Errorf("staged: filling chunk %v from its base: %w", h.grid, err)
+	}
+	a.holes[i] = nil
+	return nil
+}
+
+// settleAll settles every staged slab with holes.
+func (a *Array) settleAll() error {
+	for i, h := range a.holes {
+		if h != nil {
+			if err := a.settle(int32(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// withHoles is a copy of staged slab i's chunk data with its holes filled from the base,
+// for readers, which must not modify the array.
+func (a *Array) withHoles(h *holes, data []byte) ([]byte, error) {
+	out := make([]byte, len(data))
+	copy(out, data)
+	if err := a.fillHoles(h, out); err != nil {
+		return nil, fmt.Errorf("chunk %v: filling from its base: %w", h.grid, err)
+	}
+	return out, nil
+}
