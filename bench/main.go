@@ -18,10 +18,11 @@
 // datasets of 10k chunks commits in at most 1.5x the time of one changing one of them.
 //
 // Suite "write" (bench/write.go): dd and cp through a read-write mount against a plain dd
-// to the same filesystem, the daemon's peak RSS, gzip+shuffle raw_data throughput and the
-// latency of another version's readers during a commit. -write-sizes, -cp-sizes,
-// -gzip-size and -lat-size (MiB) give the sizes; "-write-reps 1 -write-sizes 64 -cp-sizes
-// 16,64 -gzip-size 32 -lat-size 64" is a quick run.
+// to the same filesystem, the daemon's peak RSS, gzip+shuffle raw_data throughput, the
+// latency of another version's readers during a commit and small writes (dd bs=4K).
+// -write-sizes, -cp-sizes, -gzip-size, -lat-size and -small-size (MiB) give the sizes;
+// "-write-reps 1 -write-sizes 64 -cp-sizes 16,64 -gzip-size 32 -lat-size 64 -small-size
+// 16" is a quick run.
 package main
 
 import (
@@ -64,6 +65,7 @@ func main() {
 	cpSizes := flag.String("cp-sizes", "64,256,1024,4096", "write suite: MiB of each cp over a dataset")
 	gzipSize := flag.Int("gzip-size", 256, "write suite: MiB of the gzip+shuffle row (0: none)")
 	latSize := flag.Int("lat-size", 1024, "write suite: MiB of the commit during which readers are probed (0: none)")
+	small := flag.Int("small-size", 256, "write suite: MiB of each dd bs=4K over a version, uncompressed and gzip+shuffle (0: none)")
 	writeReps := flag.Int("write-reps", 3, "write suite: runs per row")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -103,7 +105,7 @@ func main() {
 		}
 		if *suite == "all" || *suite == "write" {
 			o := writeOptions{vh5fs: *vh5fs, cache: *cache, reps: *writeReps, ddSizes: ints(*writeSizes),
-				cpSizes: ints(*cpSizes), gzipSize: *gzipSize, latSize: *latSize}
+				cpSizes: ints(*cpSizes), gzipSize: *gzipSize, latSize: *latSize, small: *small}
 			if err := benchWrite(o); err != nil {
 				fatal(err)
 			}

@@ -32,6 +32,7 @@ type writeOptions struct {
 	cpSizes  []int // cp over a dataset, for cost per MiB
 	gzipSize int   // gzip+shuffle raw_data row
 	latSize  int   // commit during which another version is probed
+	small    int   // dd bs=4K over a version, uncompressed and gzip+shuffle
 }
 
 // benchWrite prints the write suite: dd and cp through a read-write mount against a plain
@@ -56,6 +57,11 @@ func benchWrite(o writeOptions) error {
 			return err
 		}
 	}
+	if o.small > 0 {
+		if err := smallRows(o); err != nil {
+			return err
+		}
+	}
 	if o.latSize > 0 {
 		if err := commitLatencyRow(o); err != nil {
 			return err
@@ -66,15 +72,23 @@ func benchWrite(o writeOptions) error {
 
 // writeFile makes (once) a versioned file of mib MiB of float64 in 64 KiB chunks with
 // versions v0 and v1.
-func writeFile(cache string, mib int) (string, error) {
-	file := filepath.Join(cache, fmt.Sprintf("write-%d.h5", mib))
+func writeFile(cache string, mib int) (string, error) { return makeWriteFile(cache, mib, false) }
+
+// makeWriteFile is writeFile, gzip+shuffle if asked.
+func makeWriteFile(cache string, mib int, gzip bool) (string, error) {
+	name, args := fmt.Sprintf("write-%d.h5", mib), []string{}
+	if gzip {
+		name, args = fmt.Sprintf("write-%d-gzip.h5", mib), []string{"--gzip"}
+	}
+	file := filepath.Join(cache, name)
 	if _, err := os.Stat(file); err == nil {
 		return file, nil
 	}
 	fmt.Fprintf(os.Stderr, "generating %s ...\n", file)
 	n := int64(mib) << 20 / 8
-	if err := run("/usr/bin/python3", "tests/py/make_versioned.py", file+".tmp", "--shape", strconv.FormatInt(n, 10),
-		"--chunks", strconv.Itoa(writeChunkElems), "--versions", "2"); err != nil {
+	args = append([]string{"tests/py/make_versioned.py", file + ".tmp", "--shape", strconv.FormatInt(n, 10),
+		"--chunks", strconv.Itoa(writeChunkElems), "--versions", "2"}, args...)
+	if err := run("/usr/bin/python3", args...); err != nil {
 		return "", err
 	}
 	return file, os.Rename(file+".tmp", file)
@@ -109,11 +123,14 @@ func newData(cache string, mib int) (string, error) {
 }
 
 // plainDD times dd of src to a new file beside the cache (same filesystem), with fsync.
-func plainDD(cache, src string) (time.Duration, error) {
+func plainDD(cache, src string) (time.Duration, error) { return plainDDBlocks(cache, src, "1M") }
+
+// plainDDBlocks is plainDD in blocks of bs.
+func plainDDBlocks(cache, src, bs string) (time.Duration, error) {
 	dst := filepath.Join(cache, "plain-dd.out")
 	defer os.Remove(dst)
 	start := time.Now()
-	err := run("dd", "if="+src, "of="+dst, "bs=1M", "conv=fsync", "status=none")
+	err := run("dd", "if="+src, "of="+dst, "bs="+bs, "conv=fsync", "status=none")
 	return time.Since(start), err
 }
 
@@ -185,6 +202,55 @@ func checkCommitted(mnt, src string, size int64) error {
 		if !bytes.Equal(a, b) {
 			return fmt.Errorf("current/data differs from %s at %d after the write", src, off)
 		}
+	}
+	return nil
+}
+
+// smallRows: dd bs=4K conv=notrunc,fsync of o.small MiB over version v1, uncompressed and
+// gzip+shuffle: 16 writes to each 64 KiB chunk, all but the last covering it in part (a
+// chunk whose writes complete it never reads its base chunk), against a plain dd bs=4K.
+func smallRows(o writeOptions) error {
+	src, err := newData(o.cache, o.small)
+	if err != nil {
+		return err
+	}
+	size := int64(o.small) << 20
+	for _, gzip := range []bool{false, true} {
+		file, err := makeWriteFile(o.cache, o.small, gzip)
+		if err != nil {
+			return err
+		}
+		var vt, pt, ratios []float64
+		for range o.reps {
+			p, err := plainDDBlocks(o.cache, src, "4K")
+			if err != nil {
+				return err
+			}
+			m, work, err := rwMount(o, file)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			err = run("dd", "if="+src, "of="+filepath.Join(m.dir, "versions", "v1", "data"), "bs=4K", "conv=notrunc,fsync", "status=none")
+			v := time.Since(start)
+			if err == nil {
+				err = checkCommitted(m.dir, src, size)
+			}
+			m.stop()
+			os.Remove(work)
+			if err != nil {
+				return err
+			}
+			vt, pt = append(vt, v.Seconds()), append(pt, p.Seconds())
+			ratios = append(ratios, p.Seconds()/v.Seconds())
+		}
+		layout := "uncompressed"
+		if gzip {
+			layout = "gzip4+shuffle"
+		}
+		mb := float64(size) / 1e6
+		fmt.Printf("dd bs=4K %4d MiB over a version (%s): vh5fs %7.1f MB/s (%.2f s), plain dd bs=4K %7.1f MB/s; ratio %.2fx\n",
+			o.small, layout, mb/mid(vt), mid(vt), mb/mid(pt), mid(ratios))
 	}
 	return nil
 }
