@@ -226,18 +226,7 @@ func smallRows(o writeOptions) error {
 			if err != nil {
 				return err
 			}
-			m, work, err := rwMount(o, file)
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			err = run("dd", "if="+src, "of="+filepath.Join(m.dir, "versions", "v1", "data"), "bs=4K", "conv=notrunc,fsync", "status=none")
-			v := time.Since(start)
-			if err == nil {
-				err = checkCommitted(m.dir, src, size)
-			}
-			m.stop()
-			os.Remove(work)
+			v, _, err := ddOver(o, file, src, "4K", size)
 			if err != nil {
 				return err
 			}
@@ -253,6 +242,26 @@ func smallRows(o writeOptions) error {
 			o.small, layout, mb/mid(vt), mid(vt), mb/mid(pt), mid(ratios))
 	}
 	return nil
+}
+
+// ddOver mounts a copy of file read-write and times dd bs=bs conv=notrunc,fsync of src
+// (size bytes) over its version v1, end to end; it checks that the commit holds src and
+// returns the daemon's peak RSS too.
+func ddOver(o writeOptions, file, src, bs string, size int64) (time.Duration, int64, error) {
+	m, work, err := rwMount(o, file)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.Remove(work)
+	start := time.Now()
+	err = run("dd", "if="+src, "of="+filepath.Join(m.dir, "versions", "v1", "data"), "bs="+bs, "conv=notrunc,fsync", "status=none")
+	v := time.Since(start)
+	if err == nil {
+		err = checkCommitted(m.dir, src, size)
+	}
+	rss := peakRSS(m.cmd.Process.Pid)
+	m.stop()
+	return v, rss, err
 }
 
 // ddRow: dd bs=1M conv=notrunc,fsync of mib MiB over version v1 of a dataset of that size.
@@ -277,22 +286,11 @@ func ddRow(o writeOptions, mib int, refAvailable bool) error {
 		if err != nil {
 			return err
 		}
-		m, work, err := rwMount(o, file)
+		v, peak, err := ddOver(o, file, src, "1M", size)
 		if err != nil {
 			return err
 		}
-		start := time.Now()
-		err = run("dd", "if="+src, "of="+filepath.Join(m.dir, "versions", "v1", "data"), "bs=1M", "conv=notrunc,fsync", "status=none")
-		v := time.Since(start)
-		if err == nil {
-			err = checkCommitted(m.dir, src, size)
-		}
-		rss = append(rss, peakRSS(m.cmd.Process.Pid))
-		m.stop()
-		os.Remove(work)
-		if err != nil {
-			return err
-		}
+		rss = append(rss, peak)
 		vt, pt, lt = append(vt, v.Seconds()), append(pt, p.Seconds()), append(lt, l.Seconds())
 		ratios = append(ratios, p.Seconds()/v.Seconds())
 		loopRatios = append(loopRatios, l.Seconds()/v.Seconds())
