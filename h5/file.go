@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -155,6 +156,9 @@ func (f *File) Close() error {
 	if f.f == nil {
 		return nil
 	}
+	// A stopped file's last writes are dropped, so that libhdf5 lets go of it; the close
+	// still reports the stop.
+	stopped := C.vh5j_abandon(C.hid_t(f.f.ID()))
 	err := f.f.Close()
 	f.f = nil
 	f.releaseMu.Lock()
@@ -162,10 +166,20 @@ func (f *File) Close() error {
 		C.vh5_release_memory() // now, rather than later
 	}
 	f.releaseMu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil:
 		return fail("close file", f.path, nil)
+	case stopped != 0:
+		return &Error{Op: "close file", Path: f.path, Err: fmt.Errorf("%w (%v)", ErrStopped, syscall.Errno(stopped))}
 	}
 	return nil
+}
+
+// openFiles is the number of files libhdf5 holds open in this process.
+func openFiles() int {
+	lock()
+	defer unlock()
+	return int(C.H5Fget_obj_count(C.hid_t(C.H5F_OBJ_ALL), C.H5F_OBJ_FILE))
 }
 
 func (f *File) id() (C.hid_t, error) {

@@ -96,14 +96,14 @@ func restore(t *testing.T, path string, d disk) {
 
 // openChanged opens a copy of basic_1d.h5 read-write and makes change in it, with a fault
 // set for its next sync: the file and a function closing it.
-func openChanged(t *testing.T, ft *fault) (string, *File, func()) {
+func openChanged(t *testing.T, ft *fault) (string, *File, func() error) {
 	t.Helper()
 	path, f, src := openRW(t)
 	change(t, f)
 	f.sync.fault = ft
-	return path, f, func() {
+	return path, f, func() error {
 		src.Close()
-		f.Close()
+		return f.Close()
 	}
 }
 
@@ -151,6 +151,7 @@ func TestJournalFaults(t *testing.T) {
 			w := cases[ft]
 			name := steps[step].what + map[bool]string{false: " fails", true: " crash"}[crash]
 			t.Run(name, func(t *testing.T) {
+				open := openFiles()
 				path, f, closeFile := openChanged(t, &ft)
 				err := f.FlushSync()
 				if w.syncErr == "" {
@@ -166,10 +167,14 @@ func TestJournalFaults(t *testing.T) {
 					f.SetAttrInt64("/", "later", 1) // may stay in libhdf5's cache
 					require.ErrorIs(t, f.FlushSync(), ErrStopped)
 				}
-				closeFile()
+				err = closeFile()
 				if w.syncErr != "" {
+					require.ErrorIs(t, err, ErrStopped, "the close reports the stop")
 					require.Equal(t, was, snapshot(t, path), "the file or its journal changed after the failure")
+				} else {
+					require.NoError(t, err)
 				}
+				require.Equal(t, open, openFiles(), "libhdf5 lets go of the file at its close")
 				if w.journal && w.syncErr != "" {
 					_, err := Open(path)
 					require.ErrorIs(t, err, ErrInterruptedCommit, "read-only opens refuse a file with a journal")

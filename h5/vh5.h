@@ -145,6 +145,7 @@ void vh5j_set_fault(vh5j_sync *s, int step, int crash);
 int vh5j_fsync(hid_t file);
 int vh5j_dup_fd(hid_t file);
 int vh5j_failed(hid_t file);
+int vh5j_abandon(hid_t file);
 haddr_t vh5j_eoa(hid_t file);
 int vh5j_read(hid_t file, haddr_t addr, size_t n, void *buf);
 int vh5j_write(hid_t file, haddr_t addr, size_t n, const void *buf);
