@@ -108,6 +108,7 @@ type Array struct {
 	resident   []int32      // staged slabs in memory, oldest first (may hold stale entries)
 	jobs       []*digestJob // per slab: its digest made at write time (digest.go), or nil
 	holes      []*holes     // per slab: the bytes written of a chunk whose base is not read yet (holes.go), or nil
+	nHoles     int          // slabs with holes
 	encode     Encoder      // encodes wholly written chunks at write time (SetEncoder), or nil
 	cleanShape []int64      // shape at New or the last MarkClean
 	// dropped: a resize since New or the last MarkClean dropped a chunk that held data

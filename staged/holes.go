@@ -72,8 +72,18 @@ func (a *Array) holesOf(i int32) *holes {
 	return nil
 }
 
-// setHoles records staged slab i's holes (nil: whole).
+// setHoles records staged slab i's holes (nil: whole), counting the slabs with holes so
+// that the calls that settle them all cost nothing when there are none.
 func (a *Array) setHoles(i int32, h *holes) {
+	old := a.holesOf(i)
+	switch {
+	case old == nil && h != nil:
+		a.nHoles++
+	case old != nil && h == nil:
+		a.nHoles--
+	case h == nil:
+		return
+	}
 	for len(a.holes) <= int(i) {
 		a.holes = append(a.holes, nil)
 	}
@@ -83,7 +93,7 @@ func (a *Array) setHoles(i int32, h *holes) {
 // complete drops slab i's holes once its trimmed extent is all written.
 func (a *Array) complete(i int32) {
 	if h := a.holesOf(i); h != nil && h.written == Elements(a.trimmed(a.shape, a.grid, h.grid))*int64(a.itemSize) {
-		a.holes[i] = nil
+		a.setHoles(i, nil)
 	}
 }
 
@@ -112,12 +122,15 @@ func (a *Array) settle(i int32) error {
 	if err := a.fillHoles(h, a.slabs[i]); err != nil {
 		return fmt.Errorf("staged: filling chunk %v from its base: %w", h.grid, err)
 	}
-	a.holes[i] = nil
+	a.setHoles(i, nil)
 	return nil
 }
 
 // settleAll settles every staged slab with holes.
 func (a *Array) settleAll() error {
+	if a.nHoles == 0 {
+		return nil
+	}
 	for i, h := range a.holes {
 		if h != nil {
 			if err := a.settle(int32(i)); err != nil {

@@ -62,9 +62,7 @@ func (a *Array) newBuffer() []byte {
 // dropSlab frees staged slab i, in memory or spilled.
 func (a *Array) dropSlab(i int32) {
 	a.forgetDigest(i)
-	if int(i) < len(a.holes) {
-		a.holes[i] = nil
-	}
+	a.setHoles(i, nil)
 	if a.store != nil {
 		if a.slabs[i] != nil {
 			a.store.resident.Add(-int64(len(a.slabs[i])))

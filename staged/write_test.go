@@ -168,6 +168,14 @@ func checkRead(t *testing.T, a *Array, src *fakeSource, m *model, what string) {
 	if !bytes.Equal(m.data, got[:n]) {
 		require.Equal(t, m.data, got[:n], "%s: contents", what)
 	}
+	holed := 0
+	for i, h := range a.holes {
+		if h != nil {
+			holed++
+			require.NotNil(t, a.slabs[i], "%s: a chunk with holes is in memory", what)
+		}
+	}
+	require.Equal(t, holed, a.nHoles, "%s: slabs with holes", what)
 }
 
 // checkArray compares the whole array, every chunk's placement and the
