@@ -2,6 +2,7 @@ package staged
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 )
 
@@ -44,8 +45,8 @@ func (a *Array) forgetSunk(i int32) {
 	a.sinkStop = true
 }
 
-// sinkChunk offers staged slab i, the oldest resident one, to the sink; false: the caller
-// spills it to the file.
+// sinkChunk offers staged slab i, the oldest resident one, to the sink, which on success
+// holds it instead of memory; false: the caller spills it to the file or keeps it.
 func (a *Array) sinkChunk(i int32) (bool, error) {
 	if a.sink == nil || a.sinkStop || a.store == nil || a.store.digest == nil {
 		return false, nil
@@ -84,7 +85,50 @@ func (a *Array) sinkChunk(i int32) (bool, error) {
 		a.sunk = append(a.sunk, 0)
 	}
 	a.sunk[i] = ref + 1
+	a.store.resident.Add(-int64(len(a.slabs[i])))
+	a.store.release(a.slabs[i])
+	a.slabs[i] = nil
 	return true, nil
+}
+
+// sinkAge is how many bytes of chunks staged after a chunk make it old: the sink takes it
+// then, budget or not, while its bytes are still in the CPU's caches (copying them into
+// the page cache later, from memory, took a 1 GiB dd 16% longer on a 2-core machine).
+const sinkAge = 4 << 20
+
+// sinkOld gives the sink the array's oldest resident chunks, except those in keep, that
+// sinkAge bytes of later chunks have followed, while the sink takes them in staging
+// order. It never waits for a digest, and never spills: a chunk not ready for the sink
+// (still being digested, written in part, an edge chunk, the sink declining) stays
+// resident, and so do the chunks after it; the budget decides about those (makeRoom).
+func (a *Array) sinkOld(keep map[int32]bool) {
+	age := uint64(max(1, sinkAge/a.chunkBytes))
+	for len(a.resident) > 0 && a.sink != nil && !a.sinkStop {
+		i := a.resident[0]
+		if int(i) >= len(a.slabs) || a.slabs[i] == nil || a.isSpilled(i) {
+			a.resident = a.resident[1:] // dropped, spilled or sunk since it was queued
+			continue
+		}
+		if a.nextSeq-a.slabSeq[i] <= age || keep[i] || a.holesOf(i) != nil {
+			return
+		}
+		if j := a.job(i); j != nil {
+			select {
+			case <-j.done:
+			default:
+				return
+			}
+		}
+		sunk, err := a.sinkChunk(i)
+		if err != nil {
+			slog.Warn("staged: storing a chunk ahead of its commit failed; the chunks after it wait for the budget", "err", err)
+			a.sinkStop = true
+		}
+		if !sunk {
+			return
+		}
+		a.resident = a.resident[1:]
+	}
 }
 
 // loadSunk reads sunk slab i into buf (nil: a new buffer).

@@ -3,6 +3,7 @@ package staged
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -96,6 +97,73 @@ func TestSink(t *testing.T) {
 			}
 			a.Discard()
 			require.Empty(t, sink.chunks, "a discarded array forgets what the sink holds")
+		})
+	}
+}
+
+// TestSinkOld: under a budget it does not reach, the array still gives the sink its chunks
+// once sinkAge bytes of later ones have followed them, oldest first, and keeps the newest
+// in memory; a chunk written in part over the base holds the ones after it back until it
+// is whole.
+func TestSinkOld(t *testing.T) {
+	const chunk = 4 << 10
+	n := int64(sinkAge/chunk + 200)
+	digest := func(c []byte, _, _ []int64, _ int) [32]byte { return sha256.Sum256(c) }
+	content := func(k int64) []byte {
+		p := make([]byte, chunk)
+		binary.LittleEndian.PutUint64(p, uint64(k)+1)
+		return p
+	}
+	tests := []struct {
+		name    string
+		partial bool // chunk 0 starts on the base slab, written in two halves at the end
+	}{{name: "streaming"}, {name: "held back by a partial chunk", partial: true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := New([]int64{n * chunk}, []int64{chunk}, 1, []byte{0})
+			require.NoError(t, err)
+			base := bytes.Repeat([]byte{0xba}, chunk)
+			src := &fakeSource{raw: base, chunkBytes: chunk, rows: chunk, calls: map[int64]int{}}
+			if tt.partial {
+				require.NoError(t, a.MapBase([]int64{0}, 0))
+			}
+			st := OpenStore(filepath.Join(t.TempDir(), "f.h5"), 1<<30)
+			t.Cleanup(func() { st.Close() })
+			st.SetDigester(digest)
+			a.UseStore(st)
+			sink := memSink{chunks: map[int64][]byte{}}
+			a.UseSink(&sink)
+			want := make([]byte, a.Size())
+			first := int64(0)
+			if tt.partial {
+				_, err := a.WriteAt(content(0)[:chunk/2], 0, src)
+				require.NoError(t, err)
+				first = 1
+			}
+			for k := first; k < n; k++ {
+				_, err := a.WriteAt(content(k), k*chunk, src)
+				require.NoError(t, err)
+			}
+			for k := range n {
+				copy(want[k*chunk:], content(k))
+			}
+			if tt.partial {
+				require.Empty(t, sink.chunks, "the partial chunk holds the later ones back")
+				_, err := a.WriteAt(content(0)[chunk/2:], chunk/2, src)
+				require.NoError(t, err)
+				_, err = a.WriteAt(content(n-1), (n-1)*chunk, src) // a write runs the eviction
+				require.NoError(t, err)
+				require.Empty(t, src.calls, "completed by its writes: its base was never read")
+			}
+			require.NotEmpty(t, sink.chunks, "old chunks went to the sink")
+			require.LessOrEqual(t, int64(len(sink.order)), n-sinkAge/chunk, "the newest sinkAge bytes stay in memory")
+			for i, sum := range sink.order {
+				require.Equal(t, sha256.Sum256(content(int64(i))), sum, "the sink took chunk %d out of order", i)
+			}
+			got := make([]byte, a.Size())
+			_, err = a.ReadAt(got, 0, src)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
 		})
 	}
 }

@@ -84,8 +84,13 @@ func (a *Array) dropSlab(i int32) {
 // extra more bytes fit the store's budget or nothing is left to evict: to the sink while
 // they follow the staging order (see Sink), else to the spill file. An eviction that fails
 // leaves that chunk in memory, as it was, and returns the error: no staged byte is lost.
+// Within the budget too, chunks the sink takes go to it once they are old (sinkOld).
 func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
-	if a.store == nil || !a.store.over(extra) {
+	if a.store == nil {
+		return nil
+	}
+	a.sinkOld(keep)
+	if !a.store.over(extra) {
 		return nil
 	}
 	var kept []int32
@@ -110,9 +115,6 @@ func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
 				slog.Warn("staged: storing a chunk ahead of its commit failed; spilling it instead", "err", err)
 			}
 			if sunk {
-				a.store.resident.Add(-int64(len(a.slabs[i])))
-				a.store.release(a.slabs[i])
-				a.slabs[i] = nil
 				continue
 			}
 		}
