@@ -90,11 +90,14 @@ func (a *Array) setHoles(i int32, h *holes) {
 	a.holes[i] = h
 }
 
-// complete drops slab i's holes once its trimmed extent is all written.
-func (a *Array) complete(i int32) {
+// complete drops slab i's holes once its trimmed extent is all written, and reports
+// whether it did.
+func (a *Array) complete(i int32) bool {
 	if h := a.holesOf(i); h != nil && h.written == Elements(a.trimmed(a.shape, a.grid, h.grid))*int64(a.itemSize) {
 		a.setHoles(i, nil)
+		return true
 	}
+	return false
 }
 
 // fillHoles copies the base chunk's bytes into data wherever h records no write.

@@ -151,6 +151,8 @@ func TestSinkOld(t *testing.T) {
 				require.Empty(t, sink.chunks, "the partial chunk holds the later ones back")
 				_, err := a.WriteAt(content(0)[chunk/2:], chunk/2, src)
 				require.NoError(t, err)
+				s, _ := a.Slab([]int64{0})
+				a.waitDigest(s)                                    // whole now: digested on a worker
 				_, err = a.WriteAt(content(n-1), (n-1)*chunk, src) // a write runs the eviction
 				require.NoError(t, err)
 				require.Empty(t, src.calls, "completed by its writes: its base was never read")

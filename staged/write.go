@@ -301,8 +301,9 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			s, _ := a.Slab(c.Chunk)
 			a.startDigest(s, c.Chunk)
 		case hs[i] != nil:
-			s, _ := a.Slab(c.Chunk)
-			a.complete(s)
+			if s, _ := a.Slab(c.Chunk); a.complete(s) { // written whole in pieces: likewise
+				a.startDigest(s, c.Chunk)
+			}
 		}
 	}
 	return nil
