@@ -123,7 +123,7 @@ func (a *Array) settle(i int32) error {
 		return nil
 	}
 	if err := a.fillHoles(h, a.slabs[i]); err != nil {
-		return fmt.Errorf("staged: filling chunk %v from its base: %w", h.grid, err)
+		return fmt.Errorf("filling chunk %v from its base: %w", h.grid, err)
 	}
 	a.setHoles(i, nil)
 	return nil

@@ -92,8 +92,8 @@ func (a *Array) sinkChunk(i int32) (bool, error) {
 }
 
 // sinkAge is how many bytes of chunks staged after a chunk make it old: the sink takes it
-// then, budget or not, while its bytes are still in the CPU's caches (copying them into
-// the page cache later, from memory, took a 1 GiB dd 16% longer on a 2-core machine).
+// then, budget or not, while its bytes are still in the CPU's caches: copied into the page
+// cache later, from memory, they made a 1 GiB dd's writes slower (docs/BENCHMARKS.md).
 const sinkAge = 4 << 20
 
 // sinkOld gives the sink the array's oldest resident chunks, except those in keep, that

@@ -644,7 +644,7 @@ type StagedChunk struct {
 // if a base chunk cannot be read.
 func (a *Array) StagedChunks() ([]StagedChunk, error) {
 	if err := a.settleAll(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("staged: %w", err)
 	}
 	var out []StagedChunk
 	_ = a.Each(func(g []int64, slab int32, off int64) error {
