@@ -19,12 +19,12 @@
 //     give every staged chunk a slab of its own (one chunk long), so memory
 //     is only held for touched chunks and a chunk is freed individually;
 //     staged chunks are never shared between grid positions. A chunk that
-//     leaves the base slab through a partial write records which bytes were
-//     written and reads its base chunk only when the others are needed
-//     (holes.go). An array that uses a Store (UseStore) keeps them under the
-//     store's memory budget: beyond it its oldest staged chunks move to the
-//     store's spill file and are read back when a read, a write or the
-//     commit needs them.
+//     leaves the base or full slab through a partial write records which
+//     bytes were written and reads its base chunk (or fills in the fill
+//     value) only when the others are needed (holes.go). An array that uses
+//     a Store (UseStore) keeps them under the store's memory budget: beyond
+//     it its oldest staged chunks move to the store's spill file and are
+//     read back when a read, a write or the commit needs them.
 //
 // # slab_indices and slab_offsets
 //

@@ -5,16 +5,19 @@ import (
 	"slices"
 )
 
-// holes records which bytes of a staged chunk were written since it left the base slab,
-// when a write covered it only partly: the rest is still the base chunk's, read only
-// when a read, the commit or an eviction needs those bytes (settle). A chunk that later
-// writes complete never reads its base (for a compressed dataset, never decodes it).
+// holes records which bytes of a staged chunk were written since it left the base or the
+// full slab, when a write covered it only partly (or covered an edge chunk, which growing
+// the array may extend): the rest is still the base chunk's (or the fill value), read
+// only when a read, the commit or an eviction needs those bytes (settle). A chunk that
+// later writes complete never reads its base (for a compressed dataset, never decodes
+// it), and is digested as soon as it is whole.
 //
-// A chunk with holes is always in memory (evicting it settles it first), and the array's
-// shape does not change while it has them (Resize settles every chunk first), so the
-// bytes that complete it are those of its trimmed extent.
+// A chunk with holes is always in memory (evicting it settles it first), and its trimmed
+// extent only grows while it has them (a resize settles every chunk first, except that
+// growing axis 0 keeps a fill chunk's holes: what it exposes is unwritten, the fill
+// value), so the bytes that complete it are those of its current trimmed extent.
 type holes struct {
-	src     ChunkSource // the base chunk's source, as the write that staged it gave it
+	src     ChunkSource // the base chunk's source, as the write that staged it gave it; nil: the fill value
 	base    int64       // the base chunk's offset on the base slab
 	grid    []int64
 	spans   []span // written byte ranges of the chunk buffer, sorted, disjoint, not adjacent
@@ -91,27 +94,38 @@ func (a *Array) setHoles(i int32, h *holes) {
 }
 
 // complete drops slab i's holes once its trimmed extent is all written, and reports
-// whether it did.
+// whether it did. A fill chunk at the array's edge keeps them: growing axis 0 may extend
+// it (a file written at its end), and it is whole only once the writes fill it.
 func (a *Array) complete(i int32) bool {
-	if h := a.holesOf(i); h != nil && h.written == Elements(a.trimmed(a.shape, a.grid, h.grid))*int64(a.itemSize) {
-		a.setHoles(i, nil)
-		return true
+	h := a.holesOf(i)
+	if h == nil {
+		return false
 	}
-	return false
+	l := a.trimmed(a.shape, a.grid, h.grid)
+	if h.written != Elements(l)*int64(a.itemSize) || (h.src == nil && !slices.Equal(l, a.chunks)) {
+		return false
+	}
+	a.setHoles(i, nil)
+	return true
 }
 
-// fillHoles copies the base chunk's bytes into data wherever h records no write.
+// fillHoles puts the base chunk's bytes (or the fill value) into data wherever h records
+// no write.
 func (a *Array) fillHoles(h *holes, data []byte) error {
-	base, err := a.chunkData(h.grid, BaseSlab, h.base, h.src)
-	if err != nil {
-		return err
+	gap := func(lo, hi int64) { fillPattern(data[lo:hi], a.fill, int(lo%int64(a.itemSize))) }
+	if h.src != nil {
+		base, err := a.chunkData(h.grid, BaseSlab, h.base, h.src)
+		if err != nil {
+			return err
+		}
+		gap = func(lo, hi int64) { copy(data[lo:hi], base[lo:hi]) }
 	}
 	at := int64(0)
 	for _, s := range h.spans {
-		copy(data[at:s.lo], base[at:s.lo])
+		gap(at, s.lo)
 		at = s.hi
 	}
-	copy(data[at:], base[at:])
+	gap(at, int64(len(data)))
 	return nil
 }
 

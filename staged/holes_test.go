@@ -2,6 +2,9 @@ package staged
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,11 +40,12 @@ func TestHolesAdd(t *testing.T) {
 // TestHolesBaseReads: a base chunk written in pieces reads its base only when its other
 // bytes are needed — never if the writes complete it, once at the listing otherwise, and
 // at once when its pieces pass maxSpans — and every read sees the written bytes over the
-// base's.
+// base's; a chunk of the fill value written in pieces reads the fill value there.
 func TestHolesBaseReads(t *testing.T) {
 	const n = 1024 // one chunk of n bytes
 	tests := []struct {
 		name   string
+		fill   bool       // the chunk starts on the full slab, not the base
 		pieces [][2]int64 // (off, len) written in order
 		reads  int        // base reads by the writes
 		listed int        // base reads by StagedChunks after them
@@ -49,15 +53,22 @@ func TestHolesBaseReads(t *testing.T) {
 		{name: "completed backwards", pieces: backwards(n, 100), reads: 0, listed: 0},
 		{name: "half", pieces: [][2]int64{{0, 300}, {700, 100}}, reads: 0, listed: 1},
 		{name: "every other byte", pieces: everyOther(n), reads: 1, listed: 0},
+		{name: "fill, half", fill: true, pieces: [][2]int64{{0, 301}, {700, 101}}},
+		{name: "fill, every other byte", fill: true, pieces: everyOther(n)},
+		{name: "fill, completed backwards", fill: true, pieces: backwards(n, 100)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := New([]int64{n}, []int64{n}, 1, []byte{0})
+			fill := []byte{0x7f, 0x11} // two-byte elements: pieces end inside them
+			a, err := New([]int64{n / 2}, []int64{n / 2}, 2, fill)
 			require.NoError(t, err)
 			base := bytes.Repeat([]byte{0xba}, n)
-			src := &fakeSource{raw: base, chunkBytes: n, rows: n, calls: map[int64]int{}}
-			require.NoError(t, a.MapBase([]int64{0}, 0))
-			want := bytes.Clone(base)
+			src := &fakeSource{raw: base, chunkBytes: n, rows: n / 2, calls: map[int64]int{}}
+			want := bytes.Repeat(fill, n/2)
+			if !tt.fill {
+				require.NoError(t, a.MapBase([]int64{0}, 0))
+				want = bytes.Clone(base)
+			}
 			for i, p := range tt.pieces {
 				b := bytes.Repeat([]byte{byte(i + 1)}, int(p[1]))
 				_, err := a.WriteAt(b, p[0], src)
@@ -94,4 +105,43 @@ func everyOther(n int64) [][2]int64 {
 		out = append(out, [2]int64{off, 1})
 	}
 	return out
+}
+
+// TestHolesAppend: a dataset grown by small writes at its end (a file written with
+// O_APPEND, or dd past its end) gets each chunk digested once, when the writes have filled
+// it, and never its edge chunk while it still grows; what it reads is what was written.
+func TestHolesAppend(t *testing.T) {
+	const chunk, piece, pieces = 1024, 100, 31 // three full chunks and 28 bytes of a fourth
+	var digests atomic.Int64
+	digest := func(c []byte, _, l []int64, _ int) [32]byte {
+		digests.Add(1)
+		return sha256.Sum256(c[:l[0]])
+	}
+	a, err := New([]int64{0}, []int64{chunk}, 1, []byte{0x7f})
+	require.NoError(t, err)
+	st := OpenStore(filepath.Join(t.TempDir(), "f.h5"), 1<<20)
+	t.Cleanup(func() { st.Close() })
+	st.SetDigester(digest)
+	a.UseStore(st)
+	var want []byte
+	for k := range int64(pieces) {
+		p := bytes.Repeat([]byte{byte(k + 1)}, piece)
+		require.NoError(t, a.Resize([]int64{(k + 1) * piece}, nil))
+		_, err := a.WriteAt(p, k*piece, nil)
+		require.NoError(t, err)
+		want = append(want, p...)
+	}
+	got := make([]byte, a.Size())
+	_, err = a.ReadAt(got, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	sc := stagedChunks(t, a)
+	require.Equal(t, 4, len(sc))
+	for i, c := range sc[:3] {
+		require.NotNil(t, c.Digest, "full chunk %d digested when the writes filled it", i)
+		require.Equal(t, sha256.Sum256(want[i*chunk:(i+1)*chunk]), *c.Digest)
+	}
+	require.Nil(t, sc[3].Digest, "the edge chunk is digested by the commit")
+	require.Equal(t, int64(3), digests.Load(), "one digest per full chunk, none of a growing edge")
+	require.True(t, bytes.Equal(bytes.Repeat([]byte{0x7f}, chunk-len(want)%chunk), sc[3].Data[len(want)%chunk:]), "padding: the fill value")
 }

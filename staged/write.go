@@ -18,9 +18,9 @@ const (
 	// filled from the value; the old chunk is never read.
 	NewChunk WriteAction = iota
 	// CopyChunk: the write partially covers a chunk on the full or base
-	// slab. It moves to a new staged chunk: the fill pattern, or for the
-	// base slab the bytes written with a record of which they are (the base
-	// chunk is read from the ChunkSource when the rest is needed, holes.go).
+	// slab. It moves to a new staged chunk holding the bytes written and a
+	// record of which they are: the rest is the fill value, or the base
+	// chunk's, read from the ChunkSource when it is needed (holes.go).
 	CopyChunk
 	// UpdateInPlace: the chunk already lies on a staged slab and is updated
 	// in place; its slab index and offset do not change.
@@ -136,10 +136,10 @@ func (a *Array) setItemPlan(off, n int64) (*SetItemPlan, error) {
 // inside an element. Writing bytes past Size() is an error (grow with Resize
 // first). Per chunk touched: wholly covered and on the full or base slab, a
 // new staged chunk is filled from p without reading the old chunk; partially
-// covered, a new staged chunk holds the fill pattern updated by p, or for the
-// base slab p's bytes and which they are (src.Chunk is read when the other
-// bytes are needed: by a read, the commit, an eviction, or at once for a
-// write in too many pieces); already staged, it is updated in place. Only
+// covered, a new staged chunk holds p's bytes and which they are (the fill
+// value, or for the base slab src.Chunk, supply the others when they are
+// needed: by a read, the commit, an eviction, or at once for a write in too
+// many pieces); already staged, it is updated in place. Only
 // touched chunks are held in memory, one ChunkBytes() allocation each. src
 // may be nil if no partially covered chunk lies on the base slab.
 //
@@ -204,16 +204,22 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		switch c.Action {
 		case NewChunk:
 			bufs[i] = a.newBuffer()
+			if rows[i] <= maxSpans && !slices.Equal(a.trimmed(a.shape, a.grid, c.Chunk), a.chunks) {
+				hs[i] = &holes{grid: slices.Clone(c.Chunk)} // an edge chunk: it may grow (complete)
+			}
 		case CopyChunk:
 			buf := a.newBuffer()
 			bufs[i] = buf
-			if c.Slab == FullSlab {
-				fillPattern(buf, a.fill, 0)
-			} else if src != nil && rows[i] <= maxSpans {
+			switch {
+			case rows[i] <= maxSpans && c.Slab == FullSlab:
+				hs[i] = &holes{grid: slices.Clone(c.Chunk)} // the fill value where not written
+			case rows[i] <= maxSpans && src != nil:
 				// The base chunk is read only if a read, the commit or an eviction needs
 				// bytes this write and later ones leave unwritten.
 				hs[i] = &holes{src: src, base: c.SlabOffset, grid: slices.Clone(c.Chunk)}
-			} else {
+			case c.Slab == FullSlab:
+				fillPattern(buf, a.fill, 0)
+			default:
 				old, err := a.chunkData(c.Chunk, c.Slab, c.SlabOffset, src)
 				if err != nil {
 					release()
@@ -297,7 +303,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 	}
 	for i, c := range plan.Chunks {
 		switch {
-		case c.Action == NewChunk: // wholly written: digest it while the writes go on
+		case c.Action == NewChunk && hs[i] == nil: // wholly written: digest it while the writes go on
 			s, _ := a.Slab(c.Chunk)
 			a.startDigest(s, c.Chunk)
 		case hs[i] != nil:
@@ -425,9 +431,6 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 // slab get the fill value where the new shape exposes their padding. The cost is that of
 // the edge row, not of the whole grid: growing writes stay linear in the bytes written.
 func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSource) error {
-	if err := a.settleAll(); err != nil { // chunks with holes keep their extent (see holes)
-		return err
-	}
 	type grow struct {
 		k     int64
 		g     []int64
@@ -447,7 +450,14 @@ func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSou
 					if err := a.faultIn(s); err != nil {
 						return err
 					}
-					a.forgetDigest(s) // its padding is about to be filled
+					// Its padding is about to be filled: a base chunk's holes first, as
+					// those bytes become the fill value, not the base's (see holes).
+					if h := a.holesOf(s); h != nil && h.src != nil {
+						if err := a.settle(s); err != nil {
+							return err
+						}
+					}
+					a.forgetDigest(s)
 				}
 				data, err := a.chunkData(g, s, a.slabOffsets[k], src)
 				if err != nil {
