@@ -173,7 +173,10 @@ func rwMount(o writeOptions, template string) (*mountProc, string, error) {
 
 // checkCommitted compares 4 KiB of the current version at a few offsets with src: a run
 // that committed nothing is an error, not a fast row.
-func checkCommitted(mnt, src string, size int64) error {
+func checkCommitted(mnt, src string, size int64) error { return checkWritten(mnt, src, 0, size) }
+
+// checkWritten is checkCommitted for src (size bytes) written at byte at of the dataset.
+func checkWritten(mnt, src string, at, size int64) error {
 	want, err := os.Open(src)
 	if err != nil {
 		return err
@@ -188,27 +191,28 @@ func checkCommitted(mnt, src string, size int64) error {
 	if err != nil {
 		return err
 	}
-	if st.Size() != size {
-		return fmt.Errorf("current/data is %d bytes after the write, want %d", st.Size(), size)
+	if st.Size() != at+size {
+		return fmt.Errorf("current/data is %d bytes after the write, want %d", st.Size(), at+size)
 	}
 	a, b := make([]byte, 4096), make([]byte, 4096)
 	for _, off := range []int64{0, size / 3, size - 4096} {
 		if _, err := want.ReadAt(a, off); err != nil {
 			return err
 		}
-		if _, err := got.ReadAt(b, off); err != nil {
+		if _, err := got.ReadAt(b, at+off); err != nil {
 			return err
 		}
 		if !bytes.Equal(a, b) {
-			return fmt.Errorf("current/data differs from %s at %d after the write", src, off)
+			return fmt.Errorf("current/data differs from %s at %d after the write", src, at+off)
 		}
 	}
 	return nil
 }
 
-// smallRows: dd bs=4K conv=notrunc,fsync of o.small MiB over version v1, uncompressed and
-// gzip+shuffle: 16 writes to each 64 KiB chunk, all but the last covering it in part (a
-// chunk whose writes complete it never reads its base chunk), against a plain dd bs=4K.
+// smallRows: dd bs=4K conv=notrunc,fsync of o.small MiB, uncompressed and gzip+shuffle,
+// over version v1 of a dataset that size (16 writes to each 64 KiB chunk, all but the last
+// covering it in part: a chunk whose writes complete it never reads its base chunk) and
+// appended to one of 16 MiB (every write grows the dataset), against a plain dd bs=4K.
 func smallRows(o writeOptions) error {
 	src, err := newData(o.cache, o.small)
 	if err != nil {
@@ -216,30 +220,36 @@ func smallRows(o writeOptions) error {
 	}
 	size := int64(o.small) << 20
 	for _, gzip := range []bool{false, true} {
-		file, err := makeWriteFile(o.cache, o.small, gzip)
-		if err != nil {
-			return err
-		}
-		var vt, pt, ratios []float64
-		for range o.reps {
-			p, err := plainDDBlocks(o.cache, src, "4K")
+		for _, appended := range []bool{false, true} {
+			mib, at, how := o.small, int64(0), "over a version"
+			if appended {
+				mib, at, how = 16, 16<<20, "appended to 16 MiB"
+			}
+			file, err := makeWriteFile(o.cache, mib, gzip)
 			if err != nil {
 				return err
 			}
-			v, _, err := ddOver(o, file, src, "4K", size)
-			if err != nil {
-				return err
+			var vt, pt, ratios []float64
+			for range o.reps {
+				p, err := plainDDBlocks(o.cache, src, "4K")
+				if err != nil {
+					return err
+				}
+				v, _, err := ddAt(o, file, src, "4K", at, size)
+				if err != nil {
+					return err
+				}
+				vt, pt = append(vt, v.Seconds()), append(pt, p.Seconds())
+				ratios = append(ratios, p.Seconds()/v.Seconds())
 			}
-			vt, pt = append(vt, v.Seconds()), append(pt, p.Seconds())
-			ratios = append(ratios, p.Seconds()/v.Seconds())
+			layout := "uncompressed"
+			if gzip {
+				layout = "gzip4+shuffle"
+			}
+			mb := float64(size) / 1e6
+			fmt.Printf("dd bs=4K %4d MiB %s (%s): vh5fs %7.1f MB/s (%.2f s), plain dd bs=4K %7.1f MB/s; ratio %.2fx\n",
+				o.small, how, layout, mb/mid(vt), mid(vt), mb/mid(pt), mid(ratios))
 		}
-		layout := "uncompressed"
-		if gzip {
-			layout = "gzip4+shuffle"
-		}
-		mb := float64(size) / 1e6
-		fmt.Printf("dd bs=4K %4d MiB over a version (%s): vh5fs %7.1f MB/s (%.2f s), plain dd bs=4K %7.1f MB/s; ratio %.2fx\n",
-			o.small, layout, mb/mid(vt), mid(vt), mb/mid(pt), mid(ratios))
 	}
 	return nil
 }
@@ -248,16 +258,22 @@ func smallRows(o writeOptions) error {
 // (size bytes) over its version v1, end to end; it checks that the commit holds src and
 // returns the daemon's peak RSS too.
 func ddOver(o writeOptions, file, src, bs string, size int64) (time.Duration, int64, error) {
+	return ddAt(o, file, src, bs, 0, size)
+}
+
+// ddAt is ddOver with src written from byte at of the dataset.
+func ddAt(o writeOptions, file, src, bs string, at, size int64) (time.Duration, int64, error) {
 	m, work, err := rwMount(o, file)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer os.Remove(work)
 	start := time.Now()
-	err = run("dd", "if="+src, "of="+filepath.Join(m.dir, "versions", "v1", "data"), "bs="+bs, "conv=notrunc,fsync", "status=none")
+	err = run("dd", "if="+src, "of="+filepath.Join(m.dir, "versions", "v1", "data"), "bs="+bs,
+		"oflag=seek_bytes", "seek="+strconv.FormatInt(at, 10), "conv=notrunc,fsync", "status=none")
 	v := time.Since(start)
 	if err == nil {
-		err = checkCommitted(m.dir, src, size)
+		err = checkWritten(m.dir, src, at, size)
 	}
 	rss := peakRSS(m.cmd.Process.Pid)
 	m.stop()
