@@ -6,8 +6,8 @@ import (
 )
 
 // holes records which bytes of a staged chunk were written since it left the base or the
-// full slab, when a write covered it only partly (or covered an edge chunk, which growing
-// the array may extend): the rest is still the base chunk's (or the fill value), read
+// full slab, when a write covered it only partly (or covered an edge chunk that growing
+// axis 0 may extend): the rest is still the base chunk's (or the fill value), read
 // only when a read, the commit or an eviction needs those bytes (settle). A chunk that
 // later writes complete never reads its base (for a compressed dataset, never decodes
 // it), and is digested as soon as it is whole.
@@ -94,19 +94,25 @@ func (a *Array) setHoles(i int32, h *holes) {
 }
 
 // complete drops slab i's holes once its trimmed extent is all written, and reports
-// whether it did. A fill chunk at the array's edge keeps them: growing axis 0 may extend
-// it (a file written at its end), and it is whole only once the writes fill it.
+// whether it did. A fill chunk that growing axis 0 may still extend to its full shape (a
+// file written at its end) keeps them: it is whole only once the writes fill it.
 func (a *Array) complete(i int32) bool {
 	h := a.holesOf(i)
 	if h == nil {
 		return false
 	}
 	l := a.trimmed(a.shape, a.grid, h.grid)
-	if h.written != Elements(l)*int64(a.itemSize) || (h.src == nil && !slices.Equal(l, a.chunks)) {
+	if h.written != Elements(l)*int64(a.itemSize) || (h.src == nil && a.mayGrow(l)) {
 		return false
 	}
 	a.setHoles(i, nil)
 	return true
+}
+
+// mayGrow reports whether a chunk of trimmed extent l becomes whole as axis 0 grows: it
+// is short on axis 0 alone.
+func (a *Array) mayGrow(l []int64) bool {
+	return l[0] < a.chunks[0] && slices.Equal(l[1:], a.chunks[1:])
 }
 
 // fillHoles puts the base chunk's bytes (or the fill value) into data wherever h records

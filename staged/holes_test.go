@@ -145,3 +145,34 @@ func TestHolesAppend(t *testing.T) {
 	require.Equal(t, int64(3), digests.Load(), "one digest per full chunk, none of a growing edge")
 	require.True(t, bytes.Equal(bytes.Repeat([]byte{0x7f}, chunk-len(want)%chunk), sc[3].Data[len(want)%chunk:]), "padding: the fill value")
 }
+
+// TestEdgeDigests: a chunk written whole is digested at the write unless growing axis 0
+// could still extend it to its full shape (then the writes that fill it do).
+func TestEdgeDigests(t *testing.T) {
+	tests := []struct {
+		name          string
+		shape, chunks []int64
+		digested      []bool // per chunk, C order
+	}{
+		{name: "1-D, short last chunk", shape: []int64{10}, chunks: []int64{4}, digested: []bool{true, true, false}},
+		{name: "2-D, short on axis 1", shape: []int64{4, 5}, chunks: []int64{4, 4}, digested: []bool{true, true}},
+		{name: "2-D, short on both axes", shape: []int64{3, 5}, chunks: []int64{4, 4}, digested: []bool{false, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := New(tt.shape, tt.chunks, 1, []byte{0})
+			require.NoError(t, err)
+			st := OpenStore(filepath.Join(t.TempDir(), "f.h5"), 1<<20)
+			t.Cleanup(func() { st.Close() })
+			st.SetDigester(func(c []byte, _, _ []int64, _ int) [32]byte { return sha256.Sum256(c) })
+			a.UseStore(st)
+			_, err = a.WriteAt(bytes.Repeat([]byte{1}, int(a.Size())), 0, nil)
+			require.NoError(t, err)
+			sc := stagedChunks(t, a)
+			require.Len(t, sc, len(tt.digested))
+			for i, c := range sc {
+				require.Equal(t, tt.digested[i], c.Digest != nil, "chunk %v", c.Grid)
+			}
+		})
+	}
+}

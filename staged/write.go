@@ -204,8 +204,8 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		switch c.Action {
 		case NewChunk:
 			bufs[i] = a.newBuffer()
-			if rows[i] <= maxSpans && !slices.Equal(a.trimmed(a.shape, a.grid, c.Chunk), a.chunks) {
-				hs[i] = &holes{grid: slices.Clone(c.Chunk)} // an edge chunk: it may grow (complete)
+			if rows[i] <= maxSpans && a.mayGrow(a.trimmed(a.shape, a.grid, c.Chunk)) {
+				hs[i] = &holes{grid: slices.Clone(c.Chunk)} // an edge chunk that may grow (complete)
 			}
 		case CopyChunk:
 			buf := a.newBuffer()
