@@ -48,6 +48,7 @@ type ChunkWrite struct {
 	Action     WriteAction
 
 	flat int64
+	runs int64 // contiguous runs the transfers write: the ranges a chunk with holes records
 }
 
 // SetItemPlan is the write plan for a byte range of the C-order stream. The
@@ -102,21 +103,27 @@ func (a *Array) setItemPlan(off, n int64) (*SetItemPlan, error) {
 		t Transfer
 	}
 	ts := make([]keyed, len(gp.Transfers))
-	covered := map[int64]int64{} // bytes written per chunk
+	at := map[int64]int{} // flat chunk index -> its place in p.Chunks
+	var covered []int64   // bytes written per chunk of p.Chunks
 	for i, t := range gp.Transfers {
 		k := a.flatUnchecked(t.Chunk)
 		ts[i] = keyed{k, t}
-		if _, ok := covered[k]; !ok {
+		j, ok := at[k]
+		if !ok {
+			j = len(p.Chunks)
+			at[k] = j
 			p.Chunks = append(p.Chunks, ChunkWrite{Chunk: t.Chunk, Slab: t.Slab, SlabOffset: t.SlabOffset, flat: k})
+			covered = append(covered, 0)
 		}
-		covered[k] += (Elements(t.Count)-1)*is + int64(t.ByteHi-t.ByteLo)
+		covered[j] += (Elements(t.Count)-1)*is + int64(t.ByteHi-t.ByteLo)
+		p.Chunks[j].runs += Elements(t.Count[:len(t.Count)-1])
 	}
 	for i := range p.Chunks {
 		c := &p.Chunks[i]
 		switch {
 		case c.Slab >= 2:
 			c.Action = UpdateInPlace
-		case covered[c.flat] == Elements(a.trimmed(a.shape, a.grid, c.Chunk))*is:
+		case covered[i] == Elements(a.trimmed(a.shape, a.grid, c.Chunk))*is:
 			c.Action = NewChunk
 		default:
 			c.Action = CopyChunk
@@ -174,8 +181,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 	if err := a.makeRoom(extra, keep); err != nil {
 		return err
 	}
-	rows := plan.rowsPerChunk()
-	for ci, c := range plan.Chunks {
+	for _, c := range plan.Chunks {
 		if c.Action != UpdateInPlace && c.Slab >= 2 && int(c.Slab) < len(a.slabs) && a.isSunk(c.Slab) {
 			a.sinkStop = true // a sunk chunk replaced: it leaves the staging order
 		}
@@ -183,7 +189,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			if err := a.faultIn(c.Slab); err != nil {
 				return err
 			}
-			if h := a.holesOf(c.Slab); h != nil && int64(len(h.spans))+rows[ci] > maxSpans {
+			if h := a.holesOf(c.Slab); h != nil && int64(len(h.spans))+c.runs > maxSpans {
 				if err := a.settle(c.Slab); err != nil {
 					return err
 				}
@@ -204,16 +210,16 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		switch c.Action {
 		case NewChunk:
 			bufs[i] = a.newBuffer()
-			if rows[i] <= maxSpans && a.mayGrow(a.trimmed(a.shape, a.grid, c.Chunk)) {
+			if c.runs <= maxSpans && a.mayGrow(a.trimmed(a.shape, a.grid, c.Chunk)) {
 				hs[i] = &holes{grid: slices.Clone(c.Chunk)} // an edge chunk that may grow (complete)
 			}
 		case CopyChunk:
 			buf := a.newBuffer()
 			bufs[i] = buf
 			switch {
-			case rows[i] <= maxSpans && c.Slab == FullSlab:
+			case c.runs <= maxSpans && c.Slab == FullSlab:
 				hs[i] = &holes{grid: slices.Clone(c.Chunk)} // the fill value where not written
-			case rows[i] <= maxSpans && src != nil:
+			case c.runs <= maxSpans && src != nil:
 				// The base chunk is read only if a read, the commit or an eviction needs
 				// bytes this write and later ones leave unwritten.
 				hs[i] = &holes{src: src, base: c.SlabOffset, grid: slices.Clone(c.Chunk)}
@@ -313,21 +319,6 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		}
 	}
 	return nil
-}
-
-// rowsPerChunk counts, per chunk of p.Chunks, the contiguous runs its transfers write:
-// the written ranges a chunk with holes would record.
-func (p *SetItemPlan) rowsPerChunk() []int64 {
-	rows := make([]int64, len(p.Chunks))
-	ci := 0
-	for i := range p.Transfers {
-		t := &p.Transfers[i]
-		for !slices.Equal(p.Chunks[ci].Chunk, t.Chunk) {
-			ci++
-		}
-		rows[ci] += Elements(t.Count[:len(t.Count)-1])
-	}
-	return rows
 }
 
 // String renders the plan: the value's hyperslabs, the chunks by action, and
