@@ -171,11 +171,9 @@ func rwMount(o writeOptions, template string) (*mountProc, string, error) {
 	return m, work, nil
 }
 
-// checkCommitted compares 4 KiB of the current version at a few offsets with src: a run
-// that committed nothing is an error, not a fast row.
-func checkCommitted(mnt, src string, size int64) error { return checkWritten(mnt, src, 0, size) }
-
-// checkWritten is checkCommitted for src (size bytes) written at byte at of the dataset.
+// checkWritten compares 4 KiB of the current version at a few offsets with src (size
+// bytes) written from byte at of the dataset: a run that committed nothing is an error,
+// not a fast row.
 func checkWritten(mnt, src string, at, size int64) error {
 	want, err := os.Open(src)
 	if err != nil {
@@ -254,14 +252,9 @@ func smallRows(o writeOptions) error {
 	return nil
 }
 
-// ddOver mounts a copy of file read-write and times dd bs=bs conv=notrunc,fsync of src
-// (size bytes) over its version v1, end to end; it checks that the commit holds src and
-// returns the daemon's peak RSS too.
-func ddOver(o writeOptions, file, src, bs string, size int64) (time.Duration, int64, error) {
-	return ddAt(o, file, src, bs, 0, size)
-}
-
-// ddAt is ddOver with src written from byte at of the dataset.
+// ddAt mounts a copy of file read-write and times dd bs=bs conv=notrunc,fsync of src
+// (size bytes) from byte at of its version v1, end to end; it checks that the commit
+// holds src and returns the daemon's peak RSS too.
 func ddAt(o writeOptions, file, src, bs string, at, size int64) (time.Duration, int64, error) {
 	m, work, err := rwMount(o, file)
 	if err != nil {
@@ -302,7 +295,7 @@ func ddRow(o writeOptions, mib int, refAvailable bool) error {
 		if err != nil {
 			return err
 		}
-		v, peak, err := ddOver(o, file, src, "1M", size)
+		v, peak, err := ddAt(o, file, src, "1M", 0, size)
 		if err != nil {
 			return err
 		}
@@ -393,7 +386,7 @@ func cpRows(o writeOptions) error {
 			err = run("cp", src, filepath.Join(m.dir, "versions", "v1", "data"))
 			v := time.Since(start)
 			if err == nil {
-				err = checkCommitted(m.dir, src, int64(mib)<<20)
+				err = checkWritten(m.dir, src, 0, int64(mib)<<20)
 			}
 			m.stop()
 			os.Remove(work)
