@@ -167,6 +167,7 @@ func TestSinkWithinBudget(t *testing.T) {
 	require.NotNil(t, match, "the commit's log line: %s", m.stderr.String())
 	ahead, err := strconv.Atoi(match[1])
 	require.NoError(t, err)
+	t.Logf("%d of 384 chunks in place before the commit", ahead)
 	// 384 chunks; the last 64 (4 MiB) and those whose hashes were still being made stay in
 	// memory.
 	require.GreaterOrEqual(t, ahead, 200, "chunks written ahead of the commit")
