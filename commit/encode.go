@@ -212,9 +212,11 @@ func parallel(n int, fn func(i int) error) error {
 	return ferr
 }
 
-// ordered runs produce(i) for i in [0, n) on every core, at most window ahead of
-// consume, and calls consume(i, result) in order on the calling goroutine. It returns
-// the first error of either; produce's results that consume never saw go to discard.
+// ordered runs produce(i) for i in [0, n) on every core and calls consume(i, result) in
+// order on the calling goroutine. At most window results are produced or in production
+// beyond the one consume holds: a slot is freed as consume takes a result, so producers
+// go on while it runs. It returns the first error of either; produce's results that
+// consume never saw go to discard.
 func ordered[T any](n, window int, produce func(i int) (T, error), consume func(i int, v T) error, discard func(T)) error {
 	if n <= 2 || workers() == 1 { // a small commit: no goroutines to start
 		for i := range n {

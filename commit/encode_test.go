@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -100,19 +101,23 @@ func BenchmarkShuffle8(b *testing.B) {
 }
 
 // TestOrdered: results are consumed in order whatever order they are produced in, at most
-// window ahead; the first error stops it and every produced result not consumed is
-// discarded.
+// window ahead of the one being consumed; the first error stops it and every produced
+// result not consumed is discarded.
 func TestOrdered(t *testing.T) {
 	for _, n := range []int{0, 1, 7, 200} {
 		var got []int
-		var ahead, maxAhead atomic.Int64
+		var mu sync.Mutex
+		ahead, maxAhead := 0, 0 // produce calls begun less consume calls begun
 		err := ordered(n, 5, func(i int) (int, error) {
-			if a := ahead.Add(1); a > maxAhead.Load() {
-				maxAhead.Store(a)
-			}
+			mu.Lock()
+			ahead++
+			maxAhead = max(maxAhead, ahead)
+			mu.Unlock()
 			return i * i, nil
 		}, func(i, v int) error {
-			ahead.Add(-1)
+			mu.Lock()
+			ahead--
+			mu.Unlock()
 			require.Equal(t, i*i, v)
 			got = append(got, i)
 			return nil
@@ -122,7 +127,7 @@ func TestOrdered(t *testing.T) {
 		for i, g := range got {
 			require.Equal(t, i, g)
 		}
-		require.LessOrEqual(t, maxAhead.Load(), int64(5))
+		require.LessOrEqual(t, maxAhead, 5+1, "the window and the result consume holds")
 	}
 	boom := errors.New("boom")
 	for _, failAt := range []string{"produce", "consume"} {
