@@ -46,11 +46,12 @@ demo: build
 	scripts/demo.sh
 
 # Every test, including the ones that really mount with FUSE (needs /dev/fuse and root or
-# user_allow_other-free fusermount3).
+# user_allow_other-free fusermount3); then every package but tests/ again under the race
+# detector (-short: without the large files' tests, which run above).
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
-	$(GO) test -race -count=1 -run Concurrent ./commit ./stage
+	$(GO) test -race -short -count=1 $$($(GO) list ./... | grep -v /tests$$)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x
 
 # Each fuzz target for FUZZTIME (seed corpora run with every `go test` too). `make test` gives
