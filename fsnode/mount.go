@@ -25,15 +25,21 @@ import (
 type Server struct {
 	*fuse.Server
 	stages *stage.Manager
+	commit *commit.Committer
 }
 
-// Wait waits until the mount ends, then saves its stages for the next mount.
+// Wait waits until the mount ends, then saves its stages for the next mount and lets go
+// of the committer's hash tables (an HDF5 object left open keeps the file open past its
+// close).
 func (s *Server) Wait() {
 	s.Server.Wait()
 	if s.stages != nil {
 		if err := s.stages.Close(); err != nil {
 			slog.Error("stages not saved", "err", err)
 		}
+	}
+	if s.commit != nil {
+		s.commit.Close()
 	}
 }
 
@@ -110,7 +116,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*Server, 
 	if err := RaiseReadAhead(mountpoint); err != nil {
 		slog.Debug("read-ahead left as it is", "err", err)
 	}
-	return &Server{Server: srv, stages: m.stages}, nil
+	return &Server{Server: srv, stages: m.stages, commit: m.commit}, nil
 }
 
 // newMount holds what every node of a mount of f shares: the engines a read-write mount
