@@ -133,6 +133,9 @@ func (c *Committer) Commit(ch Change) (Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := c.now()
+	if err := c.f.HDF5().Stopped(); err != nil {
+		return Result{}, fmt.Errorf("commit %s on %s: %w", ch.Dataset, ch.Base, err)
+	}
 	head := ""
 	if ch.FollowHead {
 		var err error

@@ -70,6 +70,9 @@ func (c *Committer) CommitTree(t Tree) (Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := c.now()
+	if err := c.f.HDF5().Stopped(); err != nil {
+		return Result{}, fmt.Errorf("commit on %s: %w", t.Base, err)
+	}
 	res, err := c.commitTree(t, start)
 	if err != nil {
 		return Result{}, fmt.Errorf("commit on %s: %w", t.Base, err)

@@ -298,6 +298,21 @@ func (f *File) syncError(step syncStep, committed bool, errno error) error {
 	return fmt.Errorf("%w; the sync failed at its %s step, %s", f.stopped(errno), steps[step].what, what)
 }
 
+// Stopped returns ErrStopped (wrapped) once the file's journal driver has stopped, nil
+// while it works: a commit asks first, since every object it would create could no longer
+// be closed (a close writes) and would stay open until the process ends.
+func (f *File) Stopped() error {
+	lock()
+	defer unlock()
+	if f.f == nil {
+		return nil
+	}
+	if errno := C.vh5j_failed(C.hid_t(f.f.ID())); errno != 0 {
+		return f.stopped(syscall.Errno(errno))
+	}
+	return nil
+}
+
 func (f *File) stopped(errno error) error {
 	return &Error{Op: "write", Path: f.path, Err: fmt.Errorf("%w (%v)", ErrStopped, errno)}
 }

@@ -156,9 +156,11 @@ func TestJournalFaults(t *testing.T) {
 				err := f.FlushSync()
 				if w.syncErr == "" {
 					require.NoError(t, err)
+					require.NoError(t, f.Stopped())
 				} else {
 					require.ErrorIs(t, err, ErrStopped)
 					require.ErrorContains(t, err, w.syncErr)
+					require.ErrorIs(t, f.Stopped(), ErrStopped, "a commit asks before it writes")
 				}
 				require.Equal(t, w.journal, exists(path+JournalSuffix), "journal beside the file")
 				was := snapshot(t, path)

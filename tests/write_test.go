@@ -273,6 +273,12 @@ func TestCommitFailure(t *testing.T) {
 	require.Len(t, stages, 1)
 	require.Regexp(t, `^unsaved-\d{8}T\d{6}\.\d{6}Z$`, stages[0])
 	m.unmount(t)
+	// Every failed commit said why, and none went on to create a version group, whose
+	// close, which writes, could no longer complete.
+	log := m.stderr.String()
+	failed := strings.Count(log, `level=ERROR msg="commit failed"`)
+	require.GreaterOrEqual(t, failed, 3, "two fsyncs and the last close: %s", log)
+	require.Equal(t, failed, strings.Count(log, "an earlier write to the file failed"), "%s", log)
 	require.NoError(t, os.Remove(blocker))
 	checkFile(t, file)
 	m = mount(t, file, "rw")
