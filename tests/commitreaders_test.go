@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,9 +21,7 @@ import (
 // keeps the sink from taking any chunk ahead of it, and the budget holds the whole change.
 func TestReadersServedDuringCommit(t *testing.T) {
 	const size = 192 << 20
-	dir := t.TempDir()
-	file := filepath.Join(dir, "data.h5")
-	run(t, python(t), "py/make_versioned.py", file, "--shape", strconv.Itoa(size/8), "--chunks", "8192", "--versions", "2")
+	file := makeFloats(t, t.TempDir(), size)
 	m := mount(t, file, "rw,stage_mem=256M")
 
 	other, err := os.Open(filepath.Join(m.Dir, "versions/v0/data"))

@@ -49,9 +49,7 @@ func spillFiles(t *testing.T, pid int, file string) map[string]int64 {
 // once they are committed.
 func TestSpillCommit(t *testing.T) {
 	const size = 24<<20 + 8<<10 // the last chunk is an edge chunk of 8 KiB
-	dir := t.TempDir()
-	file := filepath.Join(dir, "data.h5")
-	run(t, python(t), "py/make_versioned.py", file, "--shape", strconv.Itoa(size/8), "--chunks", "8192", "--versions", "2")
+	file := makeFloats(t, t.TempDir(), size)
 	m := mount(t, file, "rw,stage_mem=1M")
 
 	want := make([]byte, size)
@@ -72,7 +70,7 @@ func TestSpillCommit(t *testing.T) {
 	for _, n := range spills {
 		require.GreaterOrEqual(t, n, int64(size-2<<20), "all but about the budget spilled")
 	}
-	names, err := os.ReadDir(dir)
+	names, err := os.ReadDir(filepath.Dir(file))
 	require.NoError(t, err)
 	require.Len(t, names, 1, "nothing but the HDF5 file beside it")
 
@@ -86,17 +84,7 @@ func TestSpillCommit(t *testing.T) {
 	require.NoError(t, f.Close())
 	m.unmount(t)
 
-	out := filepath.Join(dir, "h5py.bin")
-	run(t, python(t), "-c", `import sys, h5py
-f = h5py.File(sys.argv[1], "r")
-cur = f["_version_data/versions"].attrs["current_version"]
-cur = cur.decode() if isinstance(cur, bytes) else cur
-f["_version_data/versions"][cur]["data"][()].astype("<f8").tofile(sys.argv[2])`, file, out)
-	viaH5py, err := os.ReadFile(out)
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(want, viaH5py), "h5py reads the committed version as written")
-	require.NoError(t, os.Remove(out))
-	checkFile(t, file)
+	checkCommitted(t, file, want)
 }
 
 // TestSinkCommit: with stage_mem=1M, 24 MiB written over a version in whole chunks go to
@@ -108,9 +96,7 @@ f["_version_data/versions"][cur]["data"][()].astype("<f8").tofile(sys.argv[2])`,
 // the descriptor at exec, and that close commits.)
 func TestSinkCommit(t *testing.T) {
 	const size = 24 << 20
-	dir := t.TempDir()
-	file := filepath.Join(dir, "data.h5")
-	run(t, python(t), "py/make_versioned.py", file, "--shape", strconv.Itoa(size/8), "--chunks", "8192", "--versions", "2")
+	file := makeFloats(t, t.TempDir(), size)
 	before, err := os.Stat(file)
 	require.NoError(t, err)
 	was := run(t, python(t), "-c", durableState, file)
@@ -136,16 +122,7 @@ func TestSinkCommit(t *testing.T) {
 	require.True(t, bytes.Equal(want, got), "current version reads back what was written")
 	m.unmount(t)
 
-	out := filepath.Join(dir, "h5py.bin")
-	run(t, python(t), "-c", `import sys, h5py
-f = h5py.File(sys.argv[1], "r")
-cur = f["_version_data/versions"].attrs["current_version"]
-cur = cur.decode() if isinstance(cur, bytes) else cur
-f["_version_data/versions"][cur]["data"][()].astype("<f8").tofile(sys.argv[2])`, file, out)
-	viaH5py, err := os.ReadFile(out)
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(want, viaH5py), "h5py reads the committed version as written")
-	checkFile(t, file)
+	checkCommitted(t, file, want)
 }
 
 // TestSinkWithinBudget: under the default stage_mem (32 MiB), 24 MiB written over a version
@@ -154,9 +131,7 @@ f["_version_data/versions"][cur]["data"][()].astype("<f8").tofile(sys.argv[2])`,
 // written.
 func TestSinkWithinBudget(t *testing.T) {
 	const size = 24 << 20
-	dir := t.TempDir()
-	file := filepath.Join(dir, "data.h5")
-	run(t, python(t), "py/make_versioned.py", file, "--shape", strconv.Itoa(size/8), "--chunks", "8192", "--versions", "2")
+	file := makeFloats(t, t.TempDir(), size)
 	m := mount(t, file, "rw")
 	want := make([]byte, size)
 	for i := 0; i < size; i += 8 {
@@ -174,7 +149,23 @@ func TestSinkWithinBudget(t *testing.T) {
 	require.LessOrEqual(t, ahead, 384-64)
 	m.unmount(t)
 
-	out := filepath.Join(dir, "h5py.bin")
+	checkCommitted(t, file, want)
+}
+
+// makeFloats makes dir/data.h5: two versions of a float64 dataset "data" of size bytes in
+// chunks of 64 KiB.
+func makeFloats(t *testing.T, dir string, size int) string {
+	t.Helper()
+	file := filepath.Join(dir, "data.h5")
+	run(t, python(t), "py/make_versioned.py", file, "--shape", strconv.Itoa(size/8), "--chunks", "8192", "--versions", "2")
+	return file
+}
+
+// checkCommitted: h5py reads the current version's "data" of file as want, and the file
+// passes the spec checker.
+func checkCommitted(t *testing.T, file string, want []byte) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "h5py.bin")
 	run(t, python(t), "-c", `import sys, h5py
 f = h5py.File(sys.argv[1], "r")
 cur = f["_version_data/versions"].attrs["current_version"]
@@ -234,8 +225,7 @@ func (w *heldWriter) finish() error {
 // top, over those slots, and the file checks clean.
 func TestSinkCrash(t *testing.T) {
 	const size = 8 << 20
-	file := filepath.Join(t.TempDir(), "data.h5")
-	run(t, python(t), "py/make_versioned.py", file, "--shape", strconv.Itoa(size/8), "--chunks", "8192", "--versions", "2")
+	file := makeFloats(t, t.TempDir(), size)
 	was := run(t, python(t), "-c", durableState, file)
 	m := mount(t, file, "rw,stage_mem=1M")
 	data := bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, size/8) // 1.0 as <f8
@@ -279,8 +269,7 @@ func TestSpillDiskFull(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 	const size = 2 << 20
-	file := filepath.Join(dir, "data.h5")
-	run(t, python(t), "py/make_versioned.py", file, "--shape", strconv.Itoa(size/8), "--chunks", "8192", "--versions", "2")
+	file := makeFloats(t, dir, size)
 	m := mount(t, file, "rw,stage_mem=0")
 	var st unix.Statfs_t
 	require.NoError(t, unix.Statfs(dir, &st))
