@@ -267,8 +267,9 @@ func (c *Committer) baseEntries(base versions.Version) ([]Entry, error) {
 
 // writeVersion builds version group name on base: created under committed=False with
 // rootAttrs, every entry made (groups; changed datasets as new virtual datasets of their
-// plans; unchanged ones copied from the base), checked, flagged committed, made current,
-// then flushed and synced (h5.File.FlushSync).
+// plans; unchanged ones copied from the base), checked, flushed as the sync's body
+// (h5.File.FlushBody), flagged committed, made current, then synced (h5.File.FlushSync),
+// which makes the body durable before the flag and current_version reach the file.
 //
 // It takes no lock of versions.File: the journal driver keeps every write over the
 // file's durable bytes until the sync, whose apply step alone holds the chunk store's
@@ -295,6 +296,10 @@ func (c *Committer) writeVersion(base versions.Version, name string, now time.Ti
 		}
 	}
 	if err := h.CheckMappingLists(); err != nil { // before anything marks it complete
+		return err
+	}
+	// Everything above reaches the file, durably, before the flag and current_version do.
+	if err := h.FlushBody(); err != nil {
 		return err
 	}
 	if err := setAttrs(h, vpath, []attr{{"committed", true}, {"timestamp", c.now().UTC().Format(TimestampLayout)}}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,8 +142,18 @@ func open(path string, rw bool) (*File, error) {
 	if id < 0 {
 		return nil, openFailure(path, st.Size(), fail("open file", path, nil).(*Error))
 	}
+	// Crash tests kill the process at a chosen system call of its syncs (tests/synckill_test.go).
+	if n, err := strconv.ParseUint(os.Getenv(SyncKillEnv), 10, 64); err == nil {
+		C.vh5j_kill_at(id, C.ulong(n))
+	}
 	return &File{path: path, f: gonumFile(id), rw: true}, nil
 }
+
+// SyncKillEnv names the environment variable that makes a process kill itself (SIGKILL)
+// just before the N-th system call of a read-write file's syncs that writes, fsyncs,
+// creates or removes a file: for crash tests, which place a kill at every moment of a sync.
+const SyncKillEnv = "VH5FS_TEST_SYNC_KILL"
+
 
 // Path is the file's path as given to Open.
 func (f *File) Path() string { return f.path }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,6 +145,8 @@ const (
 	stepJsync   syncStep = C.VH5J_JSYNC
 	stepDirsync syncStep = C.VH5J_DIRSYNC
 	stepApply   syncStep = C.VH5J_APPLY
+	stepBsync   syncStep = C.VH5J_BSYNC
+	stepPublish syncStep = C.VH5J_PUBLISH
 	stepAsync   syncStep = C.VH5J_ASYNC
 	stepRemove  syncStep = C.VH5J_REMOVE
 	stepDone    syncStep = C.VH5J_DONE
@@ -177,9 +180,31 @@ func (f *File) InjectSyncFault(step string, crash bool) error {
 	return fmt.Errorf("h5: no sync step %q", step)
 }
 
+// FlushBody flushes HDF5's buffers and marks what was written so far as the body of the
+// next FlushSync: the sync makes it durable on the file before anything written from now
+// on (a version's committed flag, current_version) reaches the file's old bytes, so that
+// no reader, of any program and at any crash, meets a version shown as committed whose
+// bytes are not all in place. It costs the sync one more fsync.
+func (f *File) FlushBody() error {
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return err
+	}
+	if err := f.flushLocked(id); err != nil || !f.rw {
+		return err
+	}
+	if rc, errno := C.vh5j_mark_publish(id); rc < 0 {
+		return &Error{Op: "mark the publish of", Path: f.path, Err: errno}
+	}
+	return nil
+}
+
 // SetApplyLock makes FlushSync hold l while it writes the journaled bytes over the file's
-// old ones, the only moment the bytes of the file's durable state change: whoever reads
-// those bytes without libhdf5 takes l to see either the old state or the new one whole.
+// old ones (the body, then, after an fsync without l, the publish), the only moments the
+// bytes of the file's durable state change: whoever reads those bytes without libhdf5
+// takes l to see each state whole (before the sync, with the body, after it).
 func (f *File) SetApplyLock(l sync.Locker) {
 	f.sync.mu.Lock()
 	f.sync.applyLock = l
@@ -234,11 +259,14 @@ func (f *File) FlushSync() error {
 	}()
 	for {
 		step := syncStep(C.vh5j_step_next(s))
-		if step == stepApply && f.sync.applyLock != nil {
+		// The body and the publish each change the durable bytes whole under the lock; the
+		// fsync between them runs without it (the state after the body is one readers may see).
+		locked := (step == stepApply || step == stepPublish) && f.sync.applyLock != nil
+		if locked {
 			f.sync.applyLock.Lock()
 		}
 		rc, errno := C.vh5j_step(s)
-		if step == stepApply && f.sync.applyLock != nil {
+		if locked {
 			f.sync.applyLock.Unlock()
 		}
 		switch {
@@ -263,14 +291,8 @@ func (f *File) beginSync() (*C.vh5j_sync, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errno := C.vh5j_failed(id); errno != 0 {
-		return nil, f.stopped(syscall.Errno(errno))
-	}
-	if C.H5Fflush(id, C.H5F_SCOPE_GLOBAL) < 0 {
-		if errno := C.vh5j_failed(id); errno != 0 {
-			return nil, f.stopped(syscall.Errno(errno))
-		}
-		return nil, fail("flush", f.path, nil)
+	if err := f.flushLocked(id); err != nil {
+		return nil, err
 	}
 	if !f.rw {
 		if rc, errno := C.vh5j_fsync(id); rc < 0 {
@@ -288,15 +310,46 @@ func (f *File) beginSync() (*C.vh5j_sync, error) {
 	return s, nil
 }
 
-// syncError is the error of a sync that failed at step.
+// flushLocked writes libhdf5's buffers of file id (f's) through its driver, under the HDF5
+// lock: ErrStopped once the driver has stopped.
+func (f *File) flushLocked(id C.hid_t) error {
+	if errno := C.vh5j_failed(id); errno != 0 {
+		return f.stopped(syscall.Errno(errno))
+	}
+	if C.H5Fflush(id, C.H5F_SCOPE_GLOBAL) < 0 {
+		if errno := C.vh5j_failed(id); errno != 0 {
+			return f.stopped(syscall.Errno(errno))
+		}
+		return fail("flush", f.path, nil)
+	}
+	return nil
+}
+
+// syncError is the error of a sync that failed at step: the step, the system call and
+// the path it failed on, and what the file holds now.
 func (f *File) syncError(step syncStep, committed bool, errno error) error {
 	what := "before its commit point: the file on disk is as the last commit left it"
 	if committed {
 		what = "after its commit point: the commit is recorded in " + f.path + JournalSuffix +
 			" and completed when the file is next opened read-write (or by 'vh5fs fsck --repair')"
 	}
-	return fmt.Errorf("%w; the sync failed at its %s step, %s", f.stopped(errno), steps[step].what, what)
+	st := steps[step]
+	target := f.path
+	switch st.on {
+	case onJournal:
+		target += JournalSuffix
+	case onDir:
+		target = filepath.Dir(target)
+	}
+	return &Error{Op: "commit to", Path: f.path, Err: syncFailed{fmt.Errorf(
+		"its sync failed at its %s step (%s %s: %w), %s; nothing more is written to the file until it is recovered "+
+			"(unmount and mount again, or 'vh5fs fsck --repair %s')", st.what, st.call, target, errno, what, f.path)}}
 }
+
+// syncFailed is the failure that stops a file's driver: ErrStopped, in its own words.
+type syncFailed struct{ error }
+
+func (e syncFailed) Is(target error) bool { return target == ErrStopped }
 
 // Stopped returns ErrStopped (wrapped) once the file's journal driver has stopped, nil
 // while it works: a commit asks first, since every object it would create could no longer
@@ -317,11 +370,24 @@ func (f *File) stopped(errno error) error {
 	return &Error{Op: "write", Path: f.path, Err: fmt.Errorf("%w (%v)", ErrStopped, errno)}
 }
 
-// steps names each step: id as InjectSyncFault takes it, what for messages.
-var steps = map[syncStep]struct{ id, what string }{
-	stepTail: {"tail", "write"}, stepFsync: {"fsync", "fsync"}, stepJournal: {"journal", "journal write"},
-	stepJsync: {"jsync", "journal fsync"}, stepDirsync: {"dirsync", "directory fsync"}, stepApply: {"apply", "apply"},
-	stepAsync: {"async", "final fsync"}, stepRemove: {"remove", "journal removal"},
+// What a step's system calls work on.
+const (
+	onFile = iota
+	onJournal
+	onDir
+)
+
+// steps names each step: id as InjectSyncFault takes it, what for messages, and the system
+// call that may fail in it and on what.
+var steps = map[syncStep]struct {
+	id, what, call string
+	on             int
+}{
+	stepTail: {"tail", "write", "write", onFile}, stepFsync: {"fsync", "fsync", "fsync", onFile},
+	stepJournal: {"journal", "journal write", "create", onJournal}, stepJsync: {"jsync", "journal fsync", "fsync", onJournal},
+	stepDirsync: {"dirsync", "directory fsync", "fsync the directory", onDir}, stepApply: {"apply", "apply", "write", onFile},
+	stepBsync: {"bsync", "fsync before publishing", "fsync", onFile}, stepPublish: {"publish", "publish", "write", onFile},
+	stepAsync: {"async", "final fsync", "fsync", onFile}, stepRemove: {"remove", "journal removal", "remove", onJournal},
 }
 
 func boolInt(b bool) C.int {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -12,11 +13,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/hdf5"
 )
 
 // change makes the kind of change a commit makes: raw_data grows by a chunk (new bytes past
-// the end, its chunk index rewritten in place), a new group with an attribute, and an
-// attribute of the root rewritten in place.
+// the end, its chunk index rewritten in place) and a new group with an attribute, the sync's
+// body (FlushBody); then, published after it, an attribute of the root rewritten in place.
 func change(t *testing.T, f *File) {
 	t.Helper()
 	ds, err := f.OpenDataset("/_version_data/x/raw_data")
@@ -31,16 +33,34 @@ func change(t *testing.T, f *File) {
 	require.NoError(t, ds.WriteBox([]int64{rows}, []int64{chunk}, []int64{chunk}, []int64{0}, data))
 	require.NoError(t, f.CreateGroup("/journal_test"))
 	require.NoError(t, f.SetAttrString("/journal_test", "k", "v"))
+	require.NoError(t, f.FlushBody())
 	require.NoError(t, f.SetAttrInt64("/", "journal_test", 42))
 }
 
-// observed is what a reader sees of change: "old" (none of it) or "new" (all of it), else a
-// description of the mixture.
+// observed is what a reader sees of change: "old" (none of it), "body" (all but what was
+// published after the body) or "new" (all of it), else a description of the mixture.
 func observed(t *testing.T, path string) string {
 	t.Helper()
 	f, err := Open(path)
 	require.NoError(t, err)
 	defer f.Close()
+	return observedIn(t, f)
+}
+
+// observedUnrecovered is observed for a file that may have a journal beside it, as another
+// program sees it before anything recovers it.
+func observedUnrecovered(t *testing.T, path string) string {
+	t.Helper()
+	lock()
+	hf, err := hdf5.OpenFile(path, hdf5.F_ACC_RDONLY)
+	unlock()
+	require.NoError(t, err)
+	f := &File{path: path, f: hf}
+	defer f.Close()
+	return observedIn(t, f)
+}
+
+func observedIn(t *testing.T, f *File) string {
 	ds, err := f.OpenDataset("/_version_data/x/raw_data")
 	require.NoError(t, err)
 	defer ds.Close()
@@ -52,10 +72,16 @@ func observed(t *testing.T, path string) string {
 	switch {
 	case rows == 24 && kind == KindMissing && !ok:
 		return "old"
-	case rows == 28 && kind == KindGroup && ok && a.Value == int64(42):
+	case rows == 28 && kind == KindGroup:
 		got := make([]byte, 16)
 		require.NoError(t, ds.ReadBox([]int64{24}, []int64{2}, []int64{2}, []int64{0}, got))
-		if binary.LittleEndian.Uint64(got) == 1000 && binary.LittleEndian.Uint64(got[8:]) == 1001 {
+		if binary.LittleEndian.Uint64(got) != 1000 || binary.LittleEndian.Uint64(got[8:]) != 1001 {
+			break
+		}
+		if !ok {
+			return "body"
+		}
+		if a.Value == int64(42) {
 			return "new"
 		}
 	}
@@ -116,34 +142,40 @@ func exists(path string) bool {
 // step of a sync, and checks the error, what the file on disk holds before recovery, that
 // nothing more is written, and what recovery makes of it.
 func TestJournalFaults(t *testing.T) {
-	order := []syncStep{stepTail, stepFsync, stepJournal, stepJsync, stepDirsync, stepApply, stepAsync, stepRemove}
+	order := []syncStep{stepTail, stepFsync, stepJournal, stepJsync, stepDirsync, stepApply, stepBsync, stepPublish, stepAsync, stepRemove}
 	type want struct {
 		syncErr  string   // "" for success
 		journal  bool     // a journal is beside the file after the sync (and after close, if it failed)
+		seen     string   // what another program sees before recovery
 		recovery Recovery // what Recover then does
 		after    string   // what a reader sees after recovery
 	}
-	before := want{"before its commit point", false, RecoveryNone, "old"}
-	after := want{"after its commit point", true, RecoveryReplayed, "new"}
+	before := want{"before its commit point", false, "old", RecoveryNone, "old"}
+	after := func(seen string) want { return want{"after its commit point", true, seen, RecoveryReplayed, "new"} }
 	cases := map[fault]want{
 		{stepTail, false}:    before,
 		{stepFsync, false}:   before,
 		{stepJournal, false}: before,
 		{stepJsync, false}:   before,
 		{stepDirsync, false}: before,
-		{stepApply, false}:   after,
-		{stepAsync, false}:   {"after its commit point", true, RecoveryApplied, "new"}, // applied, not fsynced
-		{stepRemove, false}:  {"", true, RecoveryNone, "new"},                          // durable: success; close's sync replaces the journal
+		{stepApply, false}:   after("old"),
+		{stepBsync, false}:   after("body"),
+		{stepPublish, false}: after("body"),
+		{stepAsync, false}:   {"after its commit point", true, "new", RecoveryApplied, "new"}, // applied, not fsynced
+		{stepRemove, false}:  {"", true, "new", RecoveryNone, "new"},                          // durable: success; close's sync replaces the journal
 		// A process killed before each step: the journal, once written, is whole in the
-		// page cache, so from then on the commit survives.
+		// page cache, so from then on the commit survives. Another program never sees the
+		// published attribute without the body.
 		{stepTail, true}:    before,
 		{stepFsync, true}:   before,
 		{stepJournal, true}: before,
-		{stepJsync, true}:   {"before its commit point", true, RecoveryReplayed, "new"},
-		{stepDirsync, true}: {"before its commit point", true, RecoveryReplayed, "new"},
-		{stepApply, true}:   after,
-		{stepAsync, true}:   {"after its commit point", true, RecoveryApplied, "new"},
-		{stepRemove, true}:  {"after its commit point", true, RecoveryApplied, "new"},
+		{stepJsync, true}:   {"before its commit point", true, "old", RecoveryReplayed, "new"},
+		{stepDirsync, true}: {"before its commit point", true, "old", RecoveryReplayed, "new"},
+		{stepApply, true}:   after("old"),
+		{stepBsync, true}:   after("body"),
+		{stepPublish, true}: after("body"),
+		{stepAsync, true}:   {"after its commit point", true, "new", RecoveryApplied, "new"},
+		{stepRemove, true}:  {"after its commit point", true, "new", RecoveryApplied, "new"},
 	}
 	for _, crash := range []bool{false, true} {
 		for _, step := range order {
@@ -177,6 +209,7 @@ func TestJournalFaults(t *testing.T) {
 					require.NoError(t, err)
 				}
 				require.Equal(t, open, openFiles(), "libhdf5 lets go of the file at its close")
+				require.Equal(t, w.seen, observedUnrecovered(t, path), "before recovery")
 				if w.journal && w.syncErr != "" {
 					_, err := Open(path)
 					require.ErrorIs(t, err, ErrInterruptedCommit, "read-only opens refuse a file with a journal")
@@ -212,10 +245,30 @@ func crashed(t *testing.T) (path string, atApply disk, done []byte) {
 	return path, atApply, done
 }
 
+// withBody is d's file with the body of its journal applied, as the apply step leaves it.
+func withBody(t *testing.T, d disk) []byte {
+	t.Helper()
+	j := d.journal
+	require.Equal(t, "VH5REDO2", string(j[:8]))
+	word := func(off int) int { return int(binary.NativeEndian.Uint64(j[off:])) }
+	out := bytes.Clone(d.file)
+	off := 8 + 8*7
+	for range word(8 + 8*4) {
+		addr, n := word(off), word(off+8)
+		copy(out[addr:addr+n], j[off+16+n:off+16+2*n])
+		off += 16 + 2*n
+	}
+	return out
+}
+
 // TestJournalTornStates: a journal cut short is never acted on; a file whose overwritten
-// ranges hold any mixture of old and new sectors (a power loss in the apply) is completed.
+// ranges hold any mixture of old sectors, sectors as the body left them and new ones (a
+// power loss in the apply or the publish) is completed.
 func TestJournalTornStates(t *testing.T) {
 	path, atApply, applied := crashed(t)
+	body := withBody(t, atApply)
+	require.NotEqual(t, atApply.file, body, "the body changes the file")
+	require.NotEqual(t, applied[:len(body)], body, "the publish changes the file")
 	rng := rand.New(rand.NewSource(1))
 	for trial := range 20 {
 		// The journal cut anywhere, or one byte of it flipped: incomplete, removed.
@@ -231,10 +284,13 @@ func TestJournalTornStates(t *testing.T) {
 		require.Equal(t, RecoveryIncomplete, rec, "trial %d", trial)
 		require.Equal(t, "old", observed(t, path))
 
-		// The file's sectors each old or new: completed.
+		// The file's sectors each old, as the body left them, or new: completed.
 		img := bytes.Clone(atApply.file)
 		for s := 0; s < min(len(img), len(applied)); s += 512 {
-			if rng.Intn(2) == 0 {
+			switch rng.Intn(3) {
+			case 1:
+				copy(img[s:min(s+512, len(applied))], body[s:min(s+512, len(applied))])
+			case 2:
 				copy(img[s:min(s+512, len(applied))], applied[s:min(s+512, len(applied))])
 			}
 		}
@@ -398,4 +454,27 @@ func TestStartWriteback(t *testing.T) {
 	require.NoError(t, f.StartWriteback())
 	require.NoError(t, f.Close())
 	require.Equal(t, "new", observed(t, path))
+}
+
+// TestJournalEarlierFormat: a journal of an earlier vh5fs (VH5REDO1: one part, six header
+// words) left by a crash is still completed.
+func TestJournalEarlierFormat(t *testing.T) {
+	path, atApply, _ := crashed(t)
+	j := atApply.journal
+	word := func(off int) uint64 { return binary.NativeEndian.Uint64(j[off:]) }
+	// The body's ranges as a journal of its own, in the earlier layout.
+	end := 8 + 8*7
+	for range word(8 + 8*4) {
+		end += 16 + 2*int(word(end+8))
+	}
+	old := append([]byte("VH5REDO1"), j[8:8+8*6]...)
+	old = append(old, j[8+8*7:end]...)
+	binary.NativeEndian.PutUint64(old[8+8*5:], uint64(len(old)+8))
+	old = binary.NativeEndian.AppendUint32(old, crc32.ChecksumIEEE(old))
+	old = binary.NativeEndian.AppendUint32(old, 0)
+	restore(t, path, disk{atApply.file, old})
+	rec, err := Recover(path)
+	require.NoError(t, err)
+	require.Equal(t, RecoveryReplayed, rec)
+	require.Equal(t, "body", observed(t, path))
 }

@@ -117,7 +117,9 @@ enum {  // a sync's steps, in order
 	VH5J_JOURNAL,
 	VH5J_JSYNC,
 	VH5J_DIRSYNC,  // the commit point
-	VH5J_APPLY,
+	VH5J_APPLY,    // the body
+	VH5J_BSYNC,    // only with a publish part
+	VH5J_PUBLISH,  // only with a publish part
 	VH5J_ASYNC,
 	VH5J_REMOVE,
 	VH5J_DONE,
@@ -146,6 +148,8 @@ int vh5j_fsync(hid_t file);
 int vh5j_dup_fd(hid_t file);
 int vh5j_failed(hid_t file);
 int vh5j_abandon(hid_t file);
+int vh5j_mark_publish(hid_t file);
+int vh5j_kill_at(hid_t file, unsigned long n);
 haddr_t vh5j_eoa(hid_t file);
 int vh5j_read(hid_t file, haddr_t addr, size_t n, void *buf);
 int vh5j_write(hid_t file, haddr_t addr, size_t n, const void *buf);

@@ -10,15 +10,29 @@
 //            new bytes, with a checksum
 //   jsync    fsync the journal
 //   dirsync  fsync its directory: the COMMIT POINT; from here the new state exists
-//   apply    write the new bytes over the file, set the new length
+//   apply    write the new bytes of the body over the file (without a publish part: and set
+//            the new length)
+//   bsync    fsync the file: the body is durable (only with a publish part)
+//   publish  write the publish part's new bytes over the file, set the new length
 //   async    fsync the file
 //   remove   unlink the journal (lazily: no directory fsync; a journal that reappears after a
 //            power loss is found already applied and removed then)
 //
+// A sync has two parts when the writer marked a point between them (vh5j_mark_publish): the
+// body, what was written before the mark (a new version's chunks, its group with
+// committed=False, every index and heap that refers to them), and the publish, what was
+// written after it (the committed flag, current_version). The apply writes the body and
+// fsyncs it before the publish's bytes reach the file, so that no reader, of any program,
+// meets a version shown as committed or current whose bytes are not all in place: a crash
+// in the apply leaves the file as the last sync left it or with the new version uncommitted
+// (at most torn within the body's ranges), and one in the publish with the body whole.
+// Every write after the mark is held, even past base, since the body must not see it.
+//
 // Recovery (vh5j_recover) rolls a complete journal forward, never back, and only if the file
-// is the same inode and every byte of every range holds its old or its new value: otherwise
-// another program wrote to the file since, and it is left alone with its journal. A journal
-// that is incomplete (no commit point) was never acted on and is removed.
+// is the same inode and every byte of every range holds a value the sync gives it in turn
+// (old, after the body, new): otherwise another program wrote to the file since, and it is
+// left alone with its journal. A journal that is incomplete (no commit point) was never
+// acted on and is removed.
 //
 // The driver is fail-stop: after any error writing the file or the journal it writes nothing
 // more (every write, truncation and sync fails with the first error's errno), so the file on
@@ -37,19 +51,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define JOURNAL_SUFFIX ".vh5fs-journal"
 #define LEGACY_SUFFIX ".vh5fs-undo"  // the undo journal of earlier versions
-static const char journal_magic[8] = {'V', 'H', '5', 'R', 'E', 'D', 'O', '1'};
+static const char journal_magic[8] = {'V', 'H', '5', 'R', 'E', 'D', 'O', '2'};
+static const char journal_magic1[8] = {'V', 'H', '5', 'R', 'E', 'D', 'O', '1'};  // no publish part
 static const char legacy_magic[8] = {'V', 'H', '5', 'U', 'N', 'D', 'O', '1'};
 
 // Journal layout (native byte order: it never leaves the machine that wrote it):
-//   magic[8] | u64 dev, ino, len_now, len_new, nranges, total | nranges x (u64 off, len;
-//   old[len]; new[len]) | u32 crc32 of everything before, u32 0
-#define HDR_WORDS 6
+//   magic[8] | u64 dev, ino, len_now, len_new, nbody, total, npublish | nbody x (u64 off,
+//   len; old[len]; new[len]) of the body | npublish x the same of the publish, whose old
+//   bytes are the body's result | u32 crc32 of everything before, u32 0
+// Within each part the ranges are sorted and disjoint. Earlier versions wrote VH5REDO1
+// journals, without npublish (six words) and its part; recovery still reads them.
+#define HDR_WORDS 7
 #define HDR_SIZE (8 + 8 * HDR_WORDS)
 
 typedef struct {
@@ -69,8 +88,13 @@ typedef struct {
 	haddr_t limit;  // writes below limit are held: base, or every write after a held truncation
 	held_op *ops;
 	size_t nops, capops;
+	size_t body;  // with marked: the held operations before the publish mark (vh5j_mark_publish)
+	int marked;
 	int failed;   // the errno that stopped the driver (fail-stop), 0 while it works
 	int closing;  // a stopped file being closed: libhdf5's last writes are dropped (vh5j_abandon)
+	// For crash tests (vh5j_kill_at): the process kills itself (SIGKILL) just before the
+	// kill_at-th system call of its syncs that writes, syncs, creates or removes a file.
+	unsigned long kill_at, ticks;
 } jfile;
 
 // journal_driver is the driver's libhdf5 identifier, registered on first use; like every libhdf5
@@ -209,6 +233,8 @@ struct vh5j_sync {
 	unsigned char *tail_data;
 	unsigned char *journal;  // the whole journal, checksum included
 	size_t jlen;
+	size_t nbody, npublish;       // the journal's ranges of each part
+	size_t publish_at;            // where the publish part's ranges begin in journal
 	int fault_step, fault_crash;  // test fault injection (vh5j_set_fault)
 	int step;                     // the next step to run
 	int committed;                // the commit point has passed
@@ -216,47 +242,51 @@ struct vh5j_sync {
 	int err;                      // the errno of the step that failed
 };
 
-// plan builds the sync of f's held operations (see the top): the ranges they change, split
-// at base into the journal's and the tail's.
-static vh5j_sync *plan(jfile *f) {
-	vh5j_sync *s = calloc(1, sizeof *s);
-	range *rs = malloc((f->nops ? f->nops : 1) * sizeof *rs);
-	struct stat st;
-	if (!s || !rs || fstat(f->fd, &st) < 0) goto fail;
-	s->f = f, s->fd = -1, s->nops = f->nops, s->len_new = f->eof;
-	haddr_t now = (haddr_t)st.st_size;
+// ranges_of is the ranges that f's held operations [from, to) change, below len, sorted
+// and merged (*m of them), or NULL. A truncation changes everything from its length to now.
+static range *ranges_of(const jfile *f, size_t from, size_t to, haddr_t now, haddr_t len, size_t *m) {
+	range *rs = malloc((to > from ? to - from : 1) * sizeof *rs);
+	if (!rs) return NULL;
 	size_t n = 0;
-	for (size_t i = 0; i < f->nops; i++) {
+	for (size_t i = from; i < to; i++) {
 		const held_op *op = &f->ops[i];
 		range r = op->size ? (range){op->addr, op->addr + op->size} : (range){op->addr, now};
-		if (r.hi > s->len_new) r.hi = s->len_new;
+		if (r.hi > len) r.hi = len;
 		if (r.lo < r.hi) rs[n++] = r;
 	}
 	qsort(rs, n, sizeof *rs, cmp_range);
-	size_t m = 0;
+	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (m > 0 && rs[i].lo <= rs[m - 1].hi) {
-			if (rs[i].hi > rs[m - 1].hi) rs[m - 1].hi = rs[i].hi;
+		if (k > 0 && rs[i].lo <= rs[k - 1].hi) {
+			if (rs[i].hi > rs[k - 1].hi) rs[k - 1].hi = rs[i].hi;
 		} else {
-			rs[m++] = rs[i];
+			rs[k++] = rs[i];
 		}
 	}
-	// What the ranges will hold: the file's bytes with the held operations applied in order,
-	// each found by binary search (a read of the view per range would cost ranges x ops).
-	size_t total = 0, *at = malloc((m ? m : 1) * sizeof *at);
-	if (!at) goto fail;
-	for (size_t i = 0; i < m; i++) at[i] = total, total += rs[i].hi - rs[i].lo;
-	unsigned char *final = malloc(total ? total : 1);
-	if (!final) {
-		free(at);
-		goto fail;
-	}
-	int ok = 1;
-	for (size_t i = 0; i < m && ok; i++) ok = read_all(f->fd, final + at[i], rs[i].hi - rs[i].lo, (off_t)rs[i].lo) == 0;
-	for (size_t i = 0; i < s->nops && ok; i++) {
+	*m = k;
+	return rs;
+}
+
+// offsets is where each of the m ranges begins in one buffer of them all (*total bytes).
+static size_t *offsets(const range *rs, size_t m, size_t *total) {
+	size_t *at = malloc((m ? m : 1) * sizeof *at);
+	*total = 0;
+	if (!at) return NULL;
+	for (size_t i = 0; i < m; i++) at[i] = *total, *total += rs[i].hi - rs[i].lo;
+	return at;
+}
+
+// compose fills out (range i at at[i]) with what the ranges hold once f's first nops held
+// operations are applied in order to the file's bytes: each operation finds its ranges by
+// binary search (a read of the view per range would cost ranges x operations). 0 or -1.
+static int compose(const jfile *f, size_t nops, haddr_t len, const range *rs, size_t m, const size_t *at,
+                   unsigned char *out) {
+	for (size_t i = 0; i < m; i++)
+		if (read_all(f->fd, out + at[i], rs[i].hi - rs[i].lo, (off_t)rs[i].lo) < 0) return -1;
+	for (size_t i = 0; i < nops; i++) {
 		const held_op *op = &f->ops[i];
-		haddr_t lo = op->addr, hi = op->size ? op->addr + op->size : s->len_new;
-		if (hi > s->len_new) hi = s->len_new;
+		haddr_t lo = op->addr, hi = op->size ? op->addr + op->size : len;
+		if (hi > len) hi = len;
 		if (lo >= hi) continue;
 		size_t a = 0, b = m;  // the first range that ends past lo
 		while (a < b) {
@@ -265,66 +295,90 @@ static vh5j_sync *plan(jfile *f) {
 		}
 		for (size_t k = a; k < m && rs[k].lo < hi; k++) {  // one range for a write; all after a truncation
 			haddr_t x = lo > rs[k].lo ? lo : rs[k].lo, y = hi < rs[k].hi ? hi : rs[k].hi;
-			if (op->size) memcpy(final + at[k] + (x - rs[k].lo), op->data + (x - op->addr), y - x);
-			else memset(final + at[k] + (x - rs[k].lo), 0, y - x);
+			if (op->size) memcpy(out + at[k] + (x - rs[k].lo), op->data + (x - op->addr), y - x);
+			else memset(out + at[k] + (x - rs[k].lo), 0, y - x);
 		}
 	}
-	if (!ok) {
-		free(at);
-		free(final);
-		goto fail;
-	}
+	return 0;
+}
 
-	// Split at base: below goes to the journal (old and new bytes), at or past it to the tail.
+// plan builds the sync of f's held operations (see the top): the body's ranges split at
+// base into the journal's and the tail's, and the publish's, all journaled.
+static vh5j_sync *plan(jfile *f) {
+	vh5j_sync *s = calloc(1, sizeof *s);
+	range *rb = NULL, *rp = NULL;
+	size_t *atb = NULL, *atp = NULL, mb = 0, mp = 0, tbody = 0, tpub = 0;
+	unsigned char *body = NULL, *mid = NULL, *fin = NULL;
+	struct stat st;
+	int ok = 0;
+	if (!s || fstat(f->fd, &st) < 0) goto done;
+	s->f = f, s->fd = -1, s->nops = f->nops, s->len_new = f->eof;
+	size_t nb = f->marked ? f->body : f->nops;  // the body's held operations; the rest publish
+	haddr_t now = (haddr_t)st.st_size;
+	if (!(rb = ranges_of(f, 0, nb, now, s->len_new, &mb)) || !(rp = ranges_of(f, nb, f->nops, now, s->len_new, &mp)) ||
+	    !(atb = offsets(rb, mb, &tbody)) || !(atp = offsets(rp, mp, &tpub)) || !(body = malloc(tbody ? tbody : 1)) ||
+	    !(mid = malloc(tpub ? tpub : 1)) || !(fin = malloc(tpub ? tpub : 1)))
+		goto done;
+	if (compose(f, nb, s->len_new, rb, mb, atb, body) < 0 || compose(f, nb, s->len_new, rp, mp, atp, mid) < 0 ||
+	    compose(f, f->nops, s->len_new, rp, mp, atp, fin) < 0)
+		goto done;
+
+	// Split the body at base: below goes to the journal (old and new bytes), at or past it
+	// to the tail. The publish goes to the journal whole, its old bytes the body's result.
 	size_t nj = 0, jbytes = 0, tbytes = 0;
-	for (size_t i = 0; i < m; i++) {
-		haddr_t split = rs[i].lo < f->base ? (rs[i].hi < f->base ? rs[i].hi : f->base) : rs[i].lo;
-		if (split > rs[i].lo) nj++, jbytes += split - rs[i].lo;
-		tbytes += rs[i].hi - split;
+	for (size_t i = 0; i < mb; i++) {
+		haddr_t split = rb[i].lo < f->base ? (rb[i].hi < f->base ? rb[i].hi : f->base) : rb[i].lo;
+		if (split > rb[i].lo) nj++, jbytes += split - rb[i].lo;
+		tbytes += rb[i].hi - split;
 	}
-	s->tail = malloc((m ? m : 1) * sizeof *s->tail);
+	s->tail = malloc((mb ? mb : 1) * sizeof *s->tail);
 	s->tail_data = malloc(tbytes ? tbytes : 1);
-	s->jlen = HDR_SIZE + nj * 16 + 2 * jbytes + 8;
+	s->jlen = HDR_SIZE + (nj + mp) * 16 + 2 * (jbytes + tpub) + 8;
 	s->journal = malloc(s->jlen);
-	if (!s->tail || !s->tail_data || !s->journal) {
-		free(at);
-		free(final);
-		goto fail;
-	}
+	if (!s->tail || !s->tail_data || !s->journal) goto done;
 	haddr_t len_now = now > s->len_new ? now : s->len_new;  // the tail step grows the file
-	uint64_t hdr[HDR_WORDS] = {(uint64_t)f->dev, (uint64_t)f->ino, len_now, s->len_new, nj, s->jlen};
+	uint64_t hdr[HDR_WORDS] = {(uint64_t)f->dev, (uint64_t)f->ino, len_now, s->len_new, nj, s->jlen, mp};
 	memcpy(s->journal, journal_magic, 8);
 	memcpy(s->journal + 8, hdr, sizeof hdr);
 	size_t off = HDR_SIZE, toff = 0;
-	for (size_t i = 0; i < m && ok; i++) {
-		haddr_t split = rs[i].lo < f->base ? (rs[i].hi < f->base ? rs[i].hi : f->base) : rs[i].lo;
-		if (split > rs[i].lo) {
-			uint64_t rh[2] = {rs[i].lo, split - rs[i].lo};
+	for (size_t i = 0; i < mb; i++) {
+		haddr_t split = rb[i].lo < f->base ? (rb[i].hi < f->base ? rb[i].hi : f->base) : rb[i].lo;
+		if (split > rb[i].lo) {
+			uint64_t rh[2] = {rb[i].lo, split - rb[i].lo};
 			memcpy(s->journal + off, rh, 16);
-			ok = read_all(f->fd, s->journal + off + 16, rh[1], (off_t)rh[0]) == 0;
-			memcpy(s->journal + off + 16 + rh[1], final + at[i], rh[1]);
+			if (read_all(f->fd, s->journal + off + 16, rh[1], (off_t)rh[0]) < 0) goto done;
+			memcpy(s->journal + off + 16 + rh[1], body + atb[i], rh[1]);
 			off += 16 + 2 * rh[1];
 		}
-		if (rs[i].hi > split) {
-			s->tail[s->ntail++] = (range){split, rs[i].hi};
-			memcpy(s->tail_data + toff, final + at[i] + (split - rs[i].lo), rs[i].hi - split);
-			toff += rs[i].hi - split;
+		if (rb[i].hi > split) {
+			s->tail[s->ntail++] = (range){split, rb[i].hi};
+			memcpy(s->tail_data + toff, body + atb[i] + (split - rb[i].lo), rb[i].hi - split);
+			toff += rb[i].hi - split;
 		}
 	}
-	free(at);
-	free(final);
-	if (!ok) goto fail;
+	s->publish_at = off;
+	for (size_t i = 0; i < mp; i++) {
+		uint64_t rh[2] = {rp[i].lo, rp[i].hi - rp[i].lo};
+		memcpy(s->journal + off, rh, 16);
+		memcpy(s->journal + off + 16, mid + atp[i], rh[1]);
+		memcpy(s->journal + off + 16 + rh[1], fin + atp[i], rh[1]);
+		off += 16 + 2 * rh[1];
+	}
 	uint32_t crc[2] = {libdeflate_crc32(0, s->journal, off), 0};
 	memcpy(s->journal + off, crc, 8);
-	s->journaled = nj > 0 || s->len_new < len_now;
+	s->nbody = nj, s->npublish = mp;
+	s->journaled = nj > 0 || mp > 0 || s->len_new < len_now;
 	s->step = VH5J_TAIL, s->fault_step = -1;
-	if ((s->fd = dup(f->fd)) < 0 || !(s->jpath = suffixed(f->path, JOURNAL_SUFFIX))) goto fail;
-	free(rs);
+	ok = (s->fd = dup(f->fd)) >= 0 && (s->jpath = suffixed(f->path, JOURNAL_SUFFIX));
+done:;
+	int e = errno;
+	free(rb), free(rp), free(atb), free(atp), free(body), free(mid), free(fin);
+	if (!ok) {
+		vh5j_sync_free(s);
+		s = NULL;
+	}
+	errno = e;
 	return s;
-fail:
-	free(rs);
-	vh5j_sync_free(s);
-	return NULL;
 }
 
 void vh5j_sync_free(vh5j_sync *s) {
@@ -337,27 +391,63 @@ void vh5j_sync_free(vh5j_sync *s) {
 	free(s);
 }
 
+// tick counts a system call of a sync that writes, syncs, creates or removes a file, and
+// kills the process just before the one vh5j_kill_at names (crash tests; off by default).
+static void tick(jfile *f) {
+	if (f->kill_at && ++f->ticks == f->kill_at) kill(getpid(), SIGKILL);
+}
+
+// apply_part writes the new bytes of the n journal ranges that begin at off in j. 0 or -1.
+static int apply_part(jfile *f, int fd, const unsigned char *j, size_t off, size_t n) {
+	for (size_t i = 0; i < n; i++) {
+		uint64_t rh[2];
+		memcpy(rh, j + off, 16);
+		tick(f);
+		if (write_all(fd, j + off + 16 + rh[1], rh[1], (off_t)rh[0]) < 0) return -1;
+		off += 16 + 2 * rh[1];
+	}
+	return 0;
+}
+
+// set_length gives the file the journal's new length, if it differs from its length now.
+static int set_length(jfile *f, int fd, const unsigned char *j) {
+	uint64_t hdr[HDR_WORDS];
+	memcpy(hdr, j + 8, sizeof hdr);
+	if (hdr[2] == hdr[3]) return 0;
+	tick(f);
+	return ftruncate(fd, (off_t)hdr[3]);
+}
+
 // run_step performs one step of s (see the top). 0, or -1 with errno set.
 static int run_step(vh5j_sync *s, int step) {
+	jfile *f = s->f;
 	switch (step) {
 	case VH5J_TAIL: {
 		size_t off = 0;
 		for (size_t i = 0; i < s->ntail; i++) {
 			size_t len = s->tail[i].hi - s->tail[i].lo;
+			tick(f);
 			if (write_all(s->fd, s->tail_data + off, len, (off_t)s->tail[i].lo) < 0) return -1;
 			off += len;
 		}
 		struct stat st;
 		if (fstat(s->fd, &st) < 0) return -1;
-		if ((haddr_t)st.st_size < s->len_new && ftruncate(s->fd, (off_t)s->len_new) < 0) return -1;
+		if ((haddr_t)st.st_size < s->len_new) {
+			tick(f);
+			if (ftruncate(s->fd, (off_t)s->len_new) < 0) return -1;
+		}
 		return 0;
 	}
 	case VH5J_FSYNC:
+	case VH5J_BSYNC:
 	case VH5J_ASYNC:
+		tick(f);
 		return fsync(s->fd);
 	case VH5J_JOURNAL: {
+		tick(f);
 		int jfd = open(s->jpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (jfd < 0) return -1;
+		tick(f);
 		int rc = write_all(jfd, s->journal, s->jlen, 0);
 		int e = errno;
 		close(jfd);
@@ -367,6 +457,7 @@ static int run_step(vh5j_sync *s, int step) {
 	case VH5J_JSYNC: {
 		int jfd = open(s->jpath, O_RDONLY | O_CLOEXEC);
 		if (jfd < 0) return -1;
+		tick(f);
 		int rc = fsync(jfd);
 		int e = errno;
 		close(jfd);
@@ -374,24 +465,28 @@ static int run_step(vh5j_sync *s, int step) {
 		return rc;
 	}
 	case VH5J_DIRSYNC:
+		tick(f);
 		return fsync_dir(s->jpath);
-	case VH5J_APPLY: {
-		uint64_t hdr[HDR_WORDS];
-		memcpy(hdr, s->journal + 8, sizeof hdr);
-		size_t off = HDR_SIZE;
-		for (uint64_t i = 0; i < hdr[4]; i++) {
-			uint64_t rh[2];
-			memcpy(rh, s->journal + off, 16);
-			if (write_all(s->fd, s->journal + off + 16 + rh[1], rh[1], (off_t)rh[0]) < 0) return -1;
-			off += 16 + 2 * rh[1];
-		}
-		return hdr[2] != hdr[3] ? ftruncate(s->fd, (off_t)hdr[3]) : 0;
-	}
+	case VH5J_APPLY:
+		if (apply_part(f, s->fd, s->journal, HDR_SIZE, s->nbody) < 0) return -1;
+		return s->npublish ? 0 : set_length(f, s->fd, s->journal);
+	case VH5J_PUBLISH:
+		if (apply_part(f, s->fd, s->journal, s->publish_at, s->npublish) < 0) return -1;
+		return set_length(f, s->fd, s->journal);
 	case VH5J_REMOVE:
+		tick(f);
 		return unlink(s->jpath) < 0 && errno != ENOENT ? -1 : 0;
 	}
 	errno = EINVAL;
 	return -1;
+}
+
+// next_step is the step that follows step in s: a sync that changes nothing below its old
+// end is done once fsynced; one without a publish part goes from the apply to the fsync.
+static int next_step(const vh5j_sync *s, int step) {
+	if (step == VH5J_FSYNC && !s->journaled) return VH5J_DONE;
+	if (step == VH5J_APPLY && !s->npublish) return VH5J_ASYNC;
+	return step + 1;
 }
 
 // vh5j_step runs the next step of s, without touching the driver's state (it runs without
@@ -423,7 +518,7 @@ int vh5j_step(vh5j_sync *s) {
 		return -1;
 	}
 	if (step == VH5J_DIRSYNC || (step == VH5J_FSYNC && !s->journaled)) s->committed = 1;
-	s->step = step == VH5J_FSYNC && !s->journaled ? VH5J_DONE : step + 1;
+	s->step = next_step(s, step);
 	return s->step >= VH5J_DONE ? VH5J_DONE : 0;
 }
 
@@ -648,6 +743,7 @@ void vh5j_sync_end(vh5j_sync *s) {
 		stop(f);
 	} else if (s->step >= VH5J_DONE && !f->failed) {
 		drop_ops(f, s->nops);
+		if (f->marked && f->body > s->nops) f->body -= s->nops; else f->marked = 0;
 		struct stat st;
 		if (fstat(f->fd, &st) < 0) {
 			stop(f);
@@ -713,6 +809,39 @@ int vh5j_abandon(hid_t file) {
 	return f->failed;
 }
 
+// vh5j_mark_publish marks the end of a sync's body (see the top): what file's next sync
+// writes of what was written so far reaches the file, durably, before anything written
+// from now on. Call it after H5Fflush, so that libhdf5's cache holds nothing of the body;
+// every later write is held (even past base) until the sync. 0, or -1 (errno EBADF if
+// the file is not open through this driver, else the stop's).
+int vh5j_mark_publish(hid_t file) {
+	jfile *f = jfile_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	if (f->failed) {
+		errno = f->failed;
+		return -1;
+	}
+	f->body = f->nops, f->marked = 1;
+	f->limit = HADDR_MAX;
+	return 0;
+}
+
+// vh5j_kill_at makes the process kill itself (SIGKILL) just before the n-th system call of
+// file's syncs that writes, syncs, creates or removes a file, counted from now: crash
+// tests place a kill at every moment of a sync with it. 0 turns it off. 0, or -1 (EBADF).
+int vh5j_kill_at(hid_t file, unsigned long n) {
+	jfile *f = jfile_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	f->kill_at = n, f->ticks = 0;
+	return 0;
+}
+
 // Recovery.
 
 // read_file reads all of path into *buf (*n bytes): 0, or -1 with errno (ENOENT if absent).
@@ -737,79 +866,115 @@ static int read_file(const char *path, unsigned char **buf, size_t *n) {
 	return rc;
 }
 
-// complete_journal reports whether j (n bytes) is a whole journal: magic, sizes, checksum.
-static int complete_journal(const unsigned char *j, size_t n) {
-	if (n < HDR_SIZE + 8 || memcmp(j, journal_magic, 8) != 0) return 0;
-	uint64_t hdr[HDR_WORDS];
-	memcpy(hdr, j + 8, sizeof hdr);
-	if (hdr[5] != n) return 0;
-	size_t off = HDR_SIZE;
-	for (uint64_t i = 0; i < hdr[4]; i++) {
+// A journal as recovery reads it: its header and its ranges, the body's then the publish's.
+typedef struct {
+	uint64_t addr, len;
+	const unsigned char *old, *new;
+} jrange;
+
+typedef struct {
+	uint64_t dev, ino, len_now, len_new, nbody, npublish;
+	jrange *r;  // nbody + npublish
+} jview;
+
+// read_journal reads j (n bytes) into v if it is a whole journal (magic, sizes, checksum),
+// of this version or of one before the publish part: 1, 0 if it is not whole, -1 (errno).
+static int read_journal(const unsigned char *j, size_t n, jview *v) {
+	size_t words = 0;
+	if (n >= 8 && memcmp(j, journal_magic, 8) == 0) words = HDR_WORDS;
+	if (n >= 8 && memcmp(j, journal_magic1, 8) == 0) words = HDR_WORDS - 1;
+	size_t off = 8 + 8 * words;
+	if (words == 0 || n < off + 8) return 0;
+	uint64_t hdr[HDR_WORDS] = {0};
+	memcpy(hdr, j + 8, 8 * words);
+	if (hdr[5] != n || hdr[4] > n / 16 || hdr[6] > n / 16) return 0;
+	*v = (jview){hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[6], NULL};
+	uint64_t nr = hdr[4] + hdr[6];
+	if (!(v->r = malloc((nr ? nr : 1) * sizeof *v->r))) return -1;
+	for (uint64_t i = 0; i < nr; i++) {
 		uint64_t rh[2];
-		if (n - 8 - off < 16) return 0;
+		if (n - 8 - off < 16) goto torn;
 		memcpy(rh, j + off, 16);
-		if (rh[1] > (n - 8 - off - 16) / 2) return 0;
+		if (rh[1] > (n - 8 - off - 16) / 2) goto torn;
+		v->r[i] = (jrange){rh[0], rh[1], j + off + 16, j + off + 16 + rh[1]};
 		off += 16 + 2 * rh[1];
 	}
 	uint32_t crc[2];
 	memcpy(crc, j + off, 8);
-	return off + 8 == n && crc[0] == libdeflate_crc32(0, j, off) && crc[1] == 0;
+	if (off + 8 == n && crc[0] == libdeflate_crc32(0, j, off) && crc[1] == 0) return 1;
+torn:
+	free(v->r);
+	v->r = NULL;
+	return 0;
 }
 
-// replay rolls the complete journal j forward over the file at path (see the top):
+// covering is the range of rs (n of them, sorted, disjoint) that holds addr, or NULL.
+static const jrange *covering(const jrange *rs, uint64_t n, uint64_t addr) {
+	uint64_t a = 0, b = n;
+	while (a < b) {
+		uint64_t mid = a + (b - a) / 2;
+		if (rs[mid].addr + rs[mid].len <= addr) a = mid + 1; else b = mid;
+	}
+	return a < n && rs[a].addr <= addr ? &rs[a] : NULL;
+}
+
+// write_part writes the new bytes of n ranges.
+static int write_part(int fd, const jrange *rs, uint64_t n) {
+	for (uint64_t i = 0; i < n; i++)
+		if (write_all(fd, rs[i].new, rs[i].len, (off_t)rs[i].addr) < 0) return -1;
+	return 0;
+}
+
+// replay rolls the complete journal v forward over the file at path (see the top):
 // VH5J_REPLAYED, VH5J_APPLIED (nothing to do), VH5J_CHANGED (left alone), or -1.
-static int replay(const char *path, const unsigned char *j) {
-	uint64_t hdr[HDR_WORDS];
-	memcpy(hdr, j + 8, sizeof hdr);
+static int replay(const char *path, const jview *v) {
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) return -1;
 	int rc = -1;
 	unsigned char *cur = NULL;
 	struct stat st;
 	if (fstat(fd, &st) < 0) goto done;
-	if ((uint64_t)st.st_dev != hdr[0] || (uint64_t)st.st_ino != hdr[1]) {
+	if ((uint64_t)st.st_dev != v->dev || (uint64_t)st.st_ino != v->ino) {
 		rc = VH5J_CHANGED;  // another file now has the name
 		goto done;
 	}
-	uint64_t len = (uint64_t)st.st_size;
+	uint64_t len = (uint64_t)st.st_size, nr = v->nbody + v->npublish;
+	const jrange *body = v->r, *pub = v->r + v->nbody;
+	// Each byte must hold a value the sync gives it in turn: the old one, the body's, or
+	// the new one (a body byte the publish changes again may already hold the publish's).
 	int all_new = 1, old_or_new = 1;
-	size_t off = HDR_SIZE;
-	for (uint64_t i = 0; i < hdr[4] && old_or_new; i++) {
-		uint64_t rh[2];
-		memcpy(rh, j + off, 16);
-		const unsigned char *old = j + off + 16, *new = old + rh[1];
+	for (uint64_t i = 0; i < nr && old_or_new; i++) {
+		const jrange *r = &v->r[i];
+		int in_body = i < v->nbody;
 		size_t got;
-		unsigned char *c = realloc(cur, rh[1] ? rh[1] : 1);
+		unsigned char *c = realloc(cur, r->len ? r->len : 1);
 		if (!c) goto done;
 		cur = c;
-		if (read_got(fd, cur, rh[1], (off_t)rh[0], &got) < 0) goto done;
-		if (got < rh[1]) old_or_new = all_new = 0;
-		for (uint64_t b = 0; b < rh[1] && old_or_new; b++) {
-			if (cur[b] != new[b]) {
-				all_new = 0;
-				if (cur[b] != old[b]) old_or_new = 0;
-			}
+		if (read_got(fd, cur, r->len, (off_t)r->addr, &got) < 0) goto done;
+		if (got < r->len) old_or_new = all_new = 0;
+		for (uint64_t b = 0; b < r->len && old_or_new; b++) {
+			if (cur[b] == r->new[b]) continue;
+			const jrange *o = in_body ? covering(pub, v->npublish, r->addr + b) : covering(body, v->nbody, r->addr + b);
+			if (in_body && o && cur[b] == o->new[r->addr + b - o->addr]) continue;  // published already
+			all_new = 0;
+			if (cur[b] != r->old[b] && !(!in_body && o && cur[b] == o->old[r->addr + b - o->addr])) old_or_new = 0;
 		}
-		off += 16 + 2 * rh[1];
 	}
 	if (all_new) {
 		// Applied already (the crash came after the apply): at most the truncation is left.
-		if (len == hdr[2] && hdr[3] < hdr[2] && (ftruncate(fd, (off_t)hdr[3]) < 0 || fsync(fd) < 0)) goto done;
+		if (len == v->len_now && v->len_new < v->len_now && (ftruncate(fd, (off_t)v->len_new) < 0 || fsync(fd) < 0))
+			goto done;
 		rc = VH5J_APPLIED;
 		goto done;
 	}
-	if (!old_or_new || (len != hdr[2] && len != hdr[3])) {
+	if (!old_or_new || (len != v->len_now && len != v->len_new)) {
 		rc = VH5J_CHANGED;
 		goto done;
 	}
-	off = HDR_SIZE;
-	for (uint64_t i = 0; i < hdr[4]; i++) {
-		uint64_t rh[2];
-		memcpy(rh, j + off, 16);
-		if (write_all(fd, j + off + 16 + rh[1], rh[1], (off_t)rh[0]) < 0) goto done;
-		off += 16 + 2 * rh[1];
-	}
-	if ((len != hdr[3] && ftruncate(fd, (off_t)hdr[3]) < 0) || fsync(fd) < 0) goto done;
+	// As the sync does: the body durable before the publish.
+	if (write_part(fd, body, v->nbody) < 0 || (v->npublish && (fsync(fd) < 0 || write_part(fd, pub, v->npublish) < 0)))
+		goto done;
+	if ((len != v->len_new && ftruncate(fd, (off_t)v->len_new) < 0) || fsync(fd) < 0) goto done;
 	rc = VH5J_REPLAYED;
 done:;
 	int e = errno;
@@ -880,7 +1045,16 @@ int vh5j_recover(const char *path, int legacy) {
 		}
 		rc = legacy_rollback(path, j, n);
 	} else {
-		rc = complete_journal(j, n) ? replay(path, j) : VH5J_INCOMPLETE;
+		jview v;
+		rc = read_journal(j, n, &v);
+		if (rc == 1) {
+			rc = replay(path, &v);
+			int e = errno;
+			free(v.r);
+			errno = e;
+		} else if (rc == 0) {
+			rc = VH5J_INCOMPLETE;
+		}
 	}
 	if (rc == VH5J_INCOMPLETE || rc == VH5J_REPLAYED || rc == VH5J_APPLIED || rc == VH5J_ROLLED_BACK) {
 		if (unlink(which) < 0 || fsync_dir(which) < 0) rc = -1;
