@@ -106,12 +106,16 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*Server, 
 	if cfg.Debug {
 		opts.Logger = log.New(os.Stderr, "fuse: ", log.Lmicroseconds)
 	}
-	srv, err := fs.Mount(mountpoint, root, opts)
+	var srv *fuse.Server
+	reason, err := withFusermountStderr(func() (err error) {
+		srv, err = fs.Mount(mountpoint, root, opts)
+		return err
+	})
 	if err != nil {
 		if m.stages != nil {
 			m.stages.Close()
 		}
-		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+		return nil, &mountError{mountpoint: mountpoint, reason: reason, err: err}
 	}
 	if err := RaiseReadAhead(mountpoint); err != nil {
 		slog.Debug("read-ahead left as it is", "err", err)
