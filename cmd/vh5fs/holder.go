@@ -115,13 +115,24 @@ type mountEntry struct {
 
 // mountAt returns the mount whose mount point is dir (the last one, which is what dir shows).
 func mountAt(dir string) (mountEntry, bool) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return mountEntry{}, false
-	}
-	defer f.Close()
 	var found mountEntry
 	ok := false
+	for _, m := range mountTable() {
+		if m.point == dir {
+			found, ok = m, true
+		}
+	}
+	return found, ok
+}
+
+// mountTable lists /proc/self/mountinfo's mounts in its order (nil if it cannot be read).
+func mountTable() []mountEntry {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var ms []mountEntry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -131,12 +142,9 @@ func mountAt(dir string) (mountEntry, bool) {
 		if !cut || len(fields) < 5 || len(tail) < 2 {
 			continue
 		}
-		if unescapeMountinfo(fields[4]) == dir {
-			found = mountEntry{point: dir, fstype: tail[0], source: unescapeMountinfo(tail[1])}
-			ok = true
-		}
+		ms = append(ms, mountEntry{point: unescapeMountinfo(fields[4]), fstype: tail[0], source: unescapeMountinfo(tail[1])})
 	}
-	return found, ok
+	return ms
 }
 
 // unescapeMountinfo undoes the kernel's octal escapes (\040 for a space, ...).

@@ -222,6 +222,12 @@ func runMount(args []string, stderr io.Writer) int {
 	case cfg.Live:
 		open = versions.OpenLive
 	}
+	if cfg.ReadWrite {
+		if err := checkWritable(file); err != nil {
+			fmt.Fprintf(stderr, "vh5fs: %v\n", err)
+			return 1
+		}
+	}
 	f, err := open(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "vh5fs: %s\n", openError(file, cfg.ReadWrite, err))
