@@ -59,7 +59,8 @@ empty directory, and serves it in the foreground until Ctrl-C, SIGTERM or
 Options (-o, comma-separated, may repeat):
   ro            read-only (the default)
   rw            read-write: writing versions/<v>/<dataset> stages changes; fsync or
-                close commits them as a new version (see README)
+                close commits them as a new version (see README); refused at once
+                unless the file, its directory and its filesystem are writable
   commit_name=NAME  name of the first version this mount commits (default: a UTC
                 time stamp such as 20261202T140520.123456Z)
   live          follow an HDF5 SWMR writer (sizes and reads track its flushes) and
