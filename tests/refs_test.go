@@ -344,10 +344,9 @@ func TestRefsSpeed(t *testing.T) {
 	require.Less(t, took[1], 5*time.Second)
 }
 
-// TestRefsReadme runs the README's recipes of "Zarr references" (marked skip for
-// TestReadmeRecipes, which mounts) in one directory, as a newcomer would paste them, with
-// data.h5 a copy of the demo file, and checks what they print against h5py.
-func TestRefsReadme(t *testing.T) {
+// refsRecipes are the README's recipes of "Zarr references" (marked skip for
+// TestReadmeRecipes, which mounts): the references, Dask and xarray.
+func refsRecipes(t *testing.T) []string {
 	b, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	text := string(b)
@@ -356,29 +355,50 @@ func TestRefsReadme(t *testing.T) {
 	end := start + 1 + strings.Index(text[start+1:], "\n## ")
 	blocks := regexp.MustCompile("(?s)<!-- recipe: skip \\(no mount[^>]*-->\n```sh\n(.*?)```").FindAllStringSubmatch(text[start:end], -1)
 	require.Len(t, blocks, 3)
-	work := t.TempDir()
-	data := filepath.Join(work, "data.h5")
-	require.NoError(t, os.Rename(fixture.Copy(t, "testdata/fixtures/grid_2d_gzip.h5"), data))
+	var out []string
+	for _, blk := range blocks {
+		out = append(out, blk[1])
+	}
+	return out
+}
+
+// runRecipe runs script as a newcomer would paste it into sh (set -e) in dir, with vh5fs
+// and python3 on PATH, and returns its output; it must succeed.
+func runRecipe(t *testing.T, dir, script string) string {
+	t.Helper()
 	bin := t.TempDir()
 	require.NoError(t, os.Symlink(vh5fsBin, filepath.Join(bin, "vh5fs")))
 	require.NoError(t, os.Symlink(python(t), filepath.Join(bin, "python3")))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-ec", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s\n---\n%s", script, out)
+	return string(out)
+}
+
+// TestRefsReadme runs the README's recipes of "Zarr references" in one directory, as a
+// newcomer would paste them, with data.h5 a copy of the demo file, and checks what they
+// print against h5py. The xarray recipe is run again on references whose "temp" is an
+// int32 dataset with fill value 0 holding real zeros and an unwritten chunk (issue 31): it
+// reads int32, not float64 with the zeros masked.
+func TestRefsReadme(t *testing.T) {
+	blocks := refsRecipes(t)
+	work := t.TempDir()
+	data := filepath.Join(work, "data.h5")
+	require.NoError(t, os.Rename(fixture.Copy(t, "testdata/fixtures/grid_2d_gzip.h5"), data))
 	var outs []string
 	for _, blk := range blocks {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, "sh", "-ec", blk[1])
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
-		out, err := cmd.CombinedOutput()
-		cancel()
-		require.NoError(t, err, "%s\n---\n%s", blk[1], out)
-		outs = append(outs, string(out))
+		outs = append(outs, runRecipe(t, work, blk))
 	}
 	want := run(t, python(t), "-c", `import sys, h5py
 v = h5py.File(sys.argv[1], "r")["_version_data/versions"]
 t = v["r5/temp"][()]
 print(repr(float(t.mean())), repr(float(t.max())))`, data)
 	var mean, maxv float64
-	_, err = fmt.Sscanf(want, "%g %g", &mean, &maxv)
+	_, err := fmt.Sscanf(want, "%g %g", &mean, &maxv)
 	require.NoError(t, err, want)
 	require.Contains(t, outs[0], "(45, 37) float64 temperature [")
 	require.Contains(t, outs[0], "r1: (50, 37)")
@@ -387,7 +407,55 @@ print(repr(float(t.mean())), repr(float(t.max())))`, data)
 	got, err := strconv.ParseFloat(m[1], 64)
 	require.NoError(t, err)
 	require.InDelta(t, mean, got, 1e-12, "dask's mean against numpy's of h5py's read")
-	require.Contains(t, outs[2], "('temp_dim_0', 'temp_dim_1') "+strconv.FormatFloat(maxv, 'g', -1, 64)+" 2024-01-01 05:00:00.000000+0000")
+	require.Contains(t, outs[2], "('temp_dim_0', 'temp_dim_1') float64 "+strconv.FormatFloat(maxv, 'g', -1, 64)+" 2024-01-01 05:00:00.000000+0000")
+
+	ints := t.TempDir()
+	run(t, python(t), "py/xarray_refs.py", "make", filepath.Join(ints, "ints.h5"))
+	refs, _, warnings := vh5fsRefs(t, filepath.Join(ints, "ints.h5"))
+	require.Empty(t, warnings)
+	require.NoError(t, os.Rename(refs, filepath.Join(ints, "r5.json")))
+	store, err := os.ReadFile(filepath.Join(work, "refs_store.py"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(ints, "refs_store.py"), store, 0o644))
+	require.Contains(t, runRecipe(t, ints, blocks[2]), "('temp_dim_0', 'temp_dim_1') int32 2.0 2025-01-01 00:00:00.000000+0000")
+}
+
+// readmeXarrayOpen is the README xarray recipe's xr.open_dataset(...) call, as written.
+func readmeXarrayOpen(t *testing.T) string {
+	m := regexp.MustCompile(`(?s)xr\.open_dataset\(.*?\)\s*(#[^\n]*)?\n`).FindString(refsRecipes(t)[2])
+	require.NotEmpty(t, m, "the README's xarray recipe calls xr.open_dataset")
+	return strings.TrimSpace(regexp.MustCompile(`#[^\n]*`).ReplaceAllString(m, ""))
+}
+
+// TestRefsXarrayFill (issue 31): HDF5's fill value is data, but xarray's Zarr backend masks
+// every element equal to an array's fill_value as missing (NaN, in a float dtype) unless
+// opened with mask_and_scale=False, as the README's recipe does. Through that call, int,
+// uint8 and float datasets whose fill value (0, -1, 255, NaN) also appears as data, each
+// with an unwritten chunk, in a plain file and in a version, read with h5py's dtype and
+// values; zarr still reads unwritten chunks as the fill value. A plain open masks them.
+func TestRefsXarrayFill(t *testing.T) {
+	open := readmeXarrayOpen(t)
+	require.Contains(t, open, "mask_and_scale=False")
+
+	plain := filepath.Join(t.TempDir(), "fill.h5")
+	run(t, python(t), "py/xarray_refs.py", "make", plain)
+	out, _, warnings := vh5fsRefs(t, plain)
+	require.Empty(t, warnings)
+	got := run(t, python(t), "py/xarray_refs.py", "check", "--open", open, plain, out)
+	require.Contains(t, got, "xarray ok: 5 datasets equal to h5py's")
+	// What the README warns of: a plain open masks every fill-valued element.
+	require.Contains(t, got, "plain: temp float64 masked 32\n")
+	require.Contains(t, got, "plain: zeros float64 masked 27\n")
+	require.Contains(t, got, "plain: nan float32 equal\n", "masking NaN as NaN changes nothing")
+	require.Contains(t, checkRefs(t, []string{"--plain"}, plain, out), "refs ok: fill.h5: 0 versions, 5 datasets")
+
+	// A version: int32 with fill 0, element (0, 0) a real 0 (values n % 3).
+	versioned := makeVersioned(t, "--shape", "10,7", "--chunks", "4,3", "--dtype", "<i4", "--modulo", "3", "--fillvalue", "0")
+	out, _, warnings = vh5fsRefs(t, versioned)
+	require.Empty(t, warnings)
+	got = run(t, python(t), "py/xarray_refs.py", "check", "--open", open, versioned, out, "_version_data/versions/v0")
+	require.Contains(t, got, "xarray ok: 1 datasets equal to h5py's")
+	require.Contains(t, got, "plain: data float64 masked 24\n")
 }
 
 // TestRefsBrokenFiles runs `vh5fs refs --all` on every file of the hostile-input corpus
