@@ -11,6 +11,11 @@
 // Zarr's chunk grid is raw_data's and its chunks are stored exactly as HDF5 filtered them.
 // Unmapped chunks have no key and read as the fill value.
 //
+// fill_value is always the dataset's HDF5 fill value. xarray's Zarr backend copies it into
+// _FillValue and masks equal elements as missing unless opened with mask_and_scale=False (as
+// the README's recipe is): a _FillValue in .zattrs does not stop that (xarray overwrites
+// it), and a null fill_value would, but zarr then leaves unmapped chunks uninitialized.
+//
 // What Zarr cannot describe per chunk is handled per dataset:
 //   - filters: deflate becomes numcodecs' zlib, shuffle its shuffle; a Fletcher-32
 //     checksum as the pipeline's last filter (where h5py puts it) is left out of the
