@@ -2,6 +2,8 @@ package tests
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +81,8 @@ func (w nobodyWorld) run(t *testing.T, asRoot bool, setup, mnt string, argv ...s
 	return stdout.String(), stderr.String(), code
 }
 
-// snapshot is every file under dir (its mode and bytes), to show that nothing changed.
+// snapshot is every file under dir, its mode and its bytes' SHA-256, to show that nothing
+// changed.
 func snapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
@@ -94,7 +97,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 			if err != nil {
 				return err
 			}
-			files[rel] += " " + string(b)
+			files[rel] += fmt.Sprintf(" %d bytes, sha256 %x", len(b), sha256.Sum256(b))
 		}
 		return nil
 	}))
@@ -114,23 +117,28 @@ func TestReadWriteChecks(t *testing.T) {
 		"writable, move the file to one that is, or mount read-only (-o ro)"
 	unwritableFile := "vh5fs: {file}: not writable by uid 65534 (mode 0644, owner uid 0): a read-write mount writes " +
 		"new versions into the file; make it writable (chmod, chown), or mount read-only (-o ro)"
+	unwritableStages := "vh5fs: {file}: stages directory {dir}/data/.data.h5.vh5fs-stages not writable by uid 65534: " +
+		"a read-write mount keeps its stages there; make it writable, or mount read-only (-o ro)"
 	readOnlyFS := "vh5fs: {dir}/ro/data.h5: its filesystem (tmpfs, mounted at {dir}/ro) is read-only: a read-write " +
 		"mount writes new versions into the file; remount the filesystem read-write, or mount read-only (-o ro)"
+	fg := []string{"mount", "-o", "rw", "{file}", "{mnt}"}
+	bg := []string{"{file}", "{mnt}", "-o", "rw"}
 	for _, tc := range []struct {
-		name             string
-		dirMode, fileMod os.FileMode
-		asRoot           bool
-		setup            string
-		args             []string // {file} is data/data.h5, {mnt} the mount point
-		want             string
+		name                         string
+		dirMode, fileMode, stageMode os.FileMode // stageMode 0: no stages directory
+		asRoot                       bool
+		setup                        string   // shell, as root in the namespace, in {dir}
+		args                         []string // {file} is {dir}/data/data.h5, {mnt} the mount point
+		want                         string
 	}{
-		{"unwritable directory", 0o755, 0o666, false, "", []string{"mount", "-o", "rw", "{file}", "{mnt}"}, unwritableDir},
-		{"unwritable directory, background form", 0o755, 0o666, false, "", []string{"{file}", "{mnt}", "-o", "rw"}, unwritableDir},
-		{"unwritable file", 0o777, 0o644, false, "", []string{"mount", "-o", "rw", "{file}", "{mnt}"}, unwritableFile},
-		{"unwritable file, background form", 0o777, 0o644, false, "", []string{"{file}", "{mnt}", "-o", "rw"}, unwritableFile},
-		{"read-only filesystem", 0o777, 0o666, false, roFS, []string{"mount", "-o", "rw", "{dir}/ro/data.h5", "{mnt}"}, readOnlyFS},
-		{"read-only filesystem, root", 0o777, 0o666, true, roFS, []string{"mount", "-o", "rw", "{dir}/ro/data.h5", "{mnt}"}, readOnlyFS},
-		{"read-only filesystem, background form", 0o777, 0o666, false, roFS, []string{"{dir}/ro/data.h5", "{mnt}", "-o", "rw"}, readOnlyFS},
+		{"unwritable directory", 0o755, 0o666, 0, false, "", fg, unwritableDir},
+		{"unwritable directory, background form", 0o755, 0o666, 0, false, "", bg, unwritableDir},
+		{"unwritable file", 0o777, 0o644, 0, false, "", fg, unwritableFile},
+		{"unwritable file, background form", 0o777, 0o644, 0, false, "", bg, unwritableFile},
+		{"unwritable stages directory", 0o777, 0o666, 0o755, false, "", fg, unwritableStages},
+		{"read-only filesystem", 0o777, 0o666, 0, false, roFS, []string{"mount", "-o", "rw", "{dir}/ro/data.h5", "{mnt}"}, readOnlyFS},
+		{"read-only filesystem, root", 0o777, 0o666, 0, true, roFS, []string{"mount", "-o", "rw", "{dir}/ro/data.h5", "{mnt}"}, readOnlyFS},
+		{"read-only filesystem, background form", 0o777, 0o666, 0, false, roFS, []string{"{dir}/ro/data.h5", "{mnt}", "-o", "rw"}, readOnlyFS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, err := os.MkdirTemp(w.dir, "case")
@@ -142,7 +150,12 @@ func TestReadWriteChecks(t *testing.T) {
 			require.NoError(t, os.Mkdir(data, 0o755))
 			file := filepath.Join(data, "data.h5")
 			copyFile(t, fixturePath("basic_1d.h5"), file)
-			require.NoError(t, os.Chmod(file, tc.fileMod))
+			require.NoError(t, os.Chmod(file, tc.fileMode))
+			if tc.stageMode != 0 {
+				stages := filepath.Join(data, ".data.h5.vh5fs-stages")
+				require.NoError(t, os.Mkdir(stages, 0o700))
+				require.NoError(t, os.Chmod(stages, tc.stageMode))
+			}
 			require.NoError(t, os.Chmod(data, tc.dirMode))
 			before := snapshot(t, data)
 
