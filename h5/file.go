@@ -154,7 +154,6 @@ func open(path string, rw bool) (*File, error) {
 // creates or removes a file: for crash tests, which place a kill at every moment of a sync.
 const SyncKillEnv = "VH5FS_TEST_SYNC_KILL"
 
-
 // Path is the file's path as given to Open.
 func (f *File) Path() string { return f.path }
 

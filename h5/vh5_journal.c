@@ -220,6 +220,121 @@ static int cmp_range(const void *a, const void *b) {
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+// tick counts a system call of a sync that writes, syncs, creates or removes a file, and
+// kills the process just before the one vh5j_kill_at names (crash tests; off by default).
+static void tick(jfile *f) {
+	if (f->kill_at && ++f->ticks == f->kill_at) kill(getpid(), SIGKILL);
+}
+
+// A journal as the apply and recovery read it: its header and its ranges, the body's then
+// the publish's, each part sorted by address.
+typedef struct {
+	uint64_t addr, len;
+	const unsigned char *old, *new;
+} jrange;
+
+typedef struct {
+	uint64_t dev, ino, len_now, len_new, nbody, npublish;
+	jrange *r;  // nbody + npublish
+} jview;
+
+// read_journal reads j (n bytes) into v if it is a whole journal (magic, sizes, checksum),
+// of this version or of one before the publish part: 1, 0 if it is not whole, -1 (errno).
+static int read_journal(const unsigned char *j, size_t n, jview *v) {
+	size_t words = 0;
+	if (n >= 8 && memcmp(j, journal_magic, 8) == 0) words = HDR_WORDS;
+	if (n >= 8 && memcmp(j, journal_magic1, 8) == 0) words = HDR_WORDS - 1;
+	size_t off = 8 + 8 * words;
+	if (words == 0 || n < off + 8) return 0;
+	uint64_t hdr[HDR_WORDS] = {0};
+	memcpy(hdr, j + 8, 8 * words);
+	if (hdr[5] != n || hdr[4] > n / 16 || hdr[6] > n / 16) return 0;
+	*v = (jview){hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[6], NULL};
+	uint64_t nr = hdr[4] + hdr[6];
+	if (!(v->r = malloc((nr ? nr : 1) * sizeof *v->r))) return -1;
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t rh[2];
+		if (n - 8 - off < 16) goto torn;
+		memcpy(rh, j + off, 16);
+		if (rh[1] > (n - 8 - off - 16) / 2) goto torn;
+		v->r[i] = (jrange){rh[0], rh[1], j + off + 16, j + off + 16 + rh[1]};
+		off += 16 + 2 * rh[1];
+	}
+	uint32_t crc[2];
+	memcpy(crc, j + off, 8);
+	if (off + 8 == n && crc[0] == libdeflate_crc32(0, j, off) && crc[1] == 0) return 1;
+torn:
+	free(v->r);
+	v->r = NULL;
+	return 0;
+}
+
+// covering is the range of rs (n of them, sorted, disjoint) that holds addr, or NULL.
+static const jrange *covering(const jrange *rs, uint64_t n, uint64_t addr) {
+	uint64_t a = 0, b = n;
+	while (a < b) {
+		uint64_t mid = a + (b - a) / 2;
+		if (rs[mid].addr + rs[mid].len <= addr) a = mid + 1; else b = mid;
+	}
+	return a < n && rs[a].addr <= addr ? &rs[a] : NULL;
+}
+
+// apply_rank places a range in the order write_part writes a part in. libhdf5 changes its
+// structures in place, so a reader that meets the ranges of a part half written (a process
+// killed between two of them) sees whatever the ranges so far make; the order makes that
+// as often as it can a state whose references all lead to bytes already in place: space
+// that held nothing before (all zeros), then the superblock (its end-of-file grows), heaps,
+// object headers (new ones among them) and anything else, B-tree nodes from the root down
+// (a split's parent points to the new node before the old one drops its half), and last
+// symbol table nodes, which link names to objects. Power loss can still keep any mixture:
+// the fsync between the body and the publish, not this order, keeps the publish out of it.
+static unsigned apply_rank(const jrange *r) {
+	static const char *heaps[] = {"HEAP", "GCOL", "FRHP", "FHDB", "FHIB", "FSHD", "FSSE"};
+	int zero = 1;
+	for (uint64_t i = 0; i < r->len && zero; i++) zero = r->old[i] == 0;
+	if (zero) return 0;
+	if (r->addr == 0) return 1;
+	if (r->len >= 4) {
+		for (size_t i = 0; i < sizeof heaps / sizeof *heaps; i++)
+			if (memcmp(r->new, heaps[i], 4) == 0) return 2;
+		if (memcmp(r->new, "SNOD", 4) == 0) return 6 << 8;
+		if (memcmp(r->new, "BTHD", 4) == 0) return 4 << 8;
+		if (memcmp(r->new, "BTIN", 4) == 0) return (4 << 8) + 1;
+		if (memcmp(r->new, "BTLF", 4) == 0) return (5 << 8) + 255;
+		if (r->len >= 6 && memcmp(r->new, "TREE", 4) == 0) return (5 << 8) + 255 - r->new[5];  // by level, root first
+	}
+	return 3;
+}
+
+typedef struct {
+	unsigned rank;
+	const jrange *r;
+} ranked;
+
+static int cmp_ranked(const void *a, const void *b) {
+	const ranked *x = a, *y = b;
+	if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+	return x->r->addr < y->r->addr ? -1 : x->r->addr > y->r->addr;
+}
+
+// write_part writes the new bytes of n ranges over fd, in apply_rank's order (f, if not
+// NULL, counts the writes for crash tests). 0 or -1.
+static int write_part(jfile *f, int fd, const jrange *rs, uint64_t n) {
+	ranked *o = malloc((n ? n : 1) * sizeof *o);
+	if (!o) return -1;
+	for (uint64_t i = 0; i < n; i++) o[i] = (ranked){apply_rank(&rs[i]), &rs[i]};
+	qsort(o, n, sizeof *o, cmp_ranked);
+	int rc = 0;
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
+		if (f) tick(f);
+		rc = write_all(fd, o[i].r->new, o[i].r->len, (off_t)o[i].r->addr);
+	}
+	int e = errno;
+	free(o);
+	errno = e;
+	return rc;
+}
+
 // A sync in progress: everything its steps need, so that they run without the HDF5 lock
 // (they make no libhdf5 call and touch none of the driver's held operations).
 struct vh5j_sync {
@@ -233,8 +348,7 @@ struct vh5j_sync {
 	unsigned char *tail_data;
 	unsigned char *journal;  // the whole journal, checksum included
 	size_t jlen;
-	size_t nbody, npublish;       // the journal's ranges of each part
-	size_t publish_at;            // where the publish part's ranges begin in journal
+	jview v;                      // journal's ranges, as the apply writes them
 	int fault_step, fault_crash;  // test fault injection (vh5j_set_fault)
 	int step;                     // the next step to run
 	int committed;                // the commit point has passed
@@ -356,7 +470,6 @@ static vh5j_sync *plan(jfile *f) {
 			toff += rb[i].hi - split;
 		}
 	}
-	s->publish_at = off;
 	for (size_t i = 0; i < mp; i++) {
 		uint64_t rh[2] = {rp[i].lo, rp[i].hi - rp[i].lo};
 		memcpy(s->journal + off, rh, 16);
@@ -366,10 +479,10 @@ static vh5j_sync *plan(jfile *f) {
 	}
 	uint32_t crc[2] = {libdeflate_crc32(0, s->journal, off), 0};
 	memcpy(s->journal + off, crc, 8);
-	s->nbody = nj, s->npublish = mp;
 	s->journaled = nj > 0 || mp > 0 || s->len_new < len_now;
 	s->step = VH5J_TAIL, s->fault_step = -1;
-	ok = (s->fd = dup(f->fd)) >= 0 && (s->jpath = suffixed(f->path, JOURNAL_SUFFIX));
+	ok = read_journal(s->journal, s->jlen, &s->v) == 1 && (s->fd = dup(f->fd)) >= 0 &&
+	     (s->jpath = suffixed(f->path, JOURNAL_SUFFIX));
 done:;
 	int e = errno;
 	free(rb), free(rp), free(atb), free(atp), free(body), free(mid), free(fin);
@@ -384,29 +497,12 @@ done:;
 void vh5j_sync_free(vh5j_sync *s) {
 	if (!s) return;
 	if (s->fd >= 0) close(s->fd);
+	free(s->v.r);
 	free(s->jpath);
 	free(s->tail);
 	free(s->tail_data);
 	free(s->journal);
 	free(s);
-}
-
-// tick counts a system call of a sync that writes, syncs, creates or removes a file, and
-// kills the process just before the one vh5j_kill_at names (crash tests; off by default).
-static void tick(jfile *f) {
-	if (f->kill_at && ++f->ticks == f->kill_at) kill(getpid(), SIGKILL);
-}
-
-// apply_part writes the new bytes of the n journal ranges that begin at off in j. 0 or -1.
-static int apply_part(jfile *f, int fd, const unsigned char *j, size_t off, size_t n) {
-	for (size_t i = 0; i < n; i++) {
-		uint64_t rh[2];
-		memcpy(rh, j + off, 16);
-		tick(f);
-		if (write_all(fd, j + off + 16 + rh[1], rh[1], (off_t)rh[0]) < 0) return -1;
-		off += 16 + 2 * rh[1];
-	}
-	return 0;
 }
 
 // set_length gives the file the journal's new length, if it differs from its length now.
@@ -468,10 +564,10 @@ static int run_step(vh5j_sync *s, int step) {
 		tick(f);
 		return fsync_dir(s->jpath);
 	case VH5J_APPLY:
-		if (apply_part(f, s->fd, s->journal, HDR_SIZE, s->nbody) < 0) return -1;
-		return s->npublish ? 0 : set_length(f, s->fd, s->journal);
+		if (write_part(f, s->fd, s->v.r, s->v.nbody) < 0) return -1;
+		return s->v.npublish ? 0 : set_length(f, s->fd, s->journal);
 	case VH5J_PUBLISH:
-		if (apply_part(f, s->fd, s->journal, s->publish_at, s->npublish) < 0) return -1;
+		if (write_part(f, s->fd, s->v.r + s->v.nbody, s->v.npublish) < 0) return -1;
 		return set_length(f, s->fd, s->journal);
 	case VH5J_REMOVE:
 		tick(f);
@@ -485,7 +581,7 @@ static int run_step(vh5j_sync *s, int step) {
 // end is done once fsynced; one without a publish part goes from the apply to the fsync.
 static int next_step(const vh5j_sync *s, int step) {
 	if (step == VH5J_FSYNC && !s->journaled) return VH5J_DONE;
-	if (step == VH5J_APPLY && !s->npublish) return VH5J_ASYNC;
+	if (step == VH5J_APPLY && !s->v.npublish) return VH5J_ASYNC;
 	return step + 1;
 }
 
@@ -866,65 +962,6 @@ static int read_file(const char *path, unsigned char **buf, size_t *n) {
 	return rc;
 }
 
-// A journal as recovery reads it: its header and its ranges, the body's then the publish's.
-typedef struct {
-	uint64_t addr, len;
-	const unsigned char *old, *new;
-} jrange;
-
-typedef struct {
-	uint64_t dev, ino, len_now, len_new, nbody, npublish;
-	jrange *r;  // nbody + npublish
-} jview;
-
-// read_journal reads j (n bytes) into v if it is a whole journal (magic, sizes, checksum),
-// of this version or of one before the publish part: 1, 0 if it is not whole, -1 (errno).
-static int read_journal(const unsigned char *j, size_t n, jview *v) {
-	size_t words = 0;
-	if (n >= 8 && memcmp(j, journal_magic, 8) == 0) words = HDR_WORDS;
-	if (n >= 8 && memcmp(j, journal_magic1, 8) == 0) words = HDR_WORDS - 1;
-	size_t off = 8 + 8 * words;
-	if (words == 0 || n < off + 8) return 0;
-	uint64_t hdr[HDR_WORDS] = {0};
-	memcpy(hdr, j + 8, 8 * words);
-	if (hdr[5] != n || hdr[4] > n / 16 || hdr[6] > n / 16) return 0;
-	*v = (jview){hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[6], NULL};
-	uint64_t nr = hdr[4] + hdr[6];
-	if (!(v->r = malloc((nr ? nr : 1) * sizeof *v->r))) return -1;
-	for (uint64_t i = 0; i < nr; i++) {
-		uint64_t rh[2];
-		if (n - 8 - off < 16) goto torn;
-		memcpy(rh, j + off, 16);
-		if (rh[1] > (n - 8 - off - 16) / 2) goto torn;
-		v->r[i] = (jrange){rh[0], rh[1], j + off + 16, j + off + 16 + rh[1]};
-		off += 16 + 2 * rh[1];
-	}
-	uint32_t crc[2];
-	memcpy(crc, j + off, 8);
-	if (off + 8 == n && crc[0] == libdeflate_crc32(0, j, off) && crc[1] == 0) return 1;
-torn:
-	free(v->r);
-	v->r = NULL;
-	return 0;
-}
-
-// covering is the range of rs (n of them, sorted, disjoint) that holds addr, or NULL.
-static const jrange *covering(const jrange *rs, uint64_t n, uint64_t addr) {
-	uint64_t a = 0, b = n;
-	while (a < b) {
-		uint64_t mid = a + (b - a) / 2;
-		if (rs[mid].addr + rs[mid].len <= addr) a = mid + 1; else b = mid;
-	}
-	return a < n && rs[a].addr <= addr ? &rs[a] : NULL;
-}
-
-// write_part writes the new bytes of n ranges.
-static int write_part(int fd, const jrange *rs, uint64_t n) {
-	for (uint64_t i = 0; i < n; i++)
-		if (write_all(fd, rs[i].new, rs[i].len, (off_t)rs[i].addr) < 0) return -1;
-	return 0;
-}
-
 // replay rolls the complete journal v forward over the file at path (see the top):
 // VH5J_REPLAYED, VH5J_APPLIED (nothing to do), VH5J_CHANGED (left alone), or -1.
 static int replay(const char *path, const jview *v) {
@@ -972,7 +1009,8 @@ static int replay(const char *path, const jview *v) {
 		goto done;
 	}
 	// As the sync does: the body durable before the publish.
-	if (write_part(fd, body, v->nbody) < 0 || (v->npublish && (fsync(fd) < 0 || write_part(fd, pub, v->npublish) < 0)))
+	if (write_part(NULL, fd, body, v->nbody) < 0 ||
+	    (v->npublish && (fsync(fd) < 0 || write_part(NULL, fd, pub, v->npublish) < 0)))
 		goto done;
 	if ((len != v->len_new && ftruncate(fd, (off_t)v->len_new) < 0) || fsync(fd) < 0) goto done;
 	rc = VH5J_REPLAYED;
