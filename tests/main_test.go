@@ -128,13 +128,14 @@ func vh5fsArgs(file, mnt string, opts ...string) []string {
 	return append(args, file, mnt)
 }
 
-// startMount runs argv, a command that mounts at mnt and serves in the foreground, waits
-// until mnt is a mount point, and tears it down when the test ends.
-func startMount(t *testing.T, mnt string, argv []string) *mounted {
+// startMount runs argv (with env added to the environment), a command that mounts at mnt
+// and serves in the foreground, waits until mnt is a mount point, and tears it down when
+// the test ends.
+func startMount(t *testing.T, mnt string, argv []string, env ...string) *mounted {
 	t.Helper()
 	m := &mounted{Dir: mnt, cmd: exec.Command(argv[0], argv[1:]...), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	m.cmd.Stderr = m.stderr
-	m.cmd.Env = append(os.Environ(), "GOTRACEBACK=all")
+	m.cmd.Env = append(append(os.Environ(), "GOTRACEBACK=all"), env...)
 	require.NoError(t, m.cmd.Start())
 	live.Lock()
 	if live.mounts == nil {

@@ -1,0 +1,246 @@
+package tests
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/h5"
+)
+
+// TestKillDuringSync kills a read-write mount at every system call of its commits' syncs in
+// turn: the daemon sends itself SIGKILL just before the N-th write, fsync, creation or
+// removal of a file its syncs make (h5.SyncKillEnv), for N = 1, 2, ... until three commits
+// in a row complete. After each kill, before anything repairs the file, h5py opens it as
+// any program would, and every version it lists as committed must read exactly as one of
+// the commits (or the original file) wrote it, the commits present a prefix of the three;
+// then `vh5fs fsck --repair`, after which the same holds, with every commit whose sync had
+// passed its commit point, and fsck finds nothing wrong.
+//
+// Changes: one chunk; rows past the end (the dataset and raw_data grow); many chunks (the
+// raw_data chunk index splits its nodes).
+func TestKillDuringSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mounts the file a few hundred times")
+	}
+	base := makeVersioned(t, "--shape", "65536", "--chunks", "256", "--gzip")
+	const rows = 65536
+	for _, tc := range []struct {
+		name      string
+		off, size int // in elements
+	}{
+		{"one chunk", 1000, 100},
+		{"growing", rows - 50, 400},
+		{"many chunks", 300, 256 * 150},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			killDuringSync(t, base, tc.off, tc.size)
+		})
+	}
+}
+
+// killDuringSync is TestKillDuringSync for one kind of change, size elements at off.
+func killDuringSync(t *testing.T, base string, off, size int) {
+	const commits = 3
+	before := digestLines(t, base)
+	// The reference: the commits with no kill, one version each.
+	file := copyPath(t, base)
+	done, _ := commitBands(t, file, off, size, commits, "")
+	require.Equal(t, commits, done)
+	want := newVersions(t, before, digestLines(t, file))
+	require.Len(t, want, commits)
+
+	kills, apply, unreadable := 0, 0, 0
+	for n := 1; ; n++ {
+		file := copyPath(t, base)
+		done, killed := commitBands(t, file, off, size, commits, fmt.Sprint(n))
+		if !killed {
+			break // n is past the last system call of the syncs
+		}
+		kills++
+		// A journal written whole (a kill loses no page the process wrote) records a commit
+		// past its commit point; one created but not yet written records none.
+		st, err := os.Stat(file + h5.JournalSuffix)
+		journal := err == nil && st.Size() > 0
+		if journal {
+			apply++
+		}
+		// Before any repair: h5py reads every version it shows as committed as written.
+		// Within the apply (a whole journal beside the file) the body may be half written,
+		// and h5py may fail to open a new version; nothing it reads may be wrong.
+		lines, failed := committedLines(t, file)
+		if failed != nil {
+			require.True(t, journal, "kill %d (commit %d): no journal, yet h5py cannot read the file: %s", n, done+1, failed)
+			unreadable++
+			t.Logf("kill %d (commit %d, in the apply): h5py: %s", n, done+1, failed)
+		}
+		seen := checkVersions(t, before, want, lines, fmt.Sprintf("kill %d, before repair", n))
+		require.GreaterOrEqual(t, seen, done, "kill %d: a commit whose fsync returned is not committed", n)
+
+		out, err := exec.Command(vh5fsBin, "fsck", "--repair", file).CombinedOutput()
+		require.NoError(t, err, "kill %d: fsck --repair: %s", n, out)
+		lines, err = versionLines(file)
+		require.NoError(t, err, "kill %d: h5py after the repair", n)
+		after := checkVersions(t, before, want, lines, fmt.Sprintf("kill %d, after repair", n))
+		require.GreaterOrEqual(t, after, seen, "kill %d: the repair lost a version h5py had read as committed", n)
+		if journal {
+			require.Equal(t, min(done+1, commits), after, "kill %d: a commit past its commit point was not completed", n)
+		}
+		require.LessOrEqual(t, after, min(done+1, commits), "kill %d", n)
+	}
+	t.Logf("%d kills over the syncs of %d commits (%d with a whole journal beside the file, %d of them leaving h5py unable to open a new version before the repair): every version h5py listed as committed, before and after the repair, read as written",
+		kills, commits, apply, unreadable)
+	require.Greater(t, kills, 3*commits*5, "the kills cover every step of every sync")
+}
+
+// commitBands mounts file read-write (killed at the kill-th system call of its syncs, if
+// kill is not empty) and commits up to commits versions through current/data, each
+// writing size float64 elements at off, then unmounts: how many fsyncs returned, and
+// whether the kill came.
+func commitBands(t *testing.T, file string, off, size, commits int, kill string) (int, bool) {
+	mnt := t.TempDir()
+	var env []string
+	if kill != "" {
+		env = []string{h5.SyncKillEnv + "=" + kill}
+	}
+	m := startMount(t, mnt, vh5fsArgs(file, mnt, "rw"), env...)
+	done := 0
+	for ; done < commits; done++ {
+		rng := rand.New(rand.NewSource(int64(done)))
+		b := make([]byte, 8*size)
+		rng.Read(b)
+		for i := 7; i < len(b); i += 8 {
+			b[i] &= 0x3f // finite float64s
+		}
+		f, err := os.OpenFile(filepath.Join(mnt, "current", "data"), os.O_RDWR, 0)
+		if err != nil {
+			break
+		}
+		_, err = f.WriteAt(b, int64(8*off))
+		if err == nil {
+			err = f.Sync()
+		}
+		f.Close()
+		if err != nil {
+			break
+		}
+	}
+	if kill == "" {
+		m.unmount(t)
+		return done, false
+	}
+	if done == commits { // the unmount's sync may meet the kill too
+		out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	err := m.wait(t)
+	if err == nil {
+		require.Equal(t, commits, done, "the mount exited by itself")
+		return done, false
+	}
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "the mount was killed")
+	require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal(), "%s", m.stderr)
+	exec.Command("fusermount3", "-uz", mnt).Run()
+	return done, true
+}
+
+// versionLines is tests/py/version_digests.py's lines for file's committed versions.
+func versionLines(file string) ([]string, error) {
+	out, err := exec.Command("/usr/bin/python3", "py/version_digests.py", file).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return nil, fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.HasPrefix(l, "current ") {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+// committedLines is tests/py/committed_digests.py's lines for file's committed versions,
+// and what h5py could not read (nil if it read everything).
+func committedLines(t *testing.T, file string) (lines []string, unreadable []string) {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/python3", "py/committed_digests.py", file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(l, "unreadable ") {
+			unreadable = append(unreadable, l)
+		} else if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, unreadable
+}
+
+func digestLines(t *testing.T, file string) []string {
+	t.Helper()
+	lines, err := versionLines(file)
+	require.NoError(t, err)
+	return lines
+}
+
+// newVersions is the lines of after not in before, in commit order (each one's
+// prev_version the one before), without their version names.
+func newVersions(t *testing.T, before, after []string) []string {
+	t.Helper()
+	byPrev := map[string][]string{}
+	for _, l := range after {
+		if !slices.Contains(before, l) {
+			f := strings.Fields(l)
+			byPrev[f[1]] = f
+		}
+	}
+	var out []string
+	prev := ""
+	for _, l := range before { // the newest base version is the first commit's parent
+		f := strings.Fields(l)
+		if byPrev[f[0]] != nil {
+			prev = f[0]
+		}
+	}
+	for f := byPrev[prev]; f != nil; f = byPrev[f[0]] {
+		out = append(out, strings.Join(f[2:], " "))
+	}
+	require.Len(t, out, len(byPrev), "the new versions form a chain")
+	return out
+}
+
+// checkVersions requires every line (a committed version's dataset as h5py read it) to be
+// one of before's, or the content of one of the commits in want, those present forming a
+// prefix of want: how many are present.
+func checkVersions(t *testing.T, before, want, lines []string, what string) int {
+	t.Helper()
+	present := map[int]bool{}
+	for _, l := range lines {
+		if slices.Contains(before, l) {
+			continue
+		}
+		f := strings.Fields(l)
+		k := slices.Index(want, strings.Join(f[2:], " "))
+		require.GreaterOrEqual(t, k, 0, "%s: version %s reads as no commit wrote it: %s", what, f[0], l)
+		present[k] = true
+	}
+	for _, l := range before {
+		require.Contains(t, lines, l, "%s: a version of the original file changed or disappeared", what)
+	}
+	for k := range len(present) {
+		require.True(t, present[k], "%s: commit %d is present without commit %d", what, len(present), k+1)
+	}
+	return len(present)
+}
