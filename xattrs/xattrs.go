@@ -306,7 +306,13 @@ func fillJSON(d *versions.Dataset) any {
 	if d.Strings {
 		return ""
 	}
-	dt, b := d.Type.DType, d.Fill
+	return FillJSON(d.Type.DType, d.Fill)
+}
+
+// FillJSON is the JSON form of a fill element b of numpy dtype dt, as user.vh5fs.fillvalue
+// shows it: a number (NaN and the infinities as FloatJSON's strings), a bool, [re, im] for
+// complex, {"bytes_b64": ...} for everything else.
+func FillJSON(dt string, b []byte) any {
 	if len(dt) < 3 || len(b) == 0 {
 		return map[string]any{"bytes_b64": base64.StdEncoding.EncodeToString(b)}
 	}
@@ -351,6 +357,40 @@ func fillJSON(d *versions.Dataset) any {
 		}
 	}
 	return map[string]any{"bytes_b64": base64.StdEncoding.EncodeToString(b)}
+}
+
+// FillText is a fill element b of numpy dtype dt as a message shows a value: 0, -1.5, NaN,
+// Infinity, true, 1.5+2j, fixed-length bytes quoted ("", "abc"), and anything else as hex
+// (0x...).
+func FillText(dt string, b []byte) string {
+	if len(dt) >= 3 && dt[1] == 'S' {
+		return strconv.Quote(string(bytes.TrimRight(b, "\x00")))
+	}
+	bits := 64 // a float32's value in its shortest form: 0.1, not 0.10000000149011612
+	if dt == "<f4" || dt == ">f4" || dt == "<c8" || dt == ">c8" {
+		bits = 32
+	}
+	text := func(v any) string {
+		switch x := v.(type) {
+		case string:
+			return x // NaN, Infinity, -Infinity
+		case float64:
+			return strconv.FormatFloat(x, 'g', -1, bits)
+		}
+		return fmt.Sprint(v)
+	}
+	switch v := FillJSON(dt, b).(type) {
+	case map[string]any:
+		return fmt.Sprintf("0x%x", b)
+	case []any: // complex
+		im := text(v[1])
+		if !strings.HasPrefix(im, "-") {
+			im = "+" + im
+		}
+		return text(v[0]) + im + "j"
+	default:
+		return text(v)
+	}
 }
 
 var filterClasses = map[int]string{
