@@ -2,14 +2,18 @@ package stage
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // Spec is a new dataset's description, the JSON of user.vh5fs.create; fields left out
@@ -41,7 +45,13 @@ func plainSpec() Spec {
 
 // ParseSpec reads and completes a user.vh5fs.create value. Errors wrap EINVAL and say
 // what is wrong.
-func ParseSpec(b []byte) (Spec, error) {
+func ParseSpec(b []byte) (Spec, error) { return parseSpec(b, nil) }
+
+// parseSpec is ParseSpec for a path whose data group stored fixes (Stage.stored; nil for
+// none): there the fields left out take stored's values, not create_dataset's defaults,
+// and a field given must agree with stored (else EINVAL naming the spec to give), as
+// versioned-hdf5 takes and checks them when a dataset is created at a path that held one.
+func parseSpec(b []byte, stored *Spec) (Spec, error) {
 	var s Spec
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -50,6 +60,19 @@ func ParseSpec(b []byte) (Spec, error) {
 	}
 	if dec.More() {
 		return Spec{}, invalid("user.vh5fs.create: trailing data after the JSON object")
+	}
+	var given map[string]json.RawMessage
+	if err := json.Unmarshal(b, &given); err != nil {
+		return Spec{}, invalid("user.vh5fs.create: %v", err)
+	}
+	if s.Compression != nil && *s.Compression == "gzip" && s.CompressionOpts == nil {
+		lvl := defaultGzip
+		s.CompressionOpts = &lvl
+	}
+	if stored != nil {
+		if err := s.takeStored(given, *stored); err != nil {
+			return Spec{}, err
+		}
 	}
 	if s.DType == "" {
 		s.DType = defaultDType
@@ -63,12 +86,125 @@ func ParseSpec(b []byte) (Spec, error) {
 		}
 		s.Chunks = []int64{defaultChunk}
 	}
-	if s.Compression != nil && *s.Compression == "gzip" && s.CompressionOpts == nil {
-		lvl := defaultGzip
-		s.CompressionOpts = &lvl
-	}
 	if _, err := s.DataSpec(); err != nil {
 		return Spec{}, err
+	}
+	return s, nil
+}
+
+// takeStored completes s, parsed from a user.vh5fs.create value whose fields are given,
+// from stored: fields left out take stored's values, and given ones must agree with them
+// (EINVAL otherwise, naming each conflict and the whole spec to give instead).
+func (s *Spec) takeStored(given map[string]json.RawMessage, stored Spec) error {
+	has := func(k string) bool { _, ok := given[k]; return ok }
+	var conflicts []string
+	conflict := func(field string, got, want any) {
+		conflicts = append(conflicts, fmt.Sprintf("%s %s (the path's is %s)", field, got, want))
+	}
+	storedData, err := stored.DataSpec()
+	if err != nil {
+		return err
+	}
+	if !has("dtype") {
+		s.DType = stored.DType
+	} else if s.DType != stored.DType {
+		conflict("dtype", s.DType, stored.DType)
+	}
+	if !has("shape") || s.Shape == nil {
+		s.Shape = slices.Clone(stored.Shape)
+	}
+	if !has("chunks") || s.Chunks == nil {
+		s.Chunks = slices.Clone(stored.Chunks)
+	} else if !slices.Equal(s.Chunks, stored.Chunks) {
+		conflict("chunks", fmt.Sprint(s.Chunks), fmt.Sprint(stored.Chunks))
+	}
+	if !has("fillvalue") || string(given["fillvalue"]) == "null" {
+		s.FillValue = stored.FillValue
+	} else if s.DType == stored.DType {
+		if fill, err := fillBytes(s.DType, len(storedData.Fill), s.FillValue); err == nil && !bytes.Equal(fill, storedData.Fill) {
+			conflict("fillvalue", xattrs.FillText(s.DType, fill), xattrs.FillText(stored.DType, storedData.Fill))
+		}
+	}
+	if !has("compression") && !has("compression_opts") && !has("shuffle") {
+		s.Compression, s.CompressionOpts, s.Shuffle = stored.Compression, stored.CompressionOpts, stored.Shuffle
+	} else if mine, err := s.DataSpec(); err == nil && (mine.Gzip != storedData.Gzip || mine.LZF != storedData.LZF || mine.Shuffle != storedData.Shuffle) {
+		conflict("filters", filterText(mine), filterText(storedData))
+	}
+	if len(conflicts) == 0 {
+		return nil
+	}
+	want := stored
+	want.Shape = s.Shape
+	b, err := xattrs.JSONText(want)
+	if err != nil {
+		return err
+	}
+	return invalid("user.vh5fs.create: an earlier dataset of this path fixed its dtype, chunks, fill value and filters (versioned-hdf5 keeps them per path): %s; give %s, or leave those fields out",
+		strings.Join(conflicts, ", "), b)
+}
+
+// filterText names a DataSpec's filters as the spec gives them.
+func filterText(d h5.DataSpec) string {
+	var parts []string
+	switch {
+	case d.Gzip >= 0:
+		parts = append(parts, fmt.Sprintf("gzip %d", d.Gzip))
+	case d.LZF:
+		parts = append(parts, "lzf")
+	}
+	if d.Shuffle {
+		parts = append(parts, "shuffle")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "+")
+}
+
+// StoredSpec is the spec of a dataset that info, the raw_data of a path's data group,
+// fixes: its dtype, chunks, fill value and the filters a spec can name (gzip, LZF,
+// shuffle; others stay the data group's all the same), with shape. EINVAL for element
+// types a stage cannot create.
+func StoredSpec(info h5.Info, shape []int64) (Spec, error) {
+	dt := info.Type.DType
+	if info.Type.VlenString {
+		return Spec{}, invalid("variable-length strings: a stage cannot create string datasets")
+	}
+	size, err := h5.ItemSize(dt)
+	if err != nil {
+		return Spec{}, invalid("dtype %q: %v", dt, err)
+	}
+	s := Spec{DType: dt, Shape: shape, Chunks: slices.Clone(info.Chunks)}
+	// The fill value in the form getfattr shows, if that gives back its bytes exactly;
+	// else (a NaN with a payload, bytes with NULs inside) the bytes themselves.
+	var v any = xattrs.FillJSON(dt, info.Fill)
+	if dt[1] == 'S' {
+		v = string(bytes.TrimRight(info.Fill, "\x00"))
+	}
+	fill, err := xattrs.JSONText(v)
+	if err != nil {
+		return Spec{}, err
+	}
+	if b, err := fillBytes(dt, size, fill); err != nil || !bytes.Equal(b, info.Fill) {
+		if fill, err = xattrs.JSONText(map[string]string{"bytes_b64": base64.StdEncoding.EncodeToString(info.Fill)}); err != nil {
+			return Spec{}, err
+		}
+	}
+	s.FillValue = fill
+	for _, f := range info.Filters {
+		switch f.ID {
+		case 1: // deflate
+			gz, lvl := "gzip", defaultGzip
+			if len(f.Params) > 0 {
+				lvl = int(f.Params[0])
+			}
+			s.Compression, s.CompressionOpts = &gz, &lvl
+		case 2:
+			s.Shuffle = true
+		case 32000:
+			lzf := "lzf"
+			s.Compression = &lzf
+		}
 	}
 	return s, nil
 }
@@ -138,6 +274,21 @@ func fillBytes(dtype string, size int, v json.RawMessage) ([]byte, error) {
 		order = binary.BigEndian
 	}
 	bad := func(err error) error { return invalid("fillvalue %s for dtype %s: %v", v, dtype, err) }
+	var raw struct {
+		B64 *string `json:"bytes_b64"`
+	}
+	if v[0] == '{' {
+		// The element's bytes, as user.vh5fs.fillvalue shows a fill value it cannot
+		// decode.
+		if err := json.Unmarshal(v, &raw); err != nil || raw.B64 == nil {
+			return nil, bad(fmt.Errorf(`an object must be {"bytes_b64": "..."}`))
+		}
+		b, err := base64.StdEncoding.DecodeString(*raw.B64)
+		if err != nil || len(b) != size {
+			return nil, bad(fmt.Errorf("bytes_b64 must hold the %d bytes of one element", size))
+		}
+		return b, nil
+	}
 	kind := dtype[1]
 	switch kind {
 	case 'b':
@@ -239,12 +390,22 @@ func putUint(order binary.ByteOrder, b []byte, u uint64) {
 	}
 }
 
+// putFloat writes f; a NaN as numpy's (and h5py's) quiet NaN, 0x7ff8000000000000 or
+// 0x7fc00000, not Go's math.NaN(), so that "NaN" matches the fill value h5py stored.
 func putFloat(order binary.ByteOrder, b []byte, f float64) error {
 	switch len(b) {
 	case 4:
-		order.PutUint32(b, math.Float32bits(float32(f)))
+		u := math.Float32bits(float32(f))
+		if math.IsNaN(f) {
+			u = 0x7fc00000
+		}
+		order.PutUint32(b, u)
 	case 8:
-		order.PutUint64(b, math.Float64bits(f))
+		u := math.Float64bits(f)
+		if math.IsNaN(f) {
+			u = 0x7ff8000000000000
+		}
+		order.PutUint64(b, u)
 	default:
 		return fmt.Errorf("%d-byte floats are not supported", len(b))
 	}

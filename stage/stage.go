@@ -579,14 +579,24 @@ func (s *Stage) Unlink(p string) error {
 	return nil
 }
 
-// Create creates a dataset: a 1-D dataset of bytes until SetSpec describes it.
+// Create creates a dataset: a 1-D dataset of bytes until SetSpec describes it; at a path
+// that held a dataset (deleted in the stage, or in an earlier version), a dataset of the
+// dtype, chunks, fill value and filters that versioned-hdf5 fixed for the path, with no
+// rows (the base's other axes, if it had the path), as versioned-hdf5 re-creates a
+// deleted dataset.
 func (s *Stage) Create(p string) (*Dataset, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.creatable(p); err != nil {
 		return nil, err
 	}
-	d, err := s.newDataset(p, plainSpec())
+	spec := plainSpec()
+	if stored, err := s.stored(p); err != nil {
+		return nil, err
+	} else if stored != nil {
+		spec = *stored
+	}
+	d, err := s.newDataset(p, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -649,19 +659,58 @@ func (s *Stage) checkDataGroup(p string, ds h5.DataSpec) error {
 	defer d.Close()
 	info := d.Info()
 	if info.Type.DType != ds.DType || !slices.Equal(info.Chunks, ds.Chunks) || !slices.Equal(info.Fill, ds.Fill) {
-		return invalid("%s held %s data in chunks %v (fill %x) in earlier versions; a dataset of that path keeps them", p, info.Type.DType, info.Chunks, info.Fill)
+		why := fmt.Sprintf("%s held %s data in chunks %v, fill value %s, in earlier versions; a dataset of that path keeps them",
+			p, info.Type.DType, info.Chunks, xattrs.FillText(info.Type.DType, info.Fill))
+		if spec, err := StoredSpec(info, nil); err == nil {
+			spec.Shape = nil
+			if b, err := xattrs.JSONText(spec); err == nil {
+				why += fmt.Sprintf(" (give user.vh5fs.create %s, or none)", bytes.Replace(b, []byte(`"shape":null,`), nil, 1))
+			}
+		}
+		return invalid("%s", why)
 	}
 	return nil
+}
+
+// stored is the spec that an earlier dataset at p fixed, if one left a data group there
+// (Create's spec for p, and what SetSpec's given fields must agree with); nil if none did.
+// A dataset there starts with no rows, and the base's other axes if the base has p.
+// Called with mu held.
+func (s *Stage) stored(p string) (*Spec, error) {
+	raw := versions.DataRoot + "/" + p + "/raw_data"
+	if k, err := s.m.f.Kind(raw); err != nil || k == h5.KindMissing {
+		return nil, err
+	}
+	d, err := s.m.f.HDF5().OpenDataset(raw)
+	if err != nil {
+		return nil, err
+	}
+	info := d.Info()
+	d.Close()
+	shape := slices.Clone(info.Chunks)
+	if k, err := s.m.f.Kind(s.basePath(p)); err == nil && k == h5.KindDataset {
+		if base, err := s.m.f.Dataset(s.basePath(p)); err == nil && len(base.Shape) == len(shape) {
+			shape = slices.Clone(base.Shape)
+		}
+	}
+	if len(shape) == 0 {
+		return nil, invalid("%s: earlier versions stored a dataset without chunks there", p)
+	}
+	shape[0] = 0
+	spec, err := StoredSpec(info, shape)
+	if err != nil {
+		return nil, fmt.Errorf("%s held a dataset in earlier versions that a stage cannot create again: %w", p, err)
+	}
+	return &spec, nil
 }
 
 // SetSpec describes a dataset created in the stage (user.vh5fs.create). Only a dataset
 // nothing was written to yet takes one (EINVAL otherwise); its data starts as the spec's
 // shape of fill values.
+//
+// At a path that held a dataset, fields left out take the values that versioned-hdf5
+// fixed for the path (Create's), and given ones must agree with them.
 func (s *Stage) SetSpec(p string, value []byte) error {
-	spec, err := ParseSpec(value)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.datasets[p]
@@ -670,6 +719,14 @@ func (s *Stage) SetSpec(p string, value []byte) error {
 	}
 	if old.Size() != 0 || old.Written() {
 		return invalid("%s: user.vh5fs.create must come before the first write", p)
+	}
+	stored, err := s.stored(p)
+	if err != nil {
+		return err
+	}
+	spec, err := parseSpec(value, stored)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
 	}
 	d, err := s.newDataset(p, spec)
 	if err != nil {

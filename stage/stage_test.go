@@ -19,6 +19,7 @@ import (
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // open opens file read-write with a Manager of its stages (a store of budget bytes), as
@@ -270,6 +271,11 @@ func TestSpecs(t *testing.T) {
 		{`{"dtype": ">i2", "fillvalue": -2, "compression": "lzf", "shuffle": true}`, true,
 			h5.DataSpec{DType: ">i2", Chunks: []int64{4096}, Fill: []byte{0xff, 0xfe}, Gzip: -1, LZF: true, Shuffle: true}},
 		{`{"dtype": "|b1", "fillvalue": true}`, true, h5.DataSpec{DType: "|b1", Chunks: []int64{4096}, Fill: []byte{1}, Gzip: -1}},
+		// NaN as numpy stores it (Go's math.NaN() has another payload), and raw bytes.
+		{`{"dtype": "<f8", "fillvalue": "NaN"}`, true, h5.DataSpec{DType: "<f8", Chunks: []int64{4096}, Fill: []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x7f}, Gzip: -1}},
+		{`{"dtype": ">f4", "fillvalue": "NaN"}`, true, h5.DataSpec{DType: ">f4", Chunks: []int64{4096}, Fill: []byte{0x7f, 0xc0, 0, 0}, Gzip: -1}},
+		{`{"dtype": "<i2", "fillvalue": {"bytes_b64": "AQI="}}`, true, h5.DataSpec{DType: "<i2", Chunks: []int64{4096}, Fill: []byte{1, 2}, Gzip: -1}},
+		{`{"dtype": "<i4", "fillvalue": {"bytes_b64": "AQI="}}`, false, h5.DataSpec{}}, // 2 bytes, not 4
 		{`{"shape": [0, 3]}`, false, h5.DataSpec{}},                  // 2-D without chunks
 		{`{"dtype": "<f8", "chunks": [0]}`, false, h5.DataSpec{}},    // empty chunks
 		{`{"dtype": "<u1", "fillvalue": 300}`, false, h5.DataSpec{}}, // out of range
@@ -426,4 +432,81 @@ func hasVersion(file, name string) (bool, error) {
 	defer f.Close()
 	_, ok, err := f.Version(name)
 	return ok, err
+}
+
+// TestRecreate: a dataset deleted in a stage and created again takes the dtype, chunks,
+// fill value and filters versioned-hdf5 fixed for its path (and the base's other axes),
+// is kept across a remount, and commits as a new dataset of the same data group, as
+// versioned-hdf5 writes a dataset deleted and created again in one version.
+func TestRecreate(t *testing.T) {
+	file := fixture.Copy(t, "../tests/testdata/fixtures/grid_2d_gzip.h5")
+	f, m, closeAll := open(t, file, 32<<20)
+	base, err := f.Dataset(versions.VersionsGroup + "/r5/temp")
+	require.NoError(t, err)
+	want := make([]byte, base.Size())
+	_, err = base.ReadAt(want, 0)
+	require.NoError(t, err)
+	want[0] ^= 0xff // one element differs from the base's: one chunk is new
+
+	st, err := m.Create("s")
+	require.NoError(t, err)
+	require.NoError(t, st.Unlink("temp"))
+	d, err := st.Create("temp")
+	require.NoError(t, err)
+	spec, err := xattrs.JSONText(d.Spec())
+	require.NoError(t, err)
+	require.JSONEq(t, `{"dtype": "<f8", "shape": [0, 37], "chunks": [8, 10], "fillvalue": 0.5, "compression": "gzip", "compression_opts": 4, "shuffle": true}`, string(spec))
+
+	// A spec at that path: fields left out are the path's, given ones must agree.
+	const give = `give {"dtype":"<f8","shape":[0,37],"chunks":[8,10],"fillvalue":0.5,"compression":"gzip","compression_opts":4,"shuffle":true}, or leave those fields out`
+	for _, c := range []struct {
+		spec string
+		want string // in the error; "" for none
+	}{
+		{`{}`, ""},
+		{string(spec), ""},
+		{`{"dtype": "<f8", "shape": [0, 37], "chunks": [8, 10], "fillvalue": 0.5, "compression": "gzip", "shuffle": true}`, ""},
+		{`{"fillvalue": 0}`, `fillvalue 0 (the path's is 0.5); ` + give},
+		{`{"dtype": "<f4", "chunks": [4, 10]}`, `dtype <f4 (the path's is <f8), chunks [4 10] (the path's is [8 10]); ` + give},
+		{`{"compression": null}`, `filters none (the path's is gzip 4+shuffle); ` + give},
+		{`{"shape": [0, 37], "compression": "lzf", "shuffle": true}`, `filters lzf+shuffle (the path's is gzip 4+shuffle)`},
+		{`{"fillvalue": 0.5, "shape": [2, 37]}`, ""},
+	} {
+		t.Run(c.spec, func(t *testing.T) {
+			err := st.SetSpec("temp", []byte(c.spec))
+			if c.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, syscall.EINVAL)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+	require.Equal(t, int64(2*37*8), d.Size(), "the last spec's shape")
+	_, err = d.WriteAt(want, 0)
+	require.NoError(t, err)
+	require.NoError(t, st.Sync(d))
+
+	closeAll() // kept on disk, and served again
+	f, m, closeAll = open(t, file, 32<<20)
+	res, err := m.Commit("s", "s")
+	require.NoError(t, err)
+	require.Equal(t, "r5", res.Base)
+	require.Equal(t, 1, res.Written, "one new chunk; the rest are the base's slots")
+	got, err := f.Dataset(versions.VersionsGroup + "/s/temp")
+	require.NoError(t, err)
+	require.Equal(t, base.Type, got.Type)
+	require.Equal(t, base.Shape, got.Shape)
+	require.Equal(t, base.Chunks, got.Chunks)
+	require.Equal(t, base.Fill, got.Fill)
+	require.Equal(t, base.Filters, got.Filters)
+	require.Equal(t, base.RawData, got.RawData)
+	data := make([]byte, got.Size())
+	_, err = got.ReadAt(data, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, data)
+	closeAll()
+	findings, err := fsck.Check(file)
+	require.NoError(t, err)
+	require.Empty(t, findings, fsck.Summary(findings))
 }
