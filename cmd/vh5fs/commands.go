@@ -569,11 +569,10 @@ func datasetInfo(w io.Writer, f *versions.File, version, ds string) error {
 	if err != nil {
 		return err
 	}
-	x, err := xattrs.Dataset(d)
-	if err != nil {
-		return err
+	fill := `""` // variable-length strings: the empty string
+	if !d.Strings {
+		fill = xattrs.FillText(d.Type.DType, d.Fill)
 	}
-	fill, _ := x.Get(xattrs.FillValue)
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	defer tw.Flush()
 	fmt.Fprintf(tw, "version:\t%s\n", version)
