@@ -3,10 +3,13 @@ package fsnode
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vh5fs/vh5fs/versions"
 )
 
 // Changes to the tree. Versions are immutable and the plain tree is read-only, so every
@@ -14,17 +17,77 @@ import (
 // why: EROFS in read-only mounts, and in read-write mounts EPERM (the tree's shape is
 // fixed; a dataset changes only by writing its bytes, which makes a new version) or, for a
 // new file, EROFS. Each refusal in a read-write mount is logged, so that the user of a
-// background mount can find why. (go-fuse answers 0 for an unlink or rmdir a node does not
+// background mount can find why: with the path as the user named it (versions/v2/x, not
+// the HDF5 path) and what to do instead, which for versions is a stage. (go-fuse answers 0 for an unlink or rmdir a node does not
 // implement: without these, `rm` would report success and change nothing.)
 
-// refuse is the answer to a change of the tree: op names it in the log.
+// refuse is the answer to a change of the tree: op names it in the log, path is the
+// HDF5 path (or "stage/..."), shown as the mount-relative path the user gave.
 func (m *mount) refuse(op, path string) syscall.Errno {
 	if m.commit == nil {
 		return syscall.EROFS
 	}
-	slog.Warn("refused: versions and the plain tree cannot be changed this way; write a dataset's bytes to make a new version",
-		"op", op, "path", path)
+	mp := mountPath(path)
+	slog.Warn("refused: "+m.refusal(op, mp), "op", op, "path", mp)
 	return syscall.EPERM
+}
+
+// mountPath is an HDF5 path of the mount's tree as the user names it, relative to the
+// mount point: /_version_data/versions/v2/counts is versions/v2/counts, /grp/x is grp/x,
+// the root ".".
+func mountPath(p string) string {
+	if rest, ok := strings.CutPrefix(p, versions.VersionsGroup); ok && (rest == "" || rest[0] == '/') {
+		return "versions" + rest
+	}
+	if p = strings.TrimPrefix(p, "/"); p == "" {
+		return "."
+	}
+	return p
+}
+
+// refusal says why op on mp (a mount-relative path) is refused, and what to do instead.
+func (m *mount) refusal(op, mp string) string {
+	inVersions := mp == "versions" || strings.HasPrefix(mp, "versions/")
+	switch {
+	case op == "setattr":
+		return "modes, owners and times are fixed (the mount's uid=, gid= and umask= options set them)"
+	case mp == "stage" || strings.HasPrefix(mp, "stage/"):
+		return "stage/ holds only stages: mkdir MNT/stage/NAME makes one, rm -r MNT/stage/NAME discards it, mv MNT/stage/NAME MNT/versions/ commits it"
+	case !inVersions:
+		return "the mount's root and the file's unversioned groups and datasets are read-only (versioned-hdf5 versions only what is under versions/)"
+	}
+	// instead is how the change is made in a stage (read-write mounts of versioned files).
+	instead := func(how string) string {
+		if m.stages == nil {
+			return ""
+		}
+		return "; make changes in a stage: mkdir MNT/stage/NAME, " + how + ", then commit it as one version: mv MNT/stage/NAME MNT/versions/"
+	}
+	version := strings.Count(mp, "/") == 1 // versions/NAME itself
+	switch op {
+	case "unlink", "rmdir":
+		if version {
+			return "versions are immutable and are not deleted through the mount (versioned-hdf5's delete_versions deletes them)"
+		}
+		return "versions are immutable: nothing in them is deleted" + instead("rm MNT/stage/NAME/PATH (rmdir for a group)")
+	case "rename":
+		if version {
+			return "versions are immutable and keep their names; a stage is committed under the name it is given: mv MNT/stage/NAME MNT/versions/VERSION"
+		}
+		return "versions are immutable: nothing in them is renamed (in versioned-hdf5 a dataset at a new path is a new dataset)" +
+			instead("cp MNT/stage/NAME/OLD MNT/stage/NAME/NEW and rm MNT/stage/NAME/OLD")
+	case "mkdir":
+		if version {
+			return "a new version is made by committing a stage, not by mkdir in versions/" + instead("change MNT/stage/NAME/...")
+		}
+		return "versions are immutable: no new groups in them" + instead("mkdir MNT/stage/NAME/PATH")
+	case "create", "mknod":
+		return "versions are immutable: no new files in them (writing an existing dataset's bytes makes a new version)" +
+			instead("touch or cp MNT/stage/NAME/PATH")
+	case "link", "symlink":
+		return "versions hold only groups and datasets, no links" + instead("cp a dataset to MNT/stage/NAME/PATH")
+	}
+	return "versions are immutable" + instead("change MNT/stage/NAME/...")
 }
 
 // frozenDir, embedded in every directory node kind, refuses every change to the
@@ -69,18 +132,29 @@ func (d *frozenDir) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 // Create answers EROFS, the file system's own word for "no new files here".
 func (d *frozenDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	if d.fm.commit != nil {
-		slog.Warn("refused: no new files in versions or the plain tree; write an existing dataset's bytes to make a new version",
-			"op", "create", "path", joinPath(d.path, name))
+		mp := mountPath(joinPath(d.path, name))
+		slog.Warn("refused: "+d.fm.refusal("create", mp), "op", "create", "path", mp)
 	}
 	return nil, nil, 0, syscall.EROFS
 }
 
+// Symlink and Link are logged by the directory and the target the user named: the new
+// name may be ln's own temporary one (ln -f over an existing name).
 func (d *frozenDir) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, d.refuse("symlink", name)
+	return nil, d.refuseLink("symlink", target)
 }
 
 func (d *frozenDir) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, d.refuse("link", name)
+	return nil, d.refuseLink("link", target.EmbeddedInode().Path(nil))
+}
+
+func (d *frozenDir) refuseLink(op, target string) syscall.Errno {
+	if d.fm.commit == nil {
+		return syscall.EROFS
+	}
+	dir := mountPath(d.path)
+	slog.Warn("refused: "+d.fm.refusal(op, dir), "op", op, "dir", dir, "target", target)
+	return syscall.EPERM
 }
 
 func (d *frozenDir) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -89,5 +163,5 @@ func (d *frozenDir) Mknod(ctx context.Context, name string, mode uint32, dev uin
 
 // Setattr refuses chmod, chown and touch of a directory.
 func (d *frozenDir) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return d.refuse("setattr", "")
+	return d.fm.refuse("setattr", d.path)
 }
