@@ -158,6 +158,14 @@ func (n *stageNode) time() time.Time {
 	return n.m.mtime
 }
 
+// where is p, a path inside the stage, as the user names it: stage/NAME/p.
+func (n *stageNode) where(p string) string {
+	if p == "" {
+		return "stage/" + n.st.Name()
+	}
+	return "stage/" + n.st.Name() + "/" + p
+}
+
 func (n *stageNode) child(name string) string {
 	if n.path == "" {
 		return name
@@ -223,7 +231,7 @@ func (n *stageNode) setTimes(in *fuse.SetAttrIn) syscall.Errno {
 	_, uid := in.GetUID()
 	_, gid := in.GetGID()
 	if mode || uid || gid {
-		slog.Warn("stage: refused: modes and owners are fixed", "op", "setattr", "stage", n.st.Name(), "path", n.path)
+		slog.Warn("stage: refused: modes and owners are fixed", "op", "setattr", "path", n.where(n.path))
 		return syscall.EPERM
 	}
 	if t, ok := in.GetMTime(); ok {
@@ -268,7 +276,7 @@ var _ fs.NodeMkdirer = (*stageDirNode)(nil)
 func (n *stageDirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
 	if err := n.st.Mkdir(p); err != nil {
-		return nil, stageErr("mkdir", p, err)
+		return nil, stageErr("mkdir", n.where(p), err)
 	}
 	return n.lookup(ctx, &n.Inode, p, out)
 }
@@ -279,7 +287,7 @@ var _ fs.NodeRmdirer = (*stageDirNode)(nil)
 func (n *stageDirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	p := n.child(name)
 	if err := n.st.Rmdir(p); err != nil {
-		return stageErr("rmdir", p, err)
+		return stageErr("rmdir", n.where(p), err)
 	}
 	return 0
 }
@@ -290,7 +298,7 @@ var _ fs.NodeUnlinker = (*stageDirNode)(nil)
 func (n *stageDirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	p := n.child(name)
 	if err := n.st.Unlink(p); err != nil {
-		return stageErr("unlink", p, err)
+		return stageErr("unlink", n.where(p), err)
 	}
 	return 0
 }
@@ -302,7 +310,7 @@ func (n *stageDirNode) Create(ctx context.Context, name string, flags uint32, mo
 	p := n.child(name)
 	d, err := n.st.Create(p)
 	if err != nil {
-		return nil, nil, 0, stageErr("create", p, err)
+		return nil, nil, 0, stageErr("create", n.where(p), err)
 	}
 	in, errn := n.lookup(ctx, &n.Inode, p, out)
 	if errn != 0 {
@@ -317,11 +325,11 @@ var _ fs.NodeMknoder = (*stageDirNode)(nil)
 func (n *stageDirNode) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
 	if mode&syscall.S_IFMT != syscall.S_IFREG {
-		slog.Warn("stage: refused: only regular files (datasets) and directories (groups)", "op", "mknod", "path", p)
+		slog.Warn("stage: refused: only regular files (datasets) and directories (groups)", "op", "mknod", "path", n.where(p))
 		return nil, syscall.EPERM
 	}
 	if _, err := n.st.Create(p); err != nil {
-		return nil, stageErr("mknod", p, err)
+		return nil, stageErr("mknod", n.where(p), err)
 	}
 	return n.lookup(ctx, &n.Inode, p, out)
 }
@@ -335,17 +343,17 @@ var (
 // Rename inside a stage is refused: versioned-hdf5 has no renames (a new path is a new
 // data group), and a copy says so more honestly.
 func (n *stageDirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	slog.Warn("stage: refused: datasets and groups cannot be renamed; copy and delete instead", "op", "rename", "path", n.child(name))
+	slog.Warn("stage: refused: datasets and groups cannot be renamed; copy and delete instead", "op", "rename", "path", n.where(n.child(name)))
 	return syscall.EPERM
 }
 
 func (n *stageDirNode) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	slog.Warn("stage: refused: no links in a stage", "op", "symlink", "path", n.child(name))
+	slog.Warn("stage: refused: no links in a stage", "op", "symlink", "path", n.where(n.child(name)))
 	return nil, syscall.EPERM
 }
 
 func (n *stageDirNode) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	slog.Warn("stage: refused: no links in a stage", "op", "link", "path", n.child(name))
+	slog.Warn("stage: refused: no links in a stage", "op", "link", "path", n.where(n.child(name)))
 	return nil, syscall.EPERM
 }
 
@@ -394,7 +402,7 @@ var _ fs.NodeSetxattrer = (*stageDirNode)(nil)
 func (n *stageDirNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	if attr == XattrBase && n.path == "" {
 		if err := n.st.SetBase(string(data)); err != nil {
-			return stageErr("setfattr "+attr, n.path, err)
+			return stageErr("setfattr "+attr, n.where(n.path), err)
 		}
 		return 0
 	}
@@ -406,11 +414,11 @@ func (n *stageNode) setHDF5Attr(attr string, data []byte) syscall.Errno {
 	name, ok := strings.CutPrefix(attr, xattrs.HDF5Prefix)
 	if !ok {
 		slog.Warn("stage: refused: settable attributes are user.hdf5.NAME (and user.vh5fs.create, user.vh5fs.shape on datasets, user.vh5fs.base on a stage)",
-			"op", "setfattr", "name", attr, "path", n.path)
+			"op", "setfattr", "name", attr, "path", n.where(n.path))
 		return syscall.EPERM
 	}
 	if err := n.st.SetAttr(n.path, name, data); err != nil {
-		return stageErr("setfattr "+attr, n.path, err)
+		return stageErr("setfattr "+attr, n.where(n.path), err)
 	}
 	return 0
 }
@@ -427,7 +435,7 @@ func (n *stageNode) removeHDF5Attr(attr string) syscall.Errno {
 		return syscall.EPERM
 	}
 	if err := n.st.RemoveAttr(n.path, name); err != nil {
-		return stageErr("setfattr -x "+attr, n.path, err)
+		return stageErr("setfattr -x "+attr, n.where(n.path), err)
 	}
 	return 0
 }
@@ -493,7 +501,7 @@ func (n *stageFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, 
 	}
 	if flags&syscall.O_TRUNC != 0 {
 		if err := d.Truncate(0); err != nil {
-			return nil, 0, stageErr("open O_TRUNC", n.path, err)
+			return nil, 0, stageErr("open O_TRUNC", n.where(n.path), err)
 		}
 	}
 	return &stageHandle{d: d}, fuse.FOPEN_DIRECT_IO, 0
@@ -558,7 +566,7 @@ func (n *stageFileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.
 			return syscall.EACCES
 		}
 		if err := d.Truncate(int64(size)); err != nil {
-			return stageErr("truncate", n.path, err)
+			return stageErr("truncate", n.where(n.path), err)
 		}
 	}
 	return n.attr(&out.Attr)
@@ -657,13 +665,13 @@ func (n *stageFileNode) Setxattr(ctx context.Context, attr string, data []byte, 
 	switch attr {
 	case XattrCreate:
 		if err := n.st.SetSpec(n.path, data); err != nil {
-			return stageErr("setfattr "+attr, n.path, err)
+			return stageErr("setfattr "+attr, n.where(n.path), err)
 		}
 		return 0
 	case xattrs.Shape:
 		var shape []int64
 		if err := json.Unmarshal(data, &shape); err != nil {
-			return stageErr("setfattr "+attr, n.path, fmt.Errorf("%s: not a JSON list of lengths: %w", data, syscall.EINVAL))
+			return stageErr("setfattr "+attr, n.where(n.path), fmt.Errorf("%s: not a JSON list of lengths: %w", data, syscall.EINVAL))
 		}
 		d, _, err := n.dataset()
 		if err == nil && d == nil {
@@ -673,7 +681,7 @@ func (n *stageFileNode) Setxattr(ctx context.Context, attr string, data []byte, 
 			err = d.Reshape(shape)
 		}
 		if err != nil {
-			return stageErr("setfattr "+attr, n.path, err)
+			return stageErr("setfattr "+attr, n.where(n.path), err)
 		}
 		return 0
 	}
