@@ -73,10 +73,10 @@
 // "users", "nouser", "nofail", "_netdev", "loop", any option starting with
 // "x-" (with or without a value), and "comment" / "comment=...".
 //
-// Any other option is an error naming it (`mountopts: unknown option "foo"`).
+// Any other option is an error naming it (`unknown mount option "foo"`).
 // A flag given a value ("ro=1"), an option that needs a value given without
 // one or with an empty one ("fsname", "fsname="), and an invalid value are
-// errors that name the option as well. All errors start with "mountopts: ".
+// errors that name the option as well, as a user reads them ("mount option ...": no package name).
 package mountopts
 
 import (
@@ -243,17 +243,17 @@ const maxLinkName = 255
 func ValidateCommitName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("mountopts: option %q: empty commit name", "commit_name")
+		return fmt.Errorf("mount option %q: empty commit name", "commit_name")
 	case len(name) > maxLinkName:
-		return fmt.Errorf("mountopts: option %q: commit name is %d bytes, at most %d allowed", "commit_name", len(name), maxLinkName)
+		return fmt.Errorf("mount option %q: commit name is %d bytes, at most %d allowed", "commit_name", len(name), maxLinkName)
 	case strings.Contains(name, "/"):
-		return fmt.Errorf("mountopts: option %q: commit name %q contains \"/\"", "commit_name", name)
+		return fmt.Errorf("mount option %q: commit name %q contains \"/\"", "commit_name", name)
 	case strings.ContainsRune(name, 0):
-		return fmt.Errorf("mountopts: option %q: commit name %q contains NUL", "commit_name", name)
+		return fmt.Errorf("mount option %q: commit name %q contains NUL", "commit_name", name)
 	case name == "." || name == "..":
-		return fmt.Errorf("mountopts: option %q: commit name %q is not allowed", "commit_name", name)
+		return fmt.Errorf("mount option %q: commit name %q is not allowed", "commit_name", name)
 	case name == reservedVersionName:
-		return fmt.Errorf("mountopts: option %q: commit name %q is reserved", "commit_name", name)
+		return fmt.Errorf("mount option %q: commit name %q is reserved", "commit_name", name)
 	}
 	return nil
 }
@@ -320,23 +320,23 @@ func Parse(opts ...string) (Config, error) {
 
 func (c *Config) apply(seg segment) error {
 	if seg.key == "" {
-		return fmt.Errorf("mountopts: option %q has an empty name", "="+seg.value)
+		return fmt.Errorf("mount option %q has an empty name", "="+seg.value)
 	}
 	kind, ok := lookup(seg.key)
 	if !ok {
-		return fmt.Errorf("mountopts: unknown option %q", seg.key)
+		return fmt.Errorf("unknown mount option %q", seg.key)
 	}
 	if kind == kindRefused {
-		return fmt.Errorf("mountopts: option %q is not supported: %s", seg.key, refused[seg.key])
+		return fmt.Errorf("mount option %q is not supported: %s", seg.key, refused[seg.key])
 	}
 	switch kind {
 	case kindFlag, kindAtime, kindPassFlag, kindIgnoredFlag:
 		if seg.hasValue {
-			return fmt.Errorf("mountopts: option %q takes no value (got %q)", seg.key, seg.value)
+			return fmt.Errorf("mount option %q takes no value (got %q)", seg.key, seg.value)
 		}
 	case kindValue, kindOwner, kindUmask, kindPassDecimal, kindIgnoredDecimal:
 		if !seg.hasValue || seg.value == "" {
-			return fmt.Errorf("mountopts: option %q needs a value", seg.key)
+			return fmt.Errorf("mount option %q needs a value", seg.key)
 		}
 	}
 
@@ -349,7 +349,7 @@ func (c *Config) apply(seg segment) error {
 	case kindPassDecimal, kindIgnoredDecimal, kindOwner:
 		n, err := strconv.ParseUint(seg.value, 10, 32)
 		if err != nil {
-			return fmt.Errorf("mountopts: option %q: invalid value %q (want a non-negative decimal integer)", seg.key, seg.value)
+			return fmt.Errorf("mount option %q: invalid value %q (want a non-negative decimal integer)", seg.key, seg.value)
 		}
 		switch {
 		case kind == kindPassDecimal:
@@ -363,7 +363,7 @@ func (c *Config) apply(seg segment) error {
 	case kindUmask:
 		n, err := strconv.ParseUint(seg.value, 8, 32)
 		if err != nil || n > 0o777 {
-			return fmt.Errorf("mountopts: option %q: invalid value %q (want an octal number up to 0777)", seg.key, seg.value)
+			return fmt.Errorf("mount option %q: invalid value %q (want an octal number up to 0777)", seg.key, seg.value)
 		}
 		c.Umask = uint32(n)
 		return nil
@@ -401,7 +401,7 @@ func (c *Config) apply(seg segment) error {
 		c.CommitName = seg.value
 	case "logfile":
 		if !strings.HasPrefix(seg.value, "/") {
-			return fmt.Errorf("mountopts: option %q: %q is not an absolute path", seg.key, seg.value)
+			return fmt.Errorf("mount option %q: %q is not an absolute path", seg.key, seg.value)
 		}
 		c.LogFile = seg.value
 	case "at":
@@ -409,7 +409,7 @@ func (c *Config) apply(seg segment) error {
 	case "stage_mem":
 		n, err := parseSize(seg.value)
 		if err != nil {
-			return fmt.Errorf("mountopts: option %q: %w", seg.key, err)
+			return fmt.Errorf("mount option %q: %w", seg.key, err)
 		}
 		c.StageMem, c.HasStageMem = n, true
 	}

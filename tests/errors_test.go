@@ -265,5 +265,5 @@ func TestLogFile(t *testing.T) {
 
 	_, stderr, code = vh5fsRun(t, "mount", "-o", "logfile=relative.log", file, mnt)
 	require.Equal(t, 2, code)
-	require.Equal(t, `vh5fs: mountopts: option "logfile": "relative.log" is not an absolute path`, oneLine(t, stderr))
+	require.Equal(t, `vh5fs: mount option "logfile": "relative.log" is not an absolute path`, oneLine(t, stderr))
 }

@@ -176,7 +176,7 @@ func TestFstabMount(t *testing.T) {
 			source, opts, want string
 		}{
 			{"/nonexistent/run.h5", "ro", "vh5fs: /nonexistent/run.h5: no such file"},
-			{file, "ro,bogus", `vh5fs: mountopts: unknown option "bogus"`},
+			{file, "ro,bogus", `vh5fs: unknown mount option "bogus"`},
 			{"/etc/hostname", "ro", "vh5fs: /etc/hostname: not an HDF5 file"},
 		} {
 			out, err := exec.Command("mount", "-t", "fuse."+name, tc.source, mnt, "-o", tc.opts).CombinedOutput()

@@ -198,9 +198,9 @@ func TestOptionsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		opts, want string
 	}{
-		{"ro,allow_root", `vh5fs: mountopts: option "allow_root" is not supported: use allow_other,umask=077 (only the owner and root get in)`},
-		{"allow_other,allow_root", `vh5fs: mountopts: option "allow_root" is not supported: use allow_other,umask=077 (only the owner and root get in)`},
-		{"ro,auto_unmount", `vh5fs: mountopts: option "auto_unmount" is not supported: vh5fs unmounts on Ctrl-C and SIGTERM; after a crash, umount the mount point`},
+		{"ro,allow_root", `vh5fs: mount option "allow_root" is not supported: use allow_other,umask=077 (only the owner and root get in)`},
+		{"allow_other,allow_root", `vh5fs: mount option "allow_root" is not supported: use allow_other,umask=077 (only the owner and root get in)`},
+		{"ro,auto_unmount", `vh5fs: mount option "auto_unmount" is not supported: vh5fs unmounts on Ctrl-C and SIGTERM; after a crash, umount the mount point`},
 	} {
 		for _, args := range [][]string{
 			{"mount", "-o", tc.opts, file, mnt},
@@ -238,7 +238,7 @@ func TestOptionsFstab(t *testing.T) {
 
 	out, err = exec.Command("mount", "-t", "fuse."+name, file, mnt, "-o", "ro,allow_root").CombinedOutput()
 	require.Error(t, err)
-	require.Contains(t, string(out), `vh5fs: mountopts: option "allow_root" is not supported: use allow_other,umask=077`)
+	require.Contains(t, string(out), `vh5fs: mount option "allow_root" is not supported: use allow_other,umask=077`)
 	require.Empty(t, mountTableLine(t, mnt))
 }
 
