@@ -44,10 +44,13 @@ const usage = `usage:
                                              history, newest first
   vh5fs log --all FILE [-n N]                every version, branches drawn as a graph
   vh5fs ls FILE [VERSION] [--at TIME]        a version's datasets
+  vh5fs ls --stages FILE                     the stages kept beside FILE
   vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
-  vh5fs diff FILE V1 V2 [DATASET]            chunks that differ between two versions
-  vh5fs fsck [--repair] FILE                 check the file's invariants
-  vh5fs refs FILE [VERSION] [--all] [--url URL] [-o OUT.json]
+  vh5fs diff [-v] FILE V1 V2 [DATASET]       what changed between two versions; -v: chunks
+  vh5fs fsck [--repair [--discard-journal]] FILE
+                                             check the file's invariants; --repair completes
+                                             an interrupted commit, --discard-journal drops it
+  vh5fs refs FILE [VERSION] [--at TIME] [--all] [--url URL] [-o OUT.json]
                                              Zarr references for Dask/xarray
   vh5fs help [COMMAND]
   vh5fs --version
@@ -60,9 +63,13 @@ Options (-o, comma-separated, may repeat):
   ro            read-only (the default)
   rw            read-write: writing versions/<v>/<dataset> stages changes; fsync or
                 close commits them as a new version (see README); refused at once
-                unless the file, its directory and its filesystem are writable
+                unless the file, its directory and its filesystem are writable; only
+                versioned-hdf5 files (a plain HDF5 file mounts read-only)
   commit_name=NAME  name of the first version this mount commits (default: a UTC
                 time stamp such as 20261202T140520.123456Z)
+  stage_mem=SIZE  memory for written, not yet committed chunks, shared by the mount's
+                open files (bytes, or K/M/G; default 32M; 0 keeps none in memory);
+                beyond it they go to the .h5 ahead of the commit, or to a spill file
   live          follow an HDF5 SWMR writer (sizes and reads track its flushes) and
                 commits of other processes (new versions appear); read-only, no
                 file locking (see README, "Live mounts")
@@ -235,6 +242,10 @@ func runMount(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer f.Close()
+	if cfg.ReadWrite && !f.Versioned() {
+		fmt.Fprintf(stderr, "vh5fs: %s: not a versioned-hdf5 file (no _version_data): only versioned-hdf5 files mount read-write; a plain HDF5 file mounts read-only (-o ro)\n", file)
+		return 1
+	}
 	if cfg.At != "" {
 		if !f.Versioned() {
 			fmt.Fprintf(stderr, "vh5fs: %s: at=TIME needs a versioned-hdf5 file (no _version_data)\n", file)
