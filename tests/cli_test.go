@@ -43,7 +43,7 @@ func TestMountErrors(t *testing.T) {
 		{"data_version 2", []string{"mount", "testdata/extra/data_version_2.h5", t.TempDir()}, 1, "data_version_2.h5: unsupported data_version 2"},
 		{"data_version 3", []string{"mount", "testdata/extra/data_version_3.h5", t.TempDir()}, 1, "data_version_3.h5: unsupported data_version 3"},
 		{"data_version 5", []string{"mount", "testdata/extra/data_version_5.h5", t.TempDir()}, 1, "data_version_5.h5: unsupported data_version 5: written by a later versioned-hdf5"},
-		{"unknown option", []string{"mount", "-o", "bogus", good, t.TempDir()}, 2, `unknown option "bogus"`},
+		{"unknown option", []string{"mount", "-o", "bogus", good, t.TempDir()}, 2, `unknown mount option "bogus"`},
 		{"missing operand", []string{"mount", good}, 2, "needs FILE and MOUNTPOINT"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 	} {

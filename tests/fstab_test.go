@@ -223,7 +223,7 @@ func TestFstabHelperForm(t *testing.T) {
 	}{
 		{[]string{"testdata/fixtures/basic_1d.h5", busy, "-o", "ro"}, 1, "vh5fs: mount point " + busy + ": not empty"},
 		{[]string{"testdata/extra/data_version_3.h5", mnt, "-o", "ro"}, 1, "data_version_3.h5: unsupported data_version 3"},
-		{[]string{"testdata/fixtures/basic_1d.h5", mnt, "-o", "frob"}, 2, `unknown option "frob"`},
+		{[]string{"testdata/fixtures/basic_1d.h5", mnt, "-o", "frob"}, 2, `unknown mount option "frob"`},
 		{[]string{"testdata/fixtures/basic_1d.h5", mnt, "extra"}, 2, "expected FILE MOUNTPOINT"},
 	} {
 		out, errOut, code := vh5fsRun(t, tc.args...)
