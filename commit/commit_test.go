@@ -14,13 +14,14 @@ import (
 )
 
 // TestGolden applies each golden edit through the engine (no FUSE) and compares the new
-// version with the one versioned-hdf5 committed.
+// version with the one versioned-hdf5 committed, committed as a handle commits (Commit)
+// and as a stage commits (CommitTree, mode "tree").
 func TestGolden(t *testing.T) {
 	edits, err := fixture.Edits()
 	require.NoError(t, err)
 	require.NotEmpty(t, edits)
 	for _, e := range edits {
-		for _, mode := range []string{"", "store", "sink"} {
+		for _, mode := range []string{"", "store", "sink", "tree"} {
 			t.Run(e.Name+"/"+mode, func(t *testing.T) { golden(t, e, mode) })
 		}
 	}
@@ -42,7 +43,7 @@ func golden(t *testing.T, e fixture.Edit, mode string) {
 	require.NoError(t, err)
 	arr, err := d.NewStaged()
 	require.NoError(t, err)
-	if mode != "" {
+	if mode == "store" || mode == "sink" {
 		st := staged.OpenStore(file, 2*int64(arr.ChunkBytes()))
 		defer st.Close()
 		st.SetDigester(Hash)
@@ -66,8 +67,13 @@ func golden(t *testing.T, e fixture.Edit, mode string) {
 			require.NoError(t, arr.Resize(shape, d.ChunkSource()))
 		}
 	}
-	require.NoError(t, c.SetNextName("golden"))
-	res, err := c.Commit(Change{Base: e.BaseVersion, Dataset: e.Dataset, Array: arr})
+	var res Result
+	if mode == "tree" { // the golden files hold the one dataset
+		res, err = c.CommitTree(Tree{Base: e.BaseVersion, Name: "golden", Entries: []Entry{{Path: e.Dataset, FromBase: true, Array: arr}}})
+	} else {
+		require.NoError(t, c.SetNextName("golden"))
+		res, err = c.Commit(Change{Base: e.BaseVersion, Dataset: e.Dataset, Array: arr})
+	}
 	require.NoError(t, err)
 	require.Equal(t, "golden", res.Name)
 	require.False(t, arr.Dirty())

@@ -11,8 +11,8 @@
 //     the version group both build.
 //   - plan.go: the decisions, before anything is written: which slot each chunk maps
 //     (a full chunk of the fill value: none; a digest the table holds: its slot; one an
-//     earlier chunk of this commit took: that one; else the next new slot, in staging
-//     order), and the new mapping list.
+//     earlier chunk of this commit took: that one; else the next new slot, in
+//     versioned-hdf5's order, appendOrder), and the new mapping list.
 //   - hash.go, index.go: the chunk digest, and a data group's hash_table as a digest
 //     index.
 //   - encode.go: shuffle in Go and deflate in libdeflate, for direct chunk writes (libhdf5

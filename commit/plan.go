@@ -213,7 +213,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		spilled       *staged.StagedChunk // the chunk, if spilled
 		digest        *[32]byte           // made when the chunk was written
 		encoded       []byte              // likewise
-		seq           uint64
+		origin        staged.Origin       // how it was staged: its place in appendOrder
 	}
 	// Flat chunk indices in C order of the grid, as Each visits the chunks.
 	grid := make([]int64, rank)
@@ -234,7 +234,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	cands := make([]candidate, 0, len(scs))
 	for i := range scs {
 		sc := &scs[i]
-		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), flat: flatOf(sc.Grid), data: sc.Data, digest: sc.Digest, encoded: sc.Encoded, seq: sc.Seq}
+		cd := candidate{grid: sc.Grid, trimmed: arr.Trimmed(sc.Grid), flat: flatOf(sc.Grid), data: sc.Data, digest: sc.Digest, encoded: sc.Encoded, origin: sc.Origin}
 		if sc.Data == nil {
 			cd.spilled = sc
 		}
@@ -261,18 +261,20 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		if err != nil {
 			return err
 		}
-		cands = append(cands, candidate{grid: slices.Clone(g), trimmed: slices.Clone(now), flat: k, data: b, seq: math.MaxUint64})
+		// After every operation's chunks, as if a last one re-staged them from the base.
+		o := staged.Origin{Op: math.MaxUint64, Slab: staged.BaseSlab, Offset: off}
+		cands = append(cands, candidate{grid: slices.Clone(g), trimmed: slices.Clone(now), flat: k, data: b, origin: o})
 		return nil
 	})
 	if err != nil {
 		return p, res, err
 	}
-	// New chunks are appended in staging order, as versioned-hdf5 appends its staged slabs.
-	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
+	// New chunks are appended in versioned-hdf5's order (appendOrder).
+	slices.SortFunc(cands, func(a, b candidate) int { return appendOrder(a.origin, a.flat, b.origin, b.flat) })
 	pending := map[[32]byte]int64{}
 	fill := fillChunk(ds.Fill, arr.ChunkBytes())
 	// Digests on every core (spilled chunks read back one per worker), then the
-	// order-dependent decisions in staging order.
+	// order-dependent decisions in appendOrder.
 	type digest struct {
 		sum  [32]byte
 		fill bool // a full-size chunk equal to the fill value
@@ -355,6 +357,40 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		return nil
 	})
 	return p, res, err
+}
+
+// appendOrder compares two chunks of a commit, by their staged.Origin and their flat index
+// in C order of the chunk grid: the order in which the commit appends the new ones to
+// raw_data and hash_table (and decides between equal ones). It is versioned-hdf5's
+// (staged_changes.py): each operation stages the chunks it takes off the full or base slab
+// on new staged slabs, and the commit (CommitPlan) appends the survivors slab by slab,
+// each slab in its order. An assignment (SetItemPlan) puts the chunks it covers in part on
+// one slab and those it covers whole on the next, each sorted as _chunks_in_selection
+// sorts them (sort_by_slab): by the slab they came from, the full slab's (the fill value)
+// before raw_data's, then by their offset there (their slot), equals in grid order; a
+// resize (ResizePlan) stages the edge chunks it reloads from raw_data by slot. So: by
+// operation, then the chunks covered in part before the whole ones, then fill before
+// raw_data, then by slot, then grid order. A change of writes alone is one operation,
+// which the library makes of the same change made as one assignment.
+func appendOrder(a staged.Origin, af int64, b staged.Origin, bf int64) int {
+	if c := cmp.Compare(a.Op, b.Op); c != 0 {
+		return c
+	}
+	if a.Whole != b.Whole {
+		if b.Whole {
+			return -1
+		}
+		return 1
+	}
+	if c := cmp.Compare(a.Slab, b.Slab); c != 0 {
+		return c
+	}
+	if a.Slab == staged.BaseSlab {
+		if c := cmp.Compare(a.Offset, b.Offset); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(af, bf)
 }
 
 func fillChunk(fill []byte, n int) []byte {

@@ -19,7 +19,11 @@ import (
 // them, so that the commit finds them there and only writes their hash_table rows. It
 // takes chunks in the array's staging order, deciding each as the commit's plan will
 // (the fill value: no slot; a digest the hash table or an earlier chunk holds: that slot;
-// else the next slot past largest_index). Those slots are free space until a commit
+// else the next slot past largest_index). The plan appends in versioned-hdf5's order
+// (appendOrder), which is the staging order when the chunks are written in the order of
+// their base slots (a sequential overwrite of a version whose slots are in grid order);
+// otherwise (e.g. over a version whose chunk 0 an earlier version rewrote, whose slot lies
+// after the others') the commit finds those chunks out of place. Those slots are free space until a commit
 // takes them (versioned-hdf5 appends at largest_index too): no version, hash row or
 // largest_index changes before the commit, and a crash (or another dataset's commit,
 // whose sync makes the grown raw_data durable) leaves only rows past largest_index·C0,

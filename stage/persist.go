@@ -42,6 +42,9 @@ type savedData struct {
 	Shape  []int64   `json:"shape"`
 	Base   [][]int64 `json:"base"`   // grid index then raw_data row, per chunk mapped to the base
 	Staged [][]int64 `json:"staged"` // grid indices of the chunks that follow
+	// Origins: how each of them was staged (staged.Origin), which orders the commit's new
+	// chunks; absent in files saved before it was kept.
+	Origins []staged.Origin `json:"origins,omitempty"`
 }
 
 func (s *Stage) dir() string { return filepath.Join(s.m.dir, s.name) }
@@ -140,6 +143,7 @@ func (s *Stage) saveDataset(d *Dataset) error {
 	slices.SortFunc(chunks, func(a, b staged.StagedChunk) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, c := range chunks {
 		hdr.Staged = append(hdr.Staged, c.Grid)
+		hdr.Origins = append(hdr.Origins, c.Origin)
 	}
 	line, err := json.Marshal(hdr)
 	if err != nil {
@@ -330,11 +334,15 @@ func (s *Stage) loadDataset(p string, sd savedDataset) (*Dataset, error) {
 		}
 	}
 	buf := make([]byte, restored.ChunkBytes())
-	for _, g := range hdr.Staged {
+	for i, g := range hdr.Staged {
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return fail(err)
 		}
-		if err := restored.StageChunk(g, buf); err != nil {
+		var o staged.Origin
+		if i < len(hdr.Origins) {
+			o = hdr.Origins[i]
+		}
+		if err := restored.StageChunk(g, buf, o); err != nil {
 			return fail(err)
 		}
 	}

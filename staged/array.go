@@ -95,9 +95,11 @@ type Array struct {
 	slabs       [][]byte
 	freeSlabs   []int32 // staged slab indices whose slab was dropped (nil), for reuse
 	// slabSeq[i] orders staged slabs by creation (indices are reused, so they do not):
-	// commits append new chunks in this order, as versioned-hdf5 appends its staged slabs.
+	// the order a sink takes chunks in (commits order them by origins, see Origin).
 	slabSeq    []uint64
 	nextSeq    uint64
+	origins    []Origin     // per staged slab: how its chunk was staged (origin.go)
+	op         uint64       // the operation under way (origin.go)
 	nStaged    int64        // chunks whose slab index is >= 2
 	store      *Store       // where staged chunks live under a memory budget (nil: memory only)
 	slabGrid   [][]int64    // per staged slab: the grid index of the chunk last put on it

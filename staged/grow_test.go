@@ -19,7 +19,7 @@ func resizeGeneral(a *Array, shape []int64, src ChunkSource) error {
 }
 
 // TestGrowAxis0MatchesGeneral: growing axis 0 through the fast path leaves exactly the
-// state the general path leaves (chunk map, staged bytes, staging order, dirtiness), on
+// state the general path leaves (chunk map, staged bytes, origins, staging order, dirtiness), on
 // arrays with base, staged and fill chunks and trimmed edges.
 func TestGrowAxis0MatchesGeneral(t *testing.T) {
 	for ci, c := range configs {
@@ -54,6 +54,7 @@ func TestGrowAxis0MatchesGeneral(t *testing.T) {
 					for i := range ss {
 						require.Equal(t, ss[i].Grid, fs[i].Grid, what)
 						require.Equal(t, ss[i].Data, fs[i].Data, what)
+						require.Equal(t, ss[i].Origin, fs[i].Origin, what)
 					}
 					require.Equal(t, seqOrder(ss), seqOrder(fs), "%s: staging order", what)
 					checkArray(t, fast, src, m, what)

@@ -9,8 +9,11 @@ import (
 // A Sink stores the chunks an array evicts under its store's budget where the array's
 // commit will put them (commit.Sink: the raw_data slots past the hash table's end), in
 // place of the spill file: the commit then finds them written, and a change far larger
-// than the budget costs one write of each chunk, not three. A commit appends new chunks
-// in staging order, so the array offers the sink only a prefix of that order: chunks of
+// than the budget costs one write of each chunk, not three. The sink expects the commit
+// to append new chunks in staging order, which it does for chunks written in the order of
+// their slots (a commit appends in versioned-hdf5's order, commit's appendOrder; chunks it
+// does not find in place it writes again). The array offers the sink only a prefix of
+// the staging order: chunks of
 // full shape with their digests, evicted oldest first; anything else (an edge chunk, a
 // chunk still held by a write, a sunk chunk written again or dropped) ends the prefix,
 // and the rest of the change spills to the file until the next commit.

@@ -243,36 +243,18 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			hs[i] = a.holesOf(c.Slab)
 		}
 	}
-	// Stage in versioned-hdf5's order: chunks copied from the full slab, then those copied
-	// from the base slab by offset, then wholly written ones in grid order. Commits append
-	// new chunks in staging order, so this keeps raw_data byte-identical to the library's.
-	order := make([]int, 0, len(plan.Chunks))
+	// Staged in grid order. Commits order new chunks by their Origin, not by staging
+	// order (commit's appendOrder); a sink takes chunks in staging order, which is the
+	// commit's for sequential writes.
 	for i, c := range plan.Chunks {
-		if c.Action != UpdateInPlace {
-			order = append(order, i)
+		if c.Action == UpdateInPlace {
+			continue
 		}
-	}
-	rank := func(c ChunkWrite) int {
-		switch {
-		case c.Action == CopyChunk && c.Slab == FullSlab:
-			return 0
-		case c.Action == CopyChunk:
-			return 1
+		o := Origin{Op: a.op, Whole: c.Action == NewChunk, Slab: c.Slab}
+		if c.Slab == BaseSlab {
+			o.Offset = c.SlabOffset
 		}
-		return 2
-	}
-	slices.SortStableFunc(order, func(x, y int) int {
-		cx, cy := plan.Chunks[x], plan.Chunks[y]
-		if r := rank(cx) - rank(cy); r != 0 {
-			return r
-		}
-		if rank(cx) == 1 {
-			return cmp.Compare(cx.SlabOffset, cy.SlabOffset)
-		}
-		return 0
-	})
-	for _, i := range order {
-		slab := a.newStagedSlab(bufs[i])
+		slab := a.newStagedSlab(bufs[i], o)
 		a.setHoles(slab, hs[i])
 		if err := a.setChunk(plan.Chunks[i].Chunk, slab, 0); err != nil {
 			return err // unreachable: the plan's chunks are valid
@@ -308,6 +290,10 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		}
 	}
 	for i, c := range plan.Chunks {
+		if hs[i] != nil {
+			s, _ := a.Slab(c.Chunk)
+			a.coveredBy(s, hs[i])
+		}
 		switch {
 		case c.Action == NewChunk && hs[i] == nil: // wholly written: digest it while the writes go on
 			s, _ := a.Slab(c.Chunk)
@@ -474,13 +460,14 @@ func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSou
 	a.slabOffsets = slices.Grow(a.slabOffsets, int(nChunks-old))[:nChunks]
 	clear(a.slabIndices[old:])
 	clear(a.slabOffsets[old:])
-	slices.SortStableFunc(grows, func(x, y grow) int { // stage base chunks by offset
-		return cmp.Compare(a.slabOffsets[x.k], a.slabOffsets[y.k])
-	})
+	var op uint64
+	if shape[0] != a.shape[0] {
+		op = a.resized()
+	}
 	for _, gr := range grows {
 		a.fillOutside(gr.data, gr.oldL)
 		if gr.stage {
-			a.slabIndices[gr.k] = a.newStagedSlab(gr.data)
+			a.slabIndices[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: BaseSlab, Offset: a.slabOffsets[gr.k]})
 			a.slabOffsets[gr.k] = 0
 			a.nStaged++
 		}
@@ -573,17 +560,18 @@ func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource
 	if kept < 0 {
 		a.dropped = true
 	}
+	var op uint64
+	if !slices.Equal(shape, a.shape) {
+		op = a.resized()
+	}
 	a.shape, a.grid, a.size = shape, grid, size
 	a.dstStrides = strides(shape, a.itemSize)
 	a.slabIndices, a.slabOffsets = idx, offs
 	a.collectSlabs()
-	slices.SortStableFunc(grows, func(x, y grow) int { // stage base chunks by offset
-		return cmp.Compare(offs[x.k], offs[y.k])
-	})
 	for _, gr := range grows {
 		a.fillOutside(gr.data, gr.oldL)
 		if gr.stage {
-			a.slabIndices[gr.k] = a.newStagedSlab(gr.data)
+			a.slabIndices[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: BaseSlab, Offset: offs[gr.k]})
 			a.slabOffsets[gr.k] = 0
 		}
 	}
@@ -625,6 +613,8 @@ type StagedChunk struct {
 	Grid []int64
 	Data []byte // nil if the chunk is spilled: StagedData reads it
 	Seq  uint64 // staging order: lower was staged earlier
+	// Origin: how the chunk was staged, the facts a commit orders new chunks by.
+	Origin Origin
 	// Digest, if not nil, is the chunk's digest (the store's Digester) for its trimmed
 	// extent, made when it was written: the commit need not read the chunk to hash it.
 	Digest *[32]byte
@@ -652,7 +642,7 @@ func (a *Array) StagedChunks() ([]StagedChunk, error) {
 		if slab < 2 {
 			return nil
 		}
-		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabSeq[slab], slab: slab}
+		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabSeq[slab], Origin: a.origin(slab), slab: slab}
 		l := a.trimmed(a.shape, a.grid, g)
 		sc.Digest = a.digestOf(slab, l) // waits for its worker
 		sc.Encoded = a.encodedOf(slab, l)
@@ -758,7 +748,7 @@ func (a *Array) Each(fn func(grid []int64, slab int32, off int64) error) error {
 
 // newStagedSlab stores data (one chunk) as a staged slab, reusing the index
 // of a dropped one if possible.
-func (a *Array) newStagedSlab(data []byte) int32 {
+func (a *Array) newStagedSlab(data []byte, o Origin) int32 {
 	var s int32
 	if n := len(a.freeSlabs); n > 0 {
 		s = a.freeSlabs[n-1]
@@ -769,6 +759,7 @@ func (a *Array) newStagedSlab(data []byte) int32 {
 	}
 	a.slabSeq[s] = a.nextSeq
 	a.nextSeq++
+	a.setOrigin(s, o)
 	a.held(s)
 	return s
 }
@@ -862,10 +853,11 @@ func Elements(xs []int64) int64 {
 }
 
 // StageChunk puts a copy of data, one whole chunk (ChunkBytes long, full chunk shape, C
-// order), on a staged slab of its own at grid, as a write of the whole chunk would; grid
-// must not be staged already. It restores staged chunks saved elsewhere (a stage kept on
-// disk); the chunk is staged after every chunk staged before it.
-func (a *Array) StageChunk(grid []int64, data []byte) error {
+// order), on a staged slab of its own at grid, with origin o (StagedChunk.Origin as it was
+// saved); grid must not be staged already. It restores staged chunks saved elsewhere (a
+// stage kept on disk); the chunk is staged after every chunk staged before it, and the
+// writes after it belong to o's operation or a later one.
+func (a *Array) StageChunk(grid []int64, data []byte, o Origin) error {
 	if len(data) != a.chunkBytes {
 		return fmt.Errorf("staged: stage chunk %v: %d bytes, want %d", grid, len(data), a.chunkBytes)
 	}
@@ -881,5 +873,6 @@ func (a *Array) StageChunk(grid []int64, data []byte) error {
 	}
 	buf := a.newBuffer()
 	copy(buf, data)
-	return a.setChunk(grid, a.newStagedSlab(buf), 0)
+	a.op = max(a.op, o.Op)
+	return a.setChunk(grid, a.newStagedSlab(buf, o), 0)
 }

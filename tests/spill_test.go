@@ -93,7 +93,10 @@ func TestSpillCommit(t *testing.T) {
 // finds the versions as they were. fsync commits the change, finding those chunks in
 // place, and h5py and the spec checker read the new version as written. (A writer of its
 // own holds the file open: a fork of the test process would close an inherited copy of
-// the descriptor at exec, and that close commits.)
+// the descriptor at exec, and that close commits.) The writes go over v0, whose chunks lie
+// in raw_data in grid order: over v1, whose chunk 0 lies in the last slot, the commit
+// appends chunk 0 last (versioned-hdf5's order), and a sink, which takes chunks in the
+// order they are written, finds none in place.
 func TestSinkCommit(t *testing.T) {
 	const size = 24 << 20
 	file := makeFloats(t, t.TempDir(), size)
@@ -106,7 +109,7 @@ func TestSinkCommit(t *testing.T) {
 	for i := 0; i < size; i += 8 {
 		binary.LittleEndian.PutUint64(want[i:], math.Float64bits(0.75+float64(i)))
 	}
-	writer := holdWriter(t, filepath.Join(m.Dir, "versions/v1/data"), want)
+	writer := holdWriter(t, filepath.Join(m.Dir, "versions/v0/data"), want)
 	for _, n := range spillFiles(t, m.cmd.Process.Pid, file) {
 		require.Zero(t, n, "nothing spilled to the spill file")
 	}
@@ -128,7 +131,7 @@ func TestSinkCommit(t *testing.T) {
 // TestSinkWithinBudget: under the default stage_mem (32 MiB), 24 MiB written over a version
 // in whole chunks still go to their raw_data slots once 4 MiB of later chunks have
 // followed them, so the commit finds most of them in place; h5py reads the version as
-// written.
+// written. The writes go over v0, whose chunks lie in grid order (see TestSinkCommit).
 func TestSinkWithinBudget(t *testing.T) {
 	const size = 24 << 20
 	file := makeFloats(t, t.TempDir(), size)
@@ -137,7 +140,7 @@ func TestSinkWithinBudget(t *testing.T) {
 	for i := 0; i < size; i += 8 {
 		binary.LittleEndian.PutUint64(want[i:], math.Float64bits(0.25+float64(i)))
 	}
-	require.NoError(t, holdWriter(t, filepath.Join(m.Dir, "versions/v1/data"), want).finish(), "fsync and close")
+	require.NoError(t, holdWriter(t, filepath.Join(m.Dir, "versions/v0/data"), want).finish(), "fsync and close")
 	match := regexp.MustCompile(`committed .* written=384 ahead=([0-9]+) `).FindStringSubmatch(m.stderr.String())
 	require.NotNil(t, match, "the commit's log line: %s", m.stderr.String())
 	ahead, err := strconv.Atoi(match[1])
