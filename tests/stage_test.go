@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -413,4 +414,59 @@ v = h5py.File(sys.argv[1], "r")["_version_data/versions/a"]
 print(v.attrs["author"], v.attrs["prev_version"], v["old"].attrs["level"], v["prices"].shape, sorted(v))`, file).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, "ci r1 3 (32, 4) ['made', 'old', 'prices', 'volume']", strings.TrimSpace(string(out)))
+}
+
+// TestStageGoldenEdits: each golden edit's byte_ops applied in a stage and committed by mv
+// into versions/ yields the version versioned-hdf5 committed, as a handle's fsync does
+// (TestGoldenThroughMount): same data, appended hash rows and slots, and mappings; so does
+// the stage kept on disk over a remount between its writes and its commit.
+func TestStageGoldenEdits(t *testing.T) {
+	edits, err := fixture.Edits()
+	require.NoError(t, err)
+	for _, e := range edits {
+		for _, kept := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/kept=%v", e.Name, kept), func(t *testing.T) { stageGoldenEdit(t, e, kept) })
+		}
+	}
+}
+
+// stageGoldenEdit applies golden edit e in a stage on its base, remounting before the
+// commit if kept, and compares the version committed with versioned-hdf5's.
+func stageGoldenEdit(t *testing.T, e fixture.Edit, kept bool) {
+	file := fixture.Copy(t, e.Before)
+	from, err := conform.Largest(file, e.BaseVersion, e.Dataset)
+	require.NoError(t, err)
+	m := mount(t, file, "rw")
+	dir := filepath.Join(m.Dir, "stage", "golden")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, xattr.Set(dir, "user.vh5fs.base", []byte(e.BaseVersion)))
+	f, err := os.OpenFile(filepath.Join(dir, e.Dataset), os.O_RDWR, 0)
+	require.NoError(t, err)
+	for _, op := range e.ByteOps {
+		switch op.Op {
+		case "pwrite":
+			b, err := op.Data()
+			require.NoError(t, err)
+			_, err = f.WriteAt(b, op.Offset)
+			require.NoError(t, err)
+		case "truncate":
+			require.NoError(t, f.Truncate(op.Size))
+		}
+	}
+	require.NoError(t, f.Close())
+	if kept {
+		m.unmount(t)
+		m = mount(t, file, "rw")
+		dir = filepath.Join(m.Dir, "stage", "golden")
+	}
+	require.NoError(t, os.Rename(dir, filepath.Join(m.Dir, "versions", "golden")))
+	require.Equal(t, "golden", currentVersion(t, m.Dir))
+	m.unmount(t)
+
+	got, err := conform.Read(file, "golden", e.Dataset, from)
+	require.NoError(t, err)
+	want, err := conform.Read(e.After, e.NewVersion, e.Dataset, from)
+	require.NoError(t, err)
+	require.Empty(t, conform.Diff(got, want))
+	checkFile(t, file)
 }
