@@ -29,7 +29,9 @@ import (
 // the versions of the original file plus the first j commits, for some j at least the
 // number of commits that had passed their commit point (their journal and its directory
 // entry fsynced) — so every commit whose fsync had returned too — every one of them
-// byte-identical to what the mount committed; fsck must find nothing wrong.
+// byte-identical to what the mount committed; fsck must find nothing wrong. Before the
+// repair, h5py reads the crash state as any program would: every version it reads as
+// committed must be byte-identical to the original's or a commit's.
 //
 // Two files: a reference one, whose mapping lists libhdf5 writes, and one of 300 chunks,
 // whose lists vh5fs writes itself (h5/mappings.go).
@@ -99,7 +101,13 @@ func powerLoss(t *testing.T, src, dataset string, trials int) {
 	}
 	require.GreaterOrEqual(t, cycles, commits, "each commit's sync went through the journal")
 
-	survived, forward := 0, 0
+	survived, forward, unreadable := 0, 0, 0
+	var known []string // every version's lines, as the original file and the commits made them
+	for v, l := range after {
+		if v != "current" {
+			known = append(known, l...)
+		}
+	}
 	for trial := 0; trial < trials; trial++ {
 		k := rng.Intn(len(ops) + 1)
 		img, journal, acked := crashState(ops[:k], initial, rng)
@@ -113,6 +121,18 @@ func powerLoss(t *testing.T, src, dataset string, trials int) {
 		os.Remove(crash + ".vh5fs-journal")
 		if journal != nil {
 			require.NoError(t, os.WriteFile(crash+".vh5fs-journal", journal, 0o600))
+		}
+		// Before any repair, as any program would: every version h5py reads as committed
+		// is one the original file or a commit holds, exactly. With a journal beside the
+		// file, a crash in the apply may have kept part of the body's sectors, and h5py may
+		// fail to read what they make (never the publish without the whole body).
+		lines, failed := committedLines(t, crash)
+		for _, l := range lines {
+			require.Contains(t, known, l, "trial %d (crash after %d of %d operations): before repair, h5py reads a version as no commit wrote it", trial, k, len(ops))
+		}
+		if failed != nil {
+			require.NotNil(t, journal, "trial %d (crash after %d of %d operations): no journal, yet h5py cannot read the file: %s", trial, k, len(ops), failed)
+			unreadable++
 		}
 		if journal != nil { // until it is recovered, read-only opens refuse the file
 			out, err := exec.Command(vh5fsBin, "ls", crash).CombinedOutput()
@@ -129,7 +149,7 @@ func powerLoss(t *testing.T, src, dataset string, trials int) {
 		}
 		survived++
 	}
-	t.Logf("%d of %d simulated power losses (over %d logged operations, %d journal cycles) kept every version and every commit past its commit point (%d kept a commit the disk had not yet made sure of)", survived, trials, len(ops), cycles, forward)
+	t.Logf("%d of %d simulated power losses (over %d logged operations, %d journal cycles) kept every version and every commit past its commit point (%d kept a commit the disk had not yet made sure of); before repair, h5py read nothing wrong (%d states with a journal it could not read whole)", survived, trials, len(ops), cycles, forward, unreadable)
 }
 
 // versionDigests is tests/py/version_digests.py's output: version -> its lines, and the
