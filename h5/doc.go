@@ -9,7 +9,10 @@
 // range it will overwrite in a journal beside the file (the commit point), applies them and
 // removes the journal; so neither a killed process nor a power loss leaves the file torn or
 // takes back a commit (Recover, and OpenRW, roll an interrupted one forward, but never over
-// bytes another program changed since).
+// bytes another program changed since). FlushBody splits a sync in two: what was written
+// before it is applied and fsynced before what was written after it (a version's committed
+// flag and current_version), so that other programs reading the file before a repair never
+// meet a version shown as committed whose bytes are not in place.
 // Through the same driver, CreateVirtual and CopyVirtual write long virtual-dataset mapping
 // lists themselves instead of paying libhdf5's cost per mapping (mappings.go).
 //
