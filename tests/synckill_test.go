@@ -90,8 +90,11 @@ func killDuringSync(t *testing.T, base string, off, size int) {
 
 		out, err := exec.Command(vh5fsBin, "fsck", "--repair", file).CombinedOutput()
 		require.NoError(t, err, "kill %d: fsck --repair: %s", n, out)
-		lines = digestLines(t, file)
-		after := checkVersions(t, before, want, lines, fmt.Sprintf("kill %d, after repair", n))
+		after := seen
+		if journal { // else the repair had nothing to complete: h5py read the file whole above
+			lines = digestLines(t, file)
+			after = checkVersions(t, before, want, lines, fmt.Sprintf("kill %d, after repair", n))
+		}
 		require.GreaterOrEqual(t, after, seen, "kill %d: the repair lost a version h5py had read as committed", n)
 		if journal {
 			require.Equal(t, min(done+1, commits), after, "kill %d: a commit past its commit point was not completed", n)
@@ -161,11 +164,11 @@ func committedLines(t *testing.T, file string) (lines []string, unreadable []str
 	t.Helper()
 	// libhdf5 may loop on metadata torn by a power loss: a reader that does not finish
 	// could not read the file either.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "/usr/bin/python3", "py/committed_digests.py", file).CombinedOutput()
 	if ctx.Err() != nil {
-		return nil, []string{"unreadable file: h5py did not finish in 30 s"}
+		return nil, []string{"unreadable file: h5py did not finish in 10 s"}
 	}
 	require.NoError(t, err, "%s", out)
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
