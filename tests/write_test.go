@@ -278,7 +278,9 @@ func TestCommitFailure(t *testing.T) {
 	log := m.stderr.String()
 	failed := strings.Count(log, `level=ERROR msg="commit failed"`)
 	require.GreaterOrEqual(t, failed, 3, "two fsyncs and the last close: %s", log)
-	require.Equal(t, failed, strings.Count(log, "an earlier write to the file failed"), "%s", log)
+	// The first names the step and the path it failed on; the later ones the stop.
+	require.Equal(t, 1, strings.Count(log, "its sync failed at its journal write step (create "+blocker+": is a directory), before its commit point"), "%s", log)
+	require.Equal(t, failed-1, strings.Count(log, "an earlier write to the file failed"), "%s", log)
 	require.NoError(t, os.Remove(blocker))
 	checkFile(t, file)
 	m = mount(t, file, "rw")
