@@ -442,17 +442,7 @@ func stageGoldenEdit(t *testing.T, e fixture.Edit, kept bool) {
 	require.NoError(t, xattr.Set(dir, "user.vh5fs.base", []byte(e.BaseVersion)))
 	f, err := os.OpenFile(filepath.Join(dir, e.Dataset), os.O_RDWR, 0)
 	require.NoError(t, err)
-	for _, op := range e.ByteOps {
-		switch op.Op {
-		case "pwrite":
-			b, err := op.Data()
-			require.NoError(t, err)
-			_, err = f.WriteAt(b, op.Offset)
-			require.NoError(t, err)
-		case "truncate":
-			require.NoError(t, f.Truncate(op.Size))
-		}
-	}
+	applyByteOps(t, f, e.ByteOps)
 	require.NoError(t, f.Close())
 	if kept {
 		m.unmount(t)
@@ -469,4 +459,20 @@ func stageGoldenEdit(t *testing.T, e fixture.Edit, kept bool) {
 	require.NoError(t, err)
 	require.Empty(t, conform.Diff(got, want))
 	checkFile(t, file)
+}
+
+// applyByteOps makes a golden edit's byte operations on f, an open dataset file.
+func applyByteOps(t *testing.T, f *os.File, ops []fixture.ByteOp) {
+	t.Helper()
+	for _, op := range ops {
+		switch op.Op {
+		case "pwrite":
+			b, err := op.Data()
+			require.NoError(t, err)
+			_, err = f.WriteAt(b, op.Offset)
+			require.NoError(t, err)
+		case "truncate":
+			require.NoError(t, f.Truncate(op.Size))
+		}
+	}
 }

@@ -45,17 +45,7 @@ func TestGoldenThroughMount(t *testing.T) {
 			m := mount(t, file, "rw,commit_name=golden")
 			f, err := os.OpenFile(filepath.Join(m.Dir, "versions", e.BaseVersion, e.Dataset), os.O_RDWR, 0)
 			require.NoError(t, err)
-			for _, op := range e.ByteOps {
-				switch op.Op {
-				case "pwrite":
-					b, err := op.Data()
-					require.NoError(t, err)
-					_, err = f.WriteAt(b, op.Offset)
-					require.NoError(t, err)
-				case "truncate":
-					require.NoError(t, f.Truncate(op.Size))
-				}
-			}
+			applyByteOps(t, f, e.ByteOps)
 			require.NoError(t, f.Sync())
 			require.NoError(t, f.Close())
 			target, err := os.Readlink(filepath.Join(m.Dir, "current"))
