@@ -156,7 +156,7 @@ func commitRuns(file string, n, k, reps int) ([]commit.Result, time.Duration, er
 		return nil, 0, err
 	}
 	defer f.Close()
-	c, err := commit.New(f)
+	c, err := commit.Open(f, commit.Options{})
 	if err != nil {
 		return nil, 0, err
 	}

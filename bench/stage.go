@@ -13,7 +13,6 @@ import (
 	"github.com/vh5fs/vh5fs/fsck"
 	"github.com/vh5fs/vh5fs/mountopts"
 	"github.com/vh5fs/vh5fs/stage"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -128,15 +127,12 @@ func newStageRun(file string, changed, n, k int) (r *stageRun, err error) {
 		return nil, err
 	}
 	r.closers = append(r.closers, f.Close)
-	c, err := commit.New(f)
+	c, err := commit.Open(f, commit.Options{StageMem: mountopts.DefaultStageMem}) // as a read-write mount's
 	if err != nil {
 		return nil, err
 	}
 	r.closers = append(r.closers, func() error { c.Close(); return nil })
-	store := staged.OpenStore(work, mountopts.DefaultStageMem) // as a read-write mount's
-	r.closers = append(r.closers, store.Close)
-	store.SetDigester(commit.Hash)
-	if r.m, err = stage.Open(f, c, store); err != nil {
+	if r.m, err = stage.Open(c); err != nil {
 		return nil, err
 	}
 	r.closers = append(r.closers, r.m.Close)

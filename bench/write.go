@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/vh5fs/vh5fs/commit"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -469,7 +468,9 @@ func stageAndCommit(cache, file string, data []byte) (time.Duration, error) {
 		return 0, err
 	}
 	defer f.Close()
-	c, err := commit.New(f)
+	// A store and a sink as a read-write mount's: chunks hashed, and encoded where the
+	// code does it, on the store's workers while the writes go on.
+	c, err := commit.Open(f, commit.Options{StageMem: 32 << 20})
 	if err != nil {
 		return 0, err
 	}
@@ -479,18 +480,10 @@ func stageAndCommit(cache, file string, data []byte) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	arr, err := d.NewStaged()
+	arr, err := c.NewArray(d, true)
 	if err != nil {
 		return 0, err
 	}
-	// A store and a sink as a read-write mount's (default stage_mem): chunks hashed, and
-	// encoded where the code does it, on the store's workers while the writes go on.
-	st := staged.OpenStore(work, 32<<20)
-	defer st.Close()
-	st.SetDigester(commit.Hash)
-	arr.UseStore(st)
-	arr.SetEncoder(commit.ChunkEncoder(d))
-	arr.UseSink(c.NewSink(d, arr, st)) // evicted chunks go to their raw_data slots
 	for off := 0; off < len(data); off += 1 << 20 {
 		if _, err := arr.WriteAt(data[off:min(off+1<<20, len(data))], int64(off), d.ChunkSource()); err != nil {
 			return 0, err

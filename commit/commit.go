@@ -23,11 +23,14 @@ const nameLayout = "20060102T150405.000000Z"
 // ErrExists is returned when the requested version name is taken.
 var ErrExists = errors.New("version already exists")
 
-// Committer writes new versions into one file. Commits are serialised; each appends only
-// what it changed (new chunks, hash rows, one version group).
+// Committer is a read-write file's write side: the one place that makes staged arrays
+// (under its store's memory budget, with the encoder and sink their commit expects) and
+// commits them as new versions. Commits are serialised; each appends only what it
+// changed (new chunks, hash rows, one version group).
 type Committer struct {
-	f   *versions.File
-	now func() time.Time
+	f     *versions.File
+	store *staged.Store // the staged chunks' memory budget and spill file
+	now   func() time.Time
 
 	mu      sync.Mutex        // serialises commits; taken before versions.File's locks
 	indexes map[string]*index // data group -> hash index; GUARDED_BY(mu)
@@ -37,18 +40,34 @@ type Committer struct {
 	sinks  map[string]*groupSink // data group -> its sinks' slots (sink.go); GUARDED_BY(sinkMu)
 }
 
-// New returns a Committer for f, which must have been opened with versions.OpenRW.
-func New(f *versions.File) (*Committer, error) {
+// Options configure Open.
+type Options struct {
+	// StageMem is the staged chunks' memory budget in bytes; beyond it they spill to a
+	// file beside the file (staged.Store; 0: every staged chunk spills).
+	StageMem int64
+	// Name names the first commit (SetNextName); "" for default names.
+	Name string
+}
+
+// Open returns the write side of f, which must have been opened with versions.OpenRW.
+func Open(f *versions.File, o Options) (*Committer, error) {
 	if !f.Writable() {
 		return nil, fmt.Errorf("commit: %s is open read-only", f.Path())
 	}
 	if !f.Versioned() {
 		return nil, fmt.Errorf("commit: %s is not a versioned-hdf5 file", f.Path())
 	}
-	return &Committer{f: f, now: time.Now, indexes: map[string]*index{}, sinks: map[string]*groupSink{}}, nil
+	store := staged.OpenStore(f.Path(), o.StageMem)
+	store.SetDigester(Hash)
+	c := &Committer{f: f, store: store, now: time.Now, indexes: map[string]*index{}, sinks: map[string]*groupSink{}}
+	if err := c.SetNextName(o.Name); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
-// Close releases the hash tables it holds open.
+// Close releases the hash tables it holds open and the staged chunks' spill file.
 func (c *Committer) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -56,7 +75,38 @@ func (c *Committer) Close() {
 		ix.close()
 	}
 	c.indexes = map[string]*index{}
+	if err := c.store.Close(); err != nil {
+		slog.Warn("staged chunks' spill file", "err", err)
+	}
 }
+
+// File is the file c writes.
+func (c *Committer) File() *versions.File { return c.f }
+
+// Store holds the staged chunks of every array c made, under its budget.
+func (c *Committer) Store() *staged.Store { return c.store }
+
+// NewArray returns a staged array on ds, a dataset of a version of c's file: its staged
+// chunks kept in c's store, and the chunks a write covers whole encoded as a commit stores
+// them, on the store's workers. With sink, the chunks it evicts go straight to the
+// raw_data slots its commit will give them (Sink): for arrays committed by a handle's
+// fsync, not for a stage's, which outlive the mount.
+func (c *Committer) NewArray(ds *versions.Dataset, sink bool) (*staged.Array, error) {
+	arr, err := ds.NewStaged()
+	if err != nil {
+		return nil, err
+	}
+	arr.UseStore(c.store)
+	arr.SetEncoder(ChunkEncoder(ds))
+	if sink {
+		arr.UseSink(c.NewSink(ds, arr))
+	}
+	return arr, nil
+}
+
+// Adopt keeps arr's staged chunks in c's store: an array a caller built (a new dataset,
+// or one restored from a saved stage).
+func (c *Committer) Adopt(arr *staged.Array) { arr.UseStore(c.store) }
 
 // SetNextName names the next commit (once); "" restores default names. A name a version
 // already has is refused (ErrExists), so that no commit fails on it later.

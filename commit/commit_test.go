@@ -9,7 +9,6 @@ import (
 
 	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -37,21 +36,16 @@ func golden(t *testing.T, e fixture.Edit, mode string) {
 
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
-	c, err := New(f)
-	require.NoError(t, err)
 	d, err := f.Dataset(versions.VersionsGroup + "/" + e.BaseVersion + "/" + e.Dataset)
 	require.NoError(t, err)
 	arr, err := d.NewStaged()
 	require.NoError(t, err)
+	c, err := Open(f, Options{StageMem: 2 * int64(arr.ChunkBytes())})
+	require.NoError(t, err)
+	defer c.Close()
 	if mode == "store" || mode == "sink" {
-		st := staged.OpenStore(file, 2*int64(arr.ChunkBytes()))
-		defer st.Close()
-		st.SetDigester(Hash)
-		arr.UseStore(st)
-		arr.SetEncoder(ChunkEncoder(d))
-		if mode == "sink" {
-			arr.UseSink(c.NewSink(d, arr, st))
-		}
+		arr, err = c.NewArray(d, mode == "sink")
+		require.NoError(t, err)
 	}
 	rowBytes := d.Size() / max(1, d.Shape[0])
 	for _, op := range e.ByteOps {
@@ -93,7 +87,7 @@ func golden(t *testing.T, e fixture.Edit, mode string) {
 // rule).
 func TestCarriesTree(t *testing.T) {
 	file := fixture.Copy(t, fixture.Dir()+"/nested.h5")
-	f, c := openCommitter(t, file)
+	f, c := openCommitter(t, file, Options{})
 	base, err := f.CurrentVersion()
 	require.NoError(t, err)
 	d, err := f.Dataset(versions.VersionsGroup + "/" + base + "/sensors/north/flags")
@@ -157,7 +151,7 @@ func TestCopiesMappingLists(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
-	c, err := New(f)
+	c, err := Open(f, Options{})
 	require.NoError(t, err)
 	d, err := f.Dataset(versions.VersionsGroup + "/v0/log")
 	require.NoError(t, err)
@@ -201,11 +195,11 @@ assert f["_version_data/versions/" + sys.argv[2] + "/log"][0] == 7
 
 // openCommitter opens file read-write with a Committer on it, both closed when the test
 // ends.
-func openCommitter(t *testing.T, file string) (*versions.File, *Committer) {
+func openCommitter(t *testing.T, file string, o Options) (*versions.File, *Committer) {
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
-	c, err := New(f)
+	c, err := Open(f, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return f, c

@@ -26,7 +26,7 @@ func TestConcurrent(t *testing.T) {
 	}
 	start := time.Now()
 	file := fixture.Copy(t, fixture.Dir()+"/basic_1d.h5")
-	f, c := openCommitter(t, file)
+	f, c := openCommitter(t, file, Options{})
 
 	want := map[string][]byte{}
 	for _, v := range []string{"v1", "v2", "v3", "v4"} {

@@ -61,7 +61,7 @@ func TestNextCommitTrimsDeadTails(t *testing.T) {
 	for _, v := range vs {
 		before[v.Name] = readAll(t, f, v.Name)
 	}
-	c, err := commit.New(f)
+	c, err := commit.Open(f, commit.Options{})
 	require.NoError(t, err)
 	d, err := f.Dataset(versions.VersionsGroup + "/v4/x")
 	require.NoError(t, err)

@@ -65,7 +65,7 @@ func TestFollowHead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := captureLog(t)
 			file := fixture.Copy(t, fixture.Dir()+"/nested.h5")
-			f, c := openCommitter(t, file)
+			f, c := openCommitter(t, file, Options{})
 			read := func(version, ds string) []byte {
 				t.Helper()
 				d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + ds)

@@ -30,7 +30,7 @@ func TestCommitsKeepNoMemory(t *testing.T) {
 	f, err := versions.OpenRW(path)
 	require.NoError(t, err)
 	defer f.Close()
-	c, err := commit.New(f)
+	c, err := commit.Open(f, commit.Options{})
 	require.NoError(t, err)
 	defer c.Close()
 

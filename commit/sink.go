@@ -33,19 +33,18 @@ import (
 // the rest as before. A commit that would write over slots a sink holds (another array's,
 // or this array's out of order) first moves those chunks to the store's spill file.
 type Sink struct {
-	c     *Committer
-	ds    *versions.Dataset
-	arr   *staged.Array
-	store *staged.Store
-	fill  [32]byte // the digest of a full chunk of the fill value
+	c    *Committer
+	ds   *versions.Dataset
+	arr  *staged.Array
+	fill [32]byte // the digest of a full chunk of the fill value
 }
 
 // NewSink returns the sink of arr, a staged array of ds (a dataset of a version of c's
-// file) whose chunks spill to store.
-func (c *Committer) NewSink(ds *versions.Dataset, arr *staged.Array, store *staged.Store) *Sink {
+// file) whose chunks spill to c's store.
+func (c *Committer) NewSink(ds *versions.Dataset, arr *staged.Array) *Sink {
 	chunks := arr.Chunks()
 	fill := Hash(fillChunk(ds.Fill, arr.ChunkBytes()), chunks, chunks, arr.ItemSize())
-	return &Sink{c: c, ds: ds, arr: arr, store: store, fill: fill}
+	return &Sink{c: c, ds: ds, arr: arr, fill: fill}
 }
 
 // groupSink is the state of the sinks of one data group: one array at a time (the owner)
@@ -209,7 +208,7 @@ func (s *Sink) Load(ref int64, buf []byte) error {
 func (g *groupSink) read(s *Sink, rec *sinkChunk, buf []byte) error {
 	switch {
 	case rec.off >= 0:
-		return s.store.Load(buf, rec.off)
+		return s.c.store.Load(buf, rec.off)
 	case rec.row < 0:
 		copy(buf, fillChunk(s.ds.Fill, len(buf)))
 		return nil
@@ -232,7 +231,7 @@ func (s *Sink) Forget(ref int64) {
 	}
 	delete(g.recs, ref)
 	if rec.off >= 0 {
-		s.store.Free(rec.off, int64(s.arr.ChunkBytes()))
+		s.c.store.Free(rec.off, int64(s.arr.ChunkBytes()))
 	}
 	if len(g.recs) == 0 {
 		g.owner = nil
@@ -299,7 +298,7 @@ func (c *Committer) claimSlots(group string, ix *index, fresh []newChunk) error 
 		if err := g.read(owner, rec, buf); err != nil {
 			return fmt.Errorf("moving a chunk out of %s's slot %d: %w", group, rec.row/ix.rows, err)
 		}
-		off, err := owner.store.Spill(buf)
+		off, err := owner.c.store.Spill(buf)
 		if err != nil {
 			return fmt.Errorf("moving a chunk out of %s's slot %d: %w", group, rec.row/ix.rows, err)
 		}

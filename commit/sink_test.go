@@ -77,21 +77,13 @@ func stageSink(t *testing.T, file string, sink bool, ops []sinkOp) (Result, []by
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
 	defer f.Close()
-	c, err := New(f)
+	c, err := Open(f, Options{StageMem: sinkBudget})
 	require.NoError(t, err)
 	defer c.Close()
 	d, err := f.Dataset(versions.VersionsGroup + "/v0/data")
 	require.NoError(t, err)
-	arr, err := d.NewStaged()
+	arr, err := c.NewArray(d, sink)
 	require.NoError(t, err)
-	st := staged.OpenStore(file, sinkBudget)
-	defer st.Close()
-	st.SetDigester(Hash)
-	arr.UseStore(st)
-	arr.SetEncoder(ChunkEncoder(d))
-	if sink {
-		arr.UseSink(c.NewSink(d, arr, st))
-	}
 	for _, op := range ops {
 		if op.shape > 0 {
 			require.NoError(t, arr.Resize([]int64{op.shape}, d.ChunkSource()))
@@ -188,20 +180,13 @@ func unaligned(n int) []sinkOp {
 // hold what their arrays staged.
 func TestSinkGivesWayToOtherCommits(t *testing.T) {
 	file := sinkFile(t, false)
-	f, c := openCommitter(t, file)
-	st := staged.OpenStore(file, sinkBudget)
-	defer st.Close()
-	st.SetDigester(Hash)
+	f, c := openCommitter(t, file, Options{StageMem: sinkBudget})
 
 	stage := func(sink bool, ks []int) (*staged.Array, *versions.Dataset) {
 		d, err := f.Dataset(versions.VersionsGroup + "/v0/data")
 		require.NoError(t, err)
-		arr, err := d.NewStaged()
+		arr, err := c.NewArray(d, sink)
 		require.NoError(t, err)
-		arr.UseStore(st)
-		if sink {
-			arr.UseSink(c.NewSink(d, arr, st))
-		}
 		for _, op := range writes(0, ks...) {
 			_, err := arr.WriteAt(op.data, op.off, d.ChunkSource())
 			require.NoError(t, err)

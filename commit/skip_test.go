@@ -17,7 +17,7 @@ import (
 // (SkipUnchanged) makes no version then; different data under a different map still does.
 func TestSkipUnchangedFillEdgeChunk(t *testing.T) {
 	file := fixture.Copy(t, fixture.Dir()+"/basic_1d.h5") // v4: int64 [0 1 2 3 40 555], chunks 4, fill -1
-	f, c := openCommitter(t, file)
+	f, c := openCommitter(t, file, Options{})
 	open := func(v string) (*versions.Dataset, func() []byte, *staged.Array) {
 		d, err := f.Dataset(versions.VersionsGroup + "/" + v + "/x")
 		require.NoError(t, err)

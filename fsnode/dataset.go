@@ -313,7 +313,7 @@ func (n *datasetNode) rescue(h *writeHandle) {
 		slog.Error("changes lost: commit at release failed", "dataset", n.path)
 		return
 	}
-	name, err := n.m.stages.Rescue(h.Base(), rel, h.Handle)
+	name, err := n.m.stages.Rescue(h.Base(), rel, &h.Handle.File)
 	if err != nil {
 		slog.Error("changes lost: commit at release failed, and keeping them in a stage failed too", "dataset", n.path, "err", err)
 		return
@@ -361,7 +361,7 @@ type writeHandle struct {
 
 func (n *datasetNode) newWriteHandle() (*writeHandle, error) {
 	version, rel := n.versionAndRel()
-	h, err := writefile.Open(n.m.file, n.m.commit, n.m.stage, version, rel)
+	h, err := writefile.Open(n.m.commit, version, rel)
 	if err != nil {
 		return nil, err
 	}

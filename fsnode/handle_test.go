@@ -59,7 +59,6 @@ func (e *engine) close(t *testing.T) {
 	}
 	if e.m.commit != nil {
 		e.m.commit.Close()
-		e.m.stage.Close()
 	}
 	require.NoError(t, e.m.file.Close())
 }

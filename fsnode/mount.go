@@ -17,7 +17,6 @@ import (
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/mountopts"
 	"github.com/vh5fs/vh5fs/stage"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -131,20 +130,14 @@ func newMount(f *versions.File, cfg mountopts.Config) (*mount, error) {
 	if !cfg.ReadWrite {
 		return m, nil
 	}
-	c, err := commit.New(f)
+	c, err := commit.Open(f, commit.Options{StageMem: cfg.StageMemBudget(), Name: cfg.CommitName})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.CommitName != "" {
-		if err := c.SetNextName(cfg.CommitName); err != nil {
-			return nil, err
-		}
-	}
 	m.commit = c
-	m.stage = staged.OpenStore(f.Path(), cfg.StageMemBudget())
-	m.stage.SetDigester(commit.Hash)
 	if f.Versioned() {
-		if m.stages, err = stage.Open(f, c, m.stage); err != nil {
+		if m.stages, err = stage.Open(c); err != nil {
+			c.Close()
 			return nil, err
 		}
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/stage"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -29,7 +28,6 @@ const (
 type mount struct {
 	file   *versions.File
 	commit *commit.Committer // nil for read-only mounts
-	stage  *staged.Store     // staged chunks' memory budget and spill file (read-write mounts)
 	stages *stage.Manager    // stage/ (read-write mounts of versioned files)
 	live   bool              // -o live: follow a SWMR writer and other processes' commits (live.go)
 	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp

@@ -16,7 +16,7 @@ type Dataset struct {
 	path string
 	// h is the dataset's state: replaced in place by SetSpec, which describes a created
 	// dataset after its file was opened.
-	h    atomic.Pointer[writefile.Handle]
+	h    atomic.Pointer[writefile.File]
 	spec atomic.Pointer[Spec] // a dataset created in the stage; nil for one of the base
 	gone atomic.Bool
 	// restored: loaded with changes from a stage kept on disk (the array's own Dirty
@@ -24,7 +24,7 @@ type Dataset struct {
 	restored, saved bool
 }
 
-func newDataset(p string, h *writefile.Handle, spec *Spec) *Dataset {
+func newDataset(p string, h *writefile.File, spec *Spec) *Dataset {
 	d := &Dataset{path: p}
 	d.h.Store(h)
 	d.spec.Store(spec)
@@ -32,7 +32,7 @@ func newDataset(p string, h *writefile.Handle, spec *Spec) *Dataset {
 }
 
 // swap gives d another state and description, returning the state it had.
-func (d *Dataset) swap(h *writefile.Handle, spec *Spec) *writefile.Handle {
+func (d *Dataset) swap(h *writefile.File, spec *Spec) *writefile.File {
 	d.spec.Store(spec)
 	return d.h.Swap(h)
 }
@@ -62,7 +62,7 @@ func (d *Dataset) ReadAt(p []byte, off int64) (int, error) {
 	return d.h.Load().ReadAt(p, off)
 }
 
-// WriteAt writes p at off, growing axis 0 past the end (writefile.Handle.WriteAt).
+// WriteAt writes p at off, growing axis 0 past the end (writefile.File.WriteAt).
 func (d *Dataset) WriteAt(p []byte, off int64) (int, error) {
 	if d.gone.Load() {
 		return 0, d.errGone()
@@ -89,7 +89,7 @@ func (d *Dataset) Reshape(shape []int64) error {
 // Written reports whether anything was written since the dataset was opened or made.
 func (d *Dataset) Written() bool { return d.h.Load().Written() }
 
-// Hold locks the dataset's state and returns its array (writefile.Handle.Hold).
+// Hold locks the dataset's state and returns its array (writefile.File.Hold).
 func (d *Dataset) Hold() (*staged.Array, func()) { return d.h.Load().Hold() }
 
 // changed reports whether the dataset differs from the base's. Called holding it.

@@ -317,9 +317,7 @@ func (s *Stage) loadDataset(p string, sd savedDataset) (*Dataset, error) {
 		d.Close()
 		return nil, fmt.Errorf("data file: %w", err)
 	}
-	if s.m.store != nil {
-		restored.UseStore(s.m.store)
-	}
+	s.m.c.Adopt(restored)
 	fail := func(err error) (*Dataset, error) {
 		restored.Discard()
 		d.Close()
@@ -348,7 +346,7 @@ func (s *Stage) loadDataset(p string, sd savedDataset) (*Dataset, error) {
 	}
 	src := d.h.Load().Source()
 	d.Close()
-	out := newDataset(p, writefile.New(restored, src), d.Spec())
+	out := newDataset(p, writefile.NewFile(restored, src), d.Spec())
 	out.restored, out.saved = sd.Changed, true
 	return out, nil
 }

@@ -5,7 +5,7 @@
 //
 // A Stage is an overlay on its base version: the base's groups and datasets, less those
 // removed, plus those created, with attribute changes on top. Every open of a dataset in a
-// stage shares one writefile.Handle, so a read through any handle, or a later open, sees
+// stage shares one writefile.File, so a read through any handle, or a later open, sees
 // every write made in the stage. Nothing here knows FUSE: package fsnode serves a stage as
 // a directory, and the tests drive it directly.
 //
@@ -24,7 +24,7 @@
 //
 // # Lock order
 //
-// Manager.mu, then Stage.mu, then the datasets' writefile.Handle locks (in path order
+// Manager.mu, then Stage.mu, then the datasets' writefile.File locks (in path order
 // when several are held), then commit.Committer's (docs/ARCHITECTURE.md has the whole
 // order).
 package stage
@@ -62,10 +62,9 @@ func Dir(file string) string {
 
 // Manager is the stages of one read-write mount.
 type Manager struct {
-	f     *versions.File
-	c     *commit.Committer
-	store *staged.Store
-	dir   string
+	f   *versions.File
+	c   *commit.Committer
+	dir string
 
 	mu     sync.Mutex
 	stages map[string]*Stage // GUARDED_BY(mu)
@@ -75,8 +74,9 @@ type Manager struct {
 // Open returns the stages of f, loading those kept in Dir(f.Path()) by earlier mounts. A
 // stage that cannot be loaded (its base is gone, its files are damaged) is left on disk,
 // logged, and not served.
-func Open(f *versions.File, c *commit.Committer, store *staged.Store) (*Manager, error) {
-	m := &Manager{f: f, c: c, store: store, dir: Dir(f.Path()), stages: map[string]*Stage{}}
+func Open(c *commit.Committer) (*Manager, error) {
+	f := c.File()
+	m := &Manager{f: f, c: c, dir: Dir(f.Path()), stages: map[string]*Stage{}}
 	ents, err := os.ReadDir(m.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
@@ -621,10 +621,8 @@ func (s *Stage) newDataset(p string, spec Spec) (*Dataset, error) {
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
-	if s.m.store != nil {
-		arr.UseStore(s.m.store)
-	}
-	return newDataset(p, writefile.New(arr, nil), &spec), nil
+	s.m.c.Adopt(arr)
+	return newDataset(p, writefile.NewFile(arr, nil), &spec), nil
 }
 
 // checkDataGroup refuses a spec that the path's data group, if an earlier dataset of the
@@ -758,7 +756,7 @@ func (s *Stage) open(p string) (*Dataset, error) {
 	} else if k != h5.KindDataset {
 		return nil, fmt.Errorf("%s: %w", p, syscall.ENOENT)
 	}
-	h, err := writefile.Open(s.m.f, nil, s.m.store, s.base, p)
+	h, err := writefile.OpenFile(s.m.c, s.base, p)
 	if err != nil {
 		return nil, err
 	}
@@ -1091,7 +1089,7 @@ func (s *Stage) discard() {
 // path as the handle staged it, and returns the stage's name. Saved to disk before it
 // returns, the stage outlives the handle and the mount: a later mount commits it
 // (mv stage/NAME versions/). The handle is only read.
-func (m *Manager) Rescue(base, path string, h *writefile.Handle) (string, error) {
+func (m *Manager) Rescue(base, path string, h *writefile.File) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	stamp := time.Now().UTC().Format("20060102T150405.000000Z")

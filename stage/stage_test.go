@@ -17,7 +17,6 @@ import (
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/xattrs"
 )
@@ -36,11 +35,9 @@ func openCrashable(t *testing.T, file string, budget int64) (*versions.File, *Ma
 	t.Helper()
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
-	c, err := commit.New(f)
+	c, err := commit.Open(f, commit.Options{StageMem: budget})
 	require.NoError(t, err)
-	store := staged.OpenStore(file, budget)
-	store.SetDigester(commit.Hash)
-	m, err := Open(f, c, store)
+	m, err := Open(c)
 	require.NoError(t, err)
 	closed := false
 	closeAll := func() error {
@@ -50,7 +47,6 @@ func openCrashable(t *testing.T, file string, budget int64) (*versions.File, *Ma
 		closed = true
 		require.NoError(t, m.Close())
 		c.Close()
-		store.Close()
 		return f.Close()
 	}
 	t.Cleanup(func() { closeAll() })

@@ -1,10 +1,10 @@
-// Package writefile is the write path's file handle: one open-for-writing of a version's
-// dataset file, with the semantics of a plain file on top of versioned-hdf5. It owns a
-// StagedChangesArray (package staged) based on that version; writes past the end grow
-// axis 0, truncates resize it by whole rows, and committing (package commit) turns the
-// staged changes into a new version, after which the handle carries on from the version
-// it made. Nothing here knows FUSE: fsnode translates requests into these calls, and the
-// tests drive them directly.
+// Package writefile gives a dataset's staged changes the semantics of a plain file on top
+// of versioned-hdf5. A File owns a StagedChangesArray (package staged) based on a
+// version: writes past the end grow axis 0, truncates resize it by whole rows. A Handle
+// is a File of a version's dataset that commits itself (package commit) as a new
+// version, after which it carries on from the version it made; a stage's datasets are
+// Files its stage commits. Nothing here knows FUSE: fsnode translates requests into
+// these calls, and the tests drive them directly.
 //
 // Errors that a file system answers with a specific errno wrap it (syscall.EINVAL for a
 // size that is not whole rows, EFBIG for growing a dataset without rows, ENOSPC from a
@@ -22,80 +22,99 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-// Handle is a version's dataset opened for writing. Its methods are safe for concurrent
-// use; they are serialised on the handle's lock, except Size.
-//
-// Lock ordering: Handle.mu, then commit.Committer's, then versions.File's, then the HDF5
-// lock (the whole order: docs/ARCHITECTURE.md).
-type Handle struct {
-	c   *commit.Committer
-	rel string // the dataset's path inside its version
-
+// File is a dataset's staged changes with the semantics of a plain file: reads of its
+// base with the changes on top, writes that grow axis 0, truncates by whole rows. Its
+// methods are safe for concurrent use; they are serialised on its lock, except Size. A
+// File commits nowhere by itself: a stage's dataset is one (its stage commits it), and
+// every Handle has one.
+type File struct {
 	mu    sync.Mutex
-	base  string        // the version the staged changes apply to; GUARDED_BY(mu)
 	arr   *staged.Array // GUARDED_BY(mu)
 	wrote bool          // WriteAt since the last commit; GUARDED_BY(mu)
-	// follow: opened on the current version, the handle commits on top of whatever is
-	// current then, unless that changed its dataset (commit.Change.FollowHead). A handle
-	// opened on an older version keeps its own line of versions.
-	follow bool
-	src    staged.ChunkSource
+	src   staged.ChunkSource
 	// sz is arr.Size(), stored after each change under mu: Size reads it without waiting
 	// for mu, which a commit holds for as long as it runs.
 	sz atomic.Int64
 }
 
-// Open opens dataset rel of version for writing, its staged chunks kept in store (nil:
-// in memory). If version is the current one, the handle follows the head (see Commit).
-func Open(f *versions.File, c *commit.Committer, store *staged.Store, version, rel string) (*Handle, error) {
-	cur, err := f.CurrentVersion()
+// Handle is a version's dataset opened for writing, committed on its own (Commit) as a
+// new version.
+//
+// Lock ordering: File.mu, then commit.Committer's, then versions.File's, then the HDF5
+// lock (the whole order: docs/ARCHITECTURE.md).
+type Handle struct {
+	File
+	c    *commit.Committer
+	rel  string // the dataset's path inside its version
+	base string // the version the staged changes apply to; GUARDED_BY(File.mu)
+	// follow: opened on the current version, the handle commits on top of whatever is
+	// current then, unless that changed its dataset (commit.Change.FollowHead). A handle
+	// opened on an older version keeps its own line of versions.
+	follow bool
+}
+
+// Open opens dataset rel of version for writing, its staged chunks in c's store, those it
+// evicts sunk into their raw_data slots. If version is the current one, the handle
+// follows the head (see Commit).
+func Open(c *commit.Committer, version, rel string) (*Handle, error) {
+	cur, err := c.File().CurrentVersion()
 	if err != nil {
 		return nil, fmt.Errorf("writefile: %s/%s: reading the current version: %w", version, rel, err)
 	}
-	d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + rel)
-	if err != nil {
+	h := &Handle{c: c, rel: rel, base: version, follow: version == cur}
+	if err := h.File.open(c, version, rel, true); err != nil {
 		return nil, err
 	}
-	if !d.Stageable() {
-		return nil, fmt.Errorf("writefile: %s/%s: %w", version, rel, versions.ErrUnsupported)
-	}
-	arr, err := d.NewStaged()
-	if err != nil {
-		return nil, err
-	}
-	if store != nil {
-		arr.UseStore(store)
-		arr.SetEncoder(commit.ChunkEncoder(d)) // gzip, shuffle: encoded on the store's workers
-		if c != nil {
-			arr.UseSink(c.NewSink(d, arr, store)) // evicted chunks go to their raw_data slots
-		}
-	}
-	h := &Handle{c: c, rel: rel, base: version, arr: arr, src: d.ChunkSource(), follow: version == cur}
-	h.sz.Store(arr.Size())
 	return h, nil
 }
 
-// New returns a handle on arr, whose base chunks src reads, that commits nowhere: the
-// dataset of a stage (package stage), shared by every open of it, which the stage's
-// commit takes as a whole (Hold).
-func New(arr *staged.Array, src staged.ChunkSource) *Handle {
-	h := &Handle{arr: arr, src: src}
-	h.sz.Store(arr.Size())
-	return h
+// OpenFile opens dataset rel of version as a File: a stage's dataset of its base, staged
+// in c's store (never sunk: a stage outlives the mount).
+func OpenFile(c *commit.Committer, version, rel string) (*File, error) {
+	f := &File{}
+	if err := f.open(c, version, rel, false); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
-// Hold locks the handle and returns its array, for a caller that reads or commits it
+func (f *File) open(c *commit.Committer, version, rel string, sink bool) error {
+	d, err := c.File().Dataset(versions.VersionsGroup + "/" + version + "/" + rel)
+	if err != nil {
+		return err
+	}
+	if !d.Stageable() {
+		return fmt.Errorf("writefile: %s/%s: %w", version, rel, versions.ErrUnsupported)
+	}
+	arr, err := c.NewArray(d, sink)
+	if err != nil {
+		return err
+	}
+	f.arr, f.src = arr, d.ChunkSource()
+	f.sz.Store(arr.Size())
+	return nil
+}
+
+// NewFile returns a File on arr, whose base chunks src reads (nil: no base): a dataset
+// created in a stage, or restored from one saved.
+func NewFile(arr *staged.Array, src staged.ChunkSource) *File {
+	f := &File{arr: arr, src: src}
+	f.sz.Store(arr.Size())
+	return f
+}
+
+// Hold locks the file and returns its array, for a caller that reads or commits it
 // whole; release unlocks it.
-func (h *Handle) Hold() (arr *staged.Array, release func()) {
+func (h *File) Hold() (arr *staged.Array, release func()) {
 	h.mu.Lock()
 	return h.arr, h.mu.Unlock
 }
 
-// Source reads the chunks of the handle's base version.
-func (h *Handle) Source() staged.ChunkSource { return h.src }
+// Source reads the chunks of the file's base version.
+func (h *File) Source() staged.ChunkSource { return h.src }
 
 // Size is the file's size in bytes as the handle sees it.
-func (h *Handle) Size() int64 { return h.sz.Load() }
+func (h *File) Size() int64 { return h.sz.Load() }
 
 // Base is the version the handle's staged changes apply to (the one it made last).
 func (h *Handle) Base() string {
@@ -105,21 +124,21 @@ func (h *Handle) Base() string {
 }
 
 // Written reports whether WriteAt was called since the last commit.
-func (h *Handle) Written() bool {
+func (h *File) Written() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.wrote
 }
 
 // Dirty reports whether there is anything to commit.
-func (h *Handle) Dirty() bool {
+func (h *File) Dirty() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.arr.Dirty()
 }
 
 // ReadAt reads the handle's view: its base version with its staged changes.
-func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
+func (h *File) ReadAt(p []byte, off int64) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.arr.ReadAt(p, off, h.src)
@@ -136,7 +155,7 @@ func rowBytes(arr *staged.Array) int64 {
 
 // WriteAt writes p at off; writing past the end grows axis 0 first (rows not written read
 // as the fill value). On error nothing is written (a grow that succeeded stays).
-func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
+func (h *File) WriteAt(p []byte, off int64) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if off < 0 {
@@ -163,7 +182,7 @@ func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
 }
 
 // Truncate resizes axis 0 to size bytes, which must be a whole number of rows.
-func (h *Handle) Truncate(size int64) error {
+func (h *File) Truncate(size int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	row := rowBytes(h.arr)
@@ -178,7 +197,7 @@ func (h *Handle) Truncate(size int64) error {
 }
 
 // Reshape resizes the dataset to shape (any axis; same rank, no negative length).
-func (h *Handle) Reshape(shape []int64) error {
+func (h *File) Reshape(shape []int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(shape) != len(h.arr.Shape()) {
@@ -192,7 +211,7 @@ func (h *Handle) Reshape(shape []int64) error {
 	return h.reshape(shape)
 }
 
-func (h *Handle) reshape(shape []int64) error {
+func (h *File) reshape(shape []int64) error {
 	err := h.arr.Resize(shape, h.src)
 	h.sz.Store(h.arr.Size())
 	return err
@@ -200,7 +219,7 @@ func (h *Handle) reshape(shape []int64) error {
 
 // Close ends the handle: staged changes not committed are dropped, giving their memory
 // and spill slots back to the store. The handle must not be used afterwards.
-func (h *Handle) Close() {
+func (h *File) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.arr.Discard()
@@ -219,9 +238,6 @@ func (h *Handle) Commit(explicit bool) (string, error) {
 	defer h.mu.Unlock()
 	if !h.arr.Dirty() {
 		return "", nil
-	}
-	if h.c == nil {
-		return "", fmt.Errorf("writefile: a handle of a stage commits with its stage: %w", syscall.EINVAL)
 	}
 	res, err := h.c.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit, FollowHead: h.follow})
 	if err != nil {

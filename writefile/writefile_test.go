@@ -11,7 +11,6 @@ import (
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/internal/fixture"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -35,12 +34,14 @@ type env struct {
 	c    *commit.Committer
 }
 
-func open(t *testing.T) *env {
+func open(t *testing.T) *env { return openWith(t, commit.Options{StageMem: 64 << 20}) }
+
+func openWith(t *testing.T, o commit.Options) *env {
 	t.Helper()
 	file := fixture.Copy(t, filepath.Join(fixture.Dir(), "basic_1d.h5"))
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
-	c, err := commit.New(f)
+	c, err := commit.Open(f, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close(); f.Close() })
 	return &env{file: file, f: f, c: c}
@@ -102,7 +103,7 @@ func TestHandle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := open(t)
-			h, err := Open(e.f, e.c, nil, base, ds)
+			h, err := Open(e.c, base, ds)
 			require.NoError(t, err)
 			made := []string{}
 			for i, s := range tt.steps {
@@ -152,11 +153,8 @@ func TestHandle(t *testing.T) {
 // TestHandleSpills: under a store that spills every chunk, what a handle writes reads
 // back and commits as written, and the store holds nothing once it is committed.
 func TestHandleSpills(t *testing.T) {
-	e := open(t)
-	st := staged.OpenStore(e.file, 0)
-	defer st.Close()
-	st.SetDigester(commit.Hash)
-	h, err := Open(e.f, e.c, st, base, ds)
+	e := openWith(t, commit.Options{}) // a budget of 0: every staged chunk spills
+	h, err := Open(e.c, base, ds)
 	require.NoError(t, err)
 	want := make([]byte, 0, 8*40)
 	for i := range int64(40) {
@@ -173,13 +171,13 @@ func TestHandleSpills(t *testing.T) {
 	name, err := h.Commit(true)
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want, e.read(t, name)))
-	require.Zero(t, st.Resident())
+	require.Zero(t, e.c.Store().Resident())
 }
 
 // TestSizeDuringCommit: Size answers while the handle's lock is held (by a commit).
 func TestSizeDuringCommit(t *testing.T) {
 	e := open(t)
-	h, err := Open(e.f, e.c, nil, base, ds)
+	h, err := Open(e.c, base, ds)
 	require.NoError(t, err)
 	_, err = h.WriteAt(ints(1), 80)
 	require.NoError(t, err)
@@ -195,7 +193,7 @@ func TestHandlesFollowHead(t *testing.T) {
 	file := fixture.Copy(t, filepath.Join(fixture.Dir(), "nested.h5"))
 	f, err := versions.OpenRW(file)
 	require.NoError(t, err)
-	c, err := commit.New(f)
+	c, err := commit.Open(f, commit.Options{StageMem: 64 << 20})
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close(); f.Close() })
 	read := func(version, rel string) []byte {
@@ -217,7 +215,7 @@ func TestHandlesFollowHead(t *testing.T) {
 	const cur, old, level, phase, flags = "dropped", "added", "sensors/south/level", "phase", "sensors/north/flags"
 	openWrite := func(version, rel string, b byte) (*Handle, []byte) {
 		t.Helper()
-		h, err := Open(f, c, nil, version, rel)
+		h, err := Open(c, version, rel)
 		require.NoError(t, err)
 		t.Cleanup(h.Close)
 		want := read(version, rel)
