@@ -138,18 +138,11 @@ func validName(name string) error {
 
 // Change is one dataset's staged changes on top of a version.
 type Change struct {
-	Base    string        // the version the changes were made on
-	Dataset string        // the dataset's path inside the version, e.g. "grp/ds"
-	Array   *staged.Array // the staged changes; re-pointed at the new version on success
-	// SkipUnchanged makes no version when the staged data equals the base version's
-	// (e.g. bytes rewritten with what they held); Result.Name is then the base.
-	SkipUnchanged bool
-	// FollowHead commits on top of the current version instead of Base when another commit
-	// moved it past Base without changing Dataset (same stored chunks in both, see
-	// versions.Dataset.SameStored): the new version then carries the head's other datasets.
-	// When the head did change Dataset, the commit makes a sibling off Base, as without
-	// FollowHead, and logs a warning naming both versions.
-	FollowHead bool
+	Base          string        // the version the changes were made on
+	Dataset       string        // the dataset's path inside the version, e.g. "grp/ds"
+	Array         *staged.Array // the staged changes; re-pointed at the new version on success
+	SkipUnchanged bool          // see Tree.SkipUnchanged
+	FollowHead    bool          // see Tree.FollowHead
 }
 
 // Result describes a commit.
@@ -168,165 +161,54 @@ type Result struct {
 	Plan, Data, Table, Group, Sync time.Duration
 }
 
-// Commit writes ch as a new version whose prev_version is ch.Base (or the current
-// version, see Change.FollowHead) and makes it current.
-// The new version holds the base's whole tree: unchanged datasets and groups are carried
-// over with their attributes. It returns once the file is flushed and fsynced. On success
-// ch.Array points at the new version's chunks and is clean.
-//
-// Order of writes (crash safety): chunks and hash rows are appended first and
-// largest_index is written last among them (spec section 4); then the version group is
-// created with committed=False, filled, its new virtual dataset checked (h5's
-// CheckMappingLists), and flagged committed=True; current_version moves last. A commit cut
-// short leaves either nothing visible or an uncommitted group, which readers ignore.
+// Commit commits ch as a new version: a tree of one change over ch.Base (CommitTree).
+// On success ch.Array points at the new version's chunks and is clean.
 func (c *Committer) Commit(ch Change) (Result, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	start := c.now()
-	if err := c.f.HDF5().Stopped(); err != nil {
-		return Result{}, fmt.Errorf("commit %s on %s: %w", ch.Dataset, ch.Base, err)
-	}
-	head := ""
-	if ch.FollowHead {
-		var err error
-		if ch.Base, head, err = c.head(ch); err != nil {
-			return Result{}, fmt.Errorf("commit %s on %s: %w", ch.Dataset, ch.Base, err)
-		}
-	}
-	res, err := c.commit(ch, start)
-	if err != nil {
-		return Result{}, fmt.Errorf("commit %s on %s: %w", ch.Dataset, ch.Base, err)
-	}
-	res.Base = ch.Base
-	res.Elapsed = time.Since(start)
-	if res.Skipped {
-		slog.Debug("nothing to commit: same data as the base", "base", ch.Base, "dataset", ch.Dataset)
-		return res, nil
-	}
-	if head != "" {
-		slog.Warn("the current version does not hold this dataset as the base does: committed a sibling off the base",
-			"version", res.Name, "base", ch.Base, "current", head, "dataset", ch.Dataset)
-	}
-	slog.Info("committed", "version", res.Name, "base", ch.Base, "dataset", ch.Dataset,
-		"written", res.Written, "ahead", res.Ahead, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
-		"plan", res.Plan, "data", res.Data, "table", res.Table, "group", res.Group, "sync", res.Sync)
-	return res, nil
+	return c.CommitTree(Tree{
+		Base:          ch.Base,
+		Changes:       []Entry{{Path: ch.Dataset, FromBase: true, Array: ch.Array}},
+		SkipUnchanged: ch.SkipUnchanged,
+		FollowHead:    ch.FollowHead,
+		dropSpilled:   true,
+	})
 }
 
-// head is the base a FollowHead change commits on: the current version if it holds
-// ch.Dataset as ch.Base does, else ch.Base. conflict names the current version when it
-// changed the dataset (or does not have it), which makes the commit a sibling of it.
-func (c *Committer) head(ch Change) (base, conflict string, err error) {
+// head is the base a FollowHead tree commits on: the current version if it holds every
+// changed dataset as base does, else base. conflict names the current version when it
+// changed one of them (or does not have it), which makes the commit a sibling of it.
+func (c *Committer) head(base string, changed []string) (string, string, error) {
 	cur, err := c.f.CurrentVersion()
 	if err != nil {
 		return "", "", fmt.Errorf("reading the current version: %w", err)
 	}
-	if cur == "" || cur == ch.Base {
-		return ch.Base, "", nil
+	if cur == "" || cur == base {
+		return base, "", nil
 	}
 	if _, ok, err := c.f.Version(cur); err != nil {
 		return "", "", fmt.Errorf("current version %q: %w", cur, err)
 	} else if !ok {
-		return ch.Base, cur, nil // a current_version naming no committed version: nothing to follow
+		return base, cur, nil // a current_version naming no committed version: nothing to follow
 	}
-	from, err := c.f.Dataset(versions.VersionsGroup + "/" + ch.Base + "/" + ch.Dataset)
-	if err != nil {
-		return "", "", err
-	}
-	path := versions.VersionsGroup + "/" + cur + "/" + ch.Dataset
-	if k, err := c.f.HDF5().Kind(path); err != nil {
-		return "", "", err
-	} else if k != h5.KindDataset {
-		return ch.Base, cur, nil
-	}
-	at, err := c.f.Dataset(path)
-	if err != nil {
-		return "", "", err
-	}
-	if !from.SameStored(at) {
-		return ch.Base, cur, nil
+	for _, p := range changed {
+		from, err := c.f.Dataset(versions.VersionsGroup + "/" + base + "/" + p)
+		if err != nil {
+			return "", "", err
+		}
+		path := versions.VersionsGroup + "/" + cur + "/" + p
+		if k, err := c.f.HDF5().Kind(path); err != nil {
+			return "", "", err
+		} else if k != h5.KindDataset {
+			return base, cur, nil
+		}
+		at, err := c.f.Dataset(path)
+		if err != nil {
+			return "", "", err
+		}
+		if !from.SameStored(at) {
+			return base, cur, nil
+		}
 	}
 	return cur, "", nil
-}
-
-func (c *Committer) commit(ch Change, now time.Time) (Result, error) {
-	f := c.f
-	base, ok, err := f.Version(ch.Base)
-	if err != nil {
-		return Result{}, err
-	}
-	if !ok {
-		return Result{}, fmt.Errorf("base version %q: %w", ch.Base, versions.ErrNotFound)
-	}
-	name, err := c.pickName(now)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := c.checkDataVersion(); err != nil {
-		return Result{}, err
-	}
-	ds, err := f.Dataset(base.Path() + "/" + ch.Dataset)
-	if err != nil {
-		return Result{}, err
-	}
-	if !ds.Stageable() {
-		return Result{}, fmt.Errorf("%s: %w", ds.Path, versions.ErrUnsupported)
-	}
-	ix, err := c.index(ds)
-	if err != nil {
-		return Result{}, err
-	}
-	t0 := time.Now()
-	plan, res, err := c.plan(ds, ch.Array, ix)
-	if err != nil {
-		return Result{}, err
-	}
-	res.Plan = time.Since(t0)
-	if ch.SkipUnchanged && len(plan.fresh) == 0 && plan.sameAs(ds, ch.Array.Shape()) {
-		if err := plan.apply(ch.Array); err != nil {
-			return Result{}, err
-		}
-		return Result{Name: ch.Base, Skipped: true}, nil
-	}
-	if ch.SkipUnchanged {
-		keep, err := plan.sameData(ds, ch.Array)
-		if err != nil {
-			return Result{}, err
-		}
-		if keep != nil { // the base's data under another chunk map: keep the base's map
-			if err := keep.apply(ch.Array); err != nil {
-				return Result{}, err
-			}
-			return Result{Name: ch.Base, Skipped: true}, nil
-		}
-	}
-	entries, err := c.baseEntries(base)
-	if err != nil {
-		return Result{}, err
-	}
-	for i := range entries {
-		if entries[i].Path == ch.Dataset {
-			entries[i].Array = ch.Array
-		}
-	}
-	unchanged := c.loadUnchanged(base, func(p string) bool { return p == ch.Dataset })
-	cd := &changedDataset{ds: ds, ix: ix, plan: plan, arr: ch.Array}
-	for i := range plan.fresh {
-		plan.fresh[i].release = true
-	}
-	if err := c.appendChunks(ds, ix, plan.fresh, ch.Array.ChunkBytes(), &res); err != nil {
-		return Result{}, err
-	}
-	if err := c.writeVersion(base, name, now, nil, entries, map[string]*changedDataset{ch.Dataset: cd}, unchanged, &res); err != nil {
-		return Result{}, err
-	}
-	c.next = ""
-	// The handle continues on top of the new version.
-	if err := c.published(versions.VersionsGroup+"/"+name+"/"+ch.Dataset, cd); err != nil {
-		return Result{}, err
-	}
-	res.Name = name
-	return res, nil
 }
 
 func (c *Committer) pickName(now time.Time) (string, error) {

@@ -6,9 +6,11 @@
 //
 // The files, in the order a commit goes through them:
 //
-//   - commit.go: the Committer (one commit at a time) and a one-dataset commit (Commit).
-//   - tree.go: a commit of many datasets and groups (CommitTree, a stage's commit), and
-//     the version group both build.
+//   - commit.go: the Committer, a read-write file's write side (Open): the staged chunks'
+//     store, the arrays handles and stages write (NewArray), one commit at a time; a
+//     handle's commit (Commit) is a tree of one change.
+//   - tree.go: the one commit pipeline (CommitTree): a stage's whole tree, or changes
+//     over the base's tree; the version group it builds.
 //   - plan.go: the decisions, before anything is written: which slot each chunk maps
 //     (a full chunk of the fill value: none; a digest the table holds: its slot; one an
 //     earlier chunk of this commit took: that one; else the next new slot, in

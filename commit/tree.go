@@ -12,8 +12,9 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-// Tree is a whole new version: what a stage (package stage) made of its base's tree.
-// Every group and dataset of the new version is listed; what is not listed is not in it.
+// Tree is a new version: either every group and dataset of it (Entries: what a stage,
+// package stage, made of its base's tree; what is not listed is not in it), or changed
+// datasets over the base's tree (Changes: a write handle's fsync is a tree of one).
 type Tree struct {
 	Base string
 	Name string // the new version's name; "" for the default name (see SetNextName)
@@ -21,6 +22,23 @@ type Tree struct {
 	// versioned-hdf5 does not carry from one version to the next.
 	Attrs   []AttrChange
 	Entries []Entry // parents before their children
+	// Changes, instead of Entries: datasets of the base with their staged arrays; every
+	// other object of the base is carried over unchanged.
+	Changes []Entry
+	// SkipUnchanged makes no version when the staged data of every change equals the
+	// base's (e.g. bytes rewritten with what they held); Result.Name is then the base.
+	SkipUnchanged bool
+	// FollowHead commits Changes on top of the current version instead of Base when
+	// another commit moved it past Base without changing them (same stored chunks, see
+	// versions.Dataset.SameStored): the new version then carries the head's other
+	// datasets. When the head did change one, the commit makes a sibling off Base, as
+	// without FollowHead, and logs a warning naming both versions.
+	FollowHead bool
+	// dropSpilled gives up each new chunk's spill-file copy once it is written, freeing
+	// its pages for the commit's own writes (staged.Array.ReleaseSpilled): a handle's
+	// commit, whose arrays are not read again if it fails. A stage outlives a failed
+	// commit, so its arrays keep theirs.
+	dropSpilled bool
 	// Named, if set, is called with the version's name once it is chosen, before anything
 	// is written: a caller that must tell after a crash whether this commit went through
 	// records the name there (a stage does). Its error ends the commit.
@@ -62,27 +80,63 @@ type changedDataset struct {
 	isNew bool
 }
 
-// CommitTree writes t as one new version whose prev_version is t.Base, and makes it
-// current. Changed and new datasets are hashed, deduplicated and appended to their data
-// groups (new ones created as versioned-hdf5 creates them), in the order of t.Entries;
-// the version group is then built as Commit builds it.
+// CommitTree writes t as one new version whose prev_version is t.Base (or the current
+// version, see Tree.FollowHead), and makes it current. Changed and new datasets are
+// hashed, deduplicated and appended to their data groups (new ones created as
+// versioned-hdf5 creates them), in the order of the tree's entries; the version group
+// then holds every entry, unchanged ones carried over with their attributes. It returns
+// once the file is flushed and fsynced. On success the arrays point at the new version's
+// chunks and are clean.
+//
+// Order of writes (crash safety): chunks and hash rows are appended first and
+// largest_index is written last among them (spec section 4); then the version group is
+// created with committed=False, filled, its new virtual datasets checked (h5's
+// CheckMappingLists), and flagged committed=True; current_version moves last. A commit
+// cut short leaves either nothing visible or an uncommitted group, which readers ignore.
 func (c *Committer) CommitTree(t Tree) (Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := c.now()
+	what := "commit on " + t.Base
+	if len(t.Changes) == 1 {
+		what = "commit " + t.Changes[0].Path + " on " + t.Base
+	}
 	if err := c.f.HDF5().Stopped(); err != nil {
-		return Result{}, fmt.Errorf("commit on %s: %w", t.Base, err)
+		return Result{}, fmt.Errorf("%s: %w", what, err)
+	}
+	head := ""
+	if t.FollowHead {
+		var err error
+		if t.Base, head, err = c.head(t.Base, changePaths(t.Changes)); err != nil {
+			return Result{}, fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	res, err := c.commitTree(t, start)
 	if err != nil {
-		return Result{}, fmt.Errorf("commit on %s: %w", t.Base, err)
+		return Result{}, fmt.Errorf("%s: %w", what, err)
 	}
 	res.Base = t.Base
 	res.Elapsed = time.Since(start)
-	slog.Info("committed", "version", res.Name, "base", t.Base, "entries", len(t.Entries),
-		"written", res.Written, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
+	if res.Skipped {
+		slog.Debug("nothing to commit: same data as the base", "base", t.Base, "datasets", changePaths(t.Changes))
+		return res, nil
+	}
+	if head != "" {
+		slog.Warn("the current version does not hold the changed datasets as the base does: committed a sibling off the base",
+			"version", res.Name, "base", t.Base, "current", head, "datasets", changePaths(t.Changes))
+	}
+	slog.Info("committed", "version", res.Name, "base", t.Base, "entries", len(t.Entries), "changes", changePaths(t.Changes),
+		"written", res.Written, "ahead", res.Ahead, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
 		"plan", res.Plan, "data", res.Data, "table", res.Table, "group", res.Group, "sync", res.Sync)
 	return res, nil
+}
+
+func changePaths(changes []Entry) []string {
+	out := make([]string, len(changes))
+	for i, e := range changes {
+		out[i] = e.Path
+	}
+	return out
 }
 
 func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
@@ -93,6 +147,43 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 	}
 	if !ok {
 		return Result{}, fmt.Errorf("base version %q: %w", t.Base, versions.ErrNotFound)
+	}
+	if err := c.checkDataVersion(); err != nil {
+		return Result{}, err
+	}
+	// Whatever is read from the file's bytes is read before the first write: the base's
+	// changed datasets, their indexes and plans, the unchanged datasets' mapping lists.
+	var res Result
+	t0 := time.Now()
+	changed := map[string]*changedDataset{}
+	planBase := func(e Entry) error {
+		ds, err := f.Dataset(base.Path() + "/" + e.Path)
+		if err != nil {
+			return err
+		}
+		cd, err := c.planDataset(ds, e.Array, &res)
+		if err != nil {
+			return err
+		}
+		changed[e.Path] = cd
+		return nil
+	}
+	for _, e := range t.Changes {
+		if err := planBase(e); err != nil {
+			return Result{}, err
+		}
+	}
+	for _, e := range t.Entries {
+		if !e.Group && e.Array != nil && e.New == nil {
+			if err := planBase(e); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	if t.SkipUnchanged && len(t.Entries) == 0 && len(t.Attrs) == 0 {
+		if skipped, err := c.skipUnchanged(changed); err != nil || skipped {
+			return Result{Name: t.Base, Skipped: skipped}, err
+		}
 	}
 	name := t.Name
 	if name == "" {
@@ -107,31 +198,20 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if err := c.checkDataVersion(); err != nil {
-		return Result{}, err
-	}
 	vpath := versions.VersionsGroup + "/" + name
-	// Whatever is read from the file's bytes is read before the first write: the base's
-	// changed datasets, their indexes and plans, the unchanged datasets' mapping lists.
-	var res Result
-	t0 := time.Now()
-	changed := map[string]*changedDataset{}
-	for _, e := range t.Entries {
-		if e.Group || e.Array == nil || e.New != nil {
-			continue
-		}
-		ds, err := f.Dataset(base.Path() + "/" + e.Path)
-		if err != nil {
+	entries := t.Entries
+	if len(t.Changes) > 0 {
+		if entries, err = c.baseEntries(base); err != nil {
 			return Result{}, err
 		}
-		cd, err := c.planDataset(ds, e.Array, &res)
-		if err != nil {
-			return Result{}, err
+		for i := range entries {
+			if cd := changed[entries[i].Path]; cd != nil && !entries[i].Group {
+				entries[i].Array = cd.arr
+			}
 		}
-		changed[e.Path] = cd
 	}
 	unchanged := c.loadUnchanged(base, func(p string) bool { _, ok := changed[p]; return ok })
-	for _, e := range t.Entries {
+	for _, e := range entries {
 		if e.Group || e.New == nil {
 			continue
 		}
@@ -150,14 +230,21 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 		changed[e.Path] = cd
 	}
 	res.Plan = time.Since(t0)
-	for _, e := range t.Entries {
-		if cd := changed[e.Path]; cd != nil && !e.Group {
-			if err := c.appendChunks(cd.ds, cd.ix, cd.plan.fresh, cd.arr.ChunkBytes(), &res); err != nil {
-				return Result{}, err
+	for _, e := range entries {
+		cd := changed[e.Path]
+		if cd == nil || e.Group {
+			continue
+		}
+		if t.dropSpilled {
+			for i := range cd.plan.fresh {
+				cd.plan.fresh[i].release = true
 			}
 		}
+		if err := c.appendChunks(cd.ds, cd.ix, cd.plan.fresh, cd.arr.ChunkBytes(), &res); err != nil {
+			return Result{}, err
+		}
 	}
-	if err := c.writeVersion(base, name, now, t.Attrs, t.Entries, changed, unchanged, &res); err != nil {
+	if err := c.writeVersion(base, name, now, t.Attrs, entries, changed, unchanged, &res); err != nil {
 		return Result{}, err
 	}
 	c.next = ""
@@ -170,6 +257,29 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 	res.Group += time.Since(t0) // the new datasets' chunk maps, as the version group's
 	res.Name = name
 	return res, nil
+}
+
+// skipUnchanged reports whether every changed dataset holds its base's data, and if so
+// points each array back at its base's chunks: a commit of nothing.
+func (c *Committer) skipUnchanged(changed map[string]*changedDataset) (bool, error) {
+	keep := make(map[*changedDataset]*plan, len(changed))
+	for _, cd := range changed {
+		if len(cd.plan.fresh) == 0 && cd.plan.sameAs(cd.ds, cd.arr.Shape()) {
+			keep[cd] = &cd.plan
+			continue
+		}
+		p, err := cd.plan.sameData(cd.ds, cd.arr)
+		if err != nil || p == nil { // p: the base's data under another chunk map; keep the base's map
+			return false, err
+		}
+		keep[cd] = p
+	}
+	for cd, p := range keep {
+		if err := p.apply(cd.arr); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // planDataset plans the commit of arr, staged on ds.
