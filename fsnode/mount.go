@@ -126,7 +126,7 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*Server, 
 // writes through (a committer, the staged chunks' store, the stages). The node tree works
 // on it with or without a kernel: Mount serves it, the package's tests call the nodes.
 func newMount(f *versions.File, cfg mountopts.Config) (*mount, error) {
-	m := &mount{file: f, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask}
+	m := &mount{file: f, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask, links: map[string]string{}}
 	if !cfg.ReadWrite {
 		return m, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +33,9 @@ type mount struct {
 	live   bool              // -o live: follow a SWMR writer and other processes' commits (live.go)
 	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
 	umask  uint32            // -o umask=: permission bits cleared from every mode but symlinks'
+
+	linksMu sync.Mutex        // a leaf
+	links   map[string]string // links made in the root, by name: the version each names (current.go)
 }
 
 // ino derives a stable inode number from a node kind and HDF5 path. 1 is the root.
@@ -107,6 +111,9 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return nil, badName(name)
 	}
 	defer n.m.enter()()
+	if in, ok := n.lookupLink(ctx, name, out); ok {
+		return in, 0
+	}
 	if n.m.file.Versioned() {
 		switch name {
 		case "versions":
@@ -122,9 +129,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 			if !servable(cur) {
 				return nil, syscall.ENOENT
 			}
-			out.Mode = fuse.S_IFLNK | 0o777
-			out.Size = uint64(len(currentTarget(cur)))
-			setTime(&out.Attr, n.m.mtime)
+			linkAttr(&out.Attr, n.m, currentTarget(cur))
 			out.SetEntryTimeout(n.m.mutable())
 			out.SetAttrTimeout(n.m.mutable())
 			return n.NewInode(ctx, &currentNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino("current", "")}), 0
@@ -197,17 +202,28 @@ func currentVersion(m *mount) (string, error) {
 	return cur, nil
 }
 
-// currentNode is the "current" symlink.
+// currentNode is the "current" symlink, or a link made in the root to move it (link:
+// its name there, which points at the version it was made with until it is renamed over
+// current, see current.go).
 type currentNode struct {
 	fs.Inode
-	m *mount
+	m    *mount
+	link string
+}
+
+// version is the version the link points at.
+func (n *currentNode) version() (string, error) {
+	if v, ok := n.m.pendingLink(n.link); ok {
+		return v, nil
+	}
+	return currentVersion(n.m)
 }
 
 var _ fs.NodeReadlinker = (*currentNode)(nil)
 
 func (n *currentNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	defer n.m.enter()()
-	cur, err := currentVersion(n.m)
+	cur, err := n.version()
 	if err != nil {
 		return nil, errno(err)
 	}
@@ -221,13 +237,11 @@ var _ fs.NodeGetattrer = (*currentNode)(nil)
 
 func (n *currentNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	defer n.m.enter()()
-	cur, err := currentVersion(n.m)
+	cur, err := n.version()
 	if err != nil {
 		return errno(err)
 	}
-	out.Mode = fuse.S_IFLNK | 0o777
-	out.Size = uint64(len(currentTarget(cur)))
-	setTime(&out.Attr, n.m.mtime)
+	linkAttr(&out.Attr, n.m, currentTarget(cur))
 	out.SetTimeout(n.m.mutable())
 	return 0
 }

@@ -168,6 +168,8 @@ func (n *rootNode) Setxattr(ctx context.Context, attr string, data []byte, flags
 	switch {
 	case n.m.commit == nil:
 		return syscall.EROFS
+	case attr == XattrCurrent:
+		return n.m.setCurrent(string(data))
 	case attr != XattrNextVersion:
 		return syscall.EPERM
 	}

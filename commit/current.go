@@ -1,0 +1,34 @@
+package commit
+
+import (
+	"fmt"
+
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// SetCurrent makes name the current version, as versioned-hdf5's current_version setter
+// does: the next commit on the current version goes on top of it. name must be a
+// committed version (or __first_version__, which leaves no version current). It returns
+// once the change is durable (one journaled sync, serialised with commits).
+func (c *Committer) SetCurrent(name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.f.HDF5()
+	if err := h.Stopped(); err != nil {
+		return fmt.Errorf("set the current version to %s: %w", name, err)
+	}
+	if name != versions.FirstVersion {
+		if _, ok, err := c.f.Version(name); err != nil {
+			return fmt.Errorf("set the current version to %s: %w", name, err)
+		} else if !ok {
+			return fmt.Errorf("set the current version to %q: no committed version of that name: %w", name, versions.ErrNotFound)
+		}
+	}
+	if err := setAttrs(h, versions.VersionsGroup, []attr{{"current_version", name}}); err != nil {
+		return fmt.Errorf("set the current version to %s: %w", name, err)
+	}
+	if err := h.FlushSync(); err != nil {
+		return fmt.Errorf("set the current version to %s: %w", name, err)
+	}
+	return nil
+}
