@@ -23,6 +23,9 @@ const nameLayout = "20060102T150405.000000Z"
 // ErrExists is returned when the requested version name is taken.
 var ErrExists = errors.New("version already exists")
 
+// ErrName marks a version name versioned-hdf5 or a file system cannot hold.
+var ErrName = errors.New("not a valid version name")
+
 // Committer is a read-write file's write side: the one place that makes staged arrays
 // (under its store's memory budget, with the encoder and sink their commit expects) and
 // commits them as new versions. Commits are serialised; each appends only what it
@@ -38,6 +41,9 @@ type Committer struct {
 
 	sinkMu sync.Mutex            // a leaf: held only to look up sinks
 	sinks  map[string]*groupSink // data group -> its sinks' slots (sink.go); GUARDED_BY(sinkMu)
+
+	pinMu sync.Mutex     // a leaf
+	pins  map[string]int // versions open handles' changes are based on (Pin); GUARDED_BY(pinMu)
 }
 
 // Options configure Open.
@@ -59,7 +65,7 @@ func Open(f *versions.File, o Options) (*Committer, error) {
 	}
 	store := staged.OpenStore(f.Path(), o.StageMem)
 	store.SetDigester(Hash)
-	c := &Committer{f: f, store: store, now: time.Now, indexes: map[string]*index{}, sinks: map[string]*groupSink{}}
+	c := &Committer{f: f, store: store, now: time.Now, indexes: map[string]*index{}, sinks: map[string]*groupSink{}, pins: map[string]int{}}
 	if err := c.SetNextName(o.Name); err != nil {
 		c.Close()
 		return nil, err
@@ -131,7 +137,7 @@ func (c *Committer) NextName() string {
 
 func validName(name string) error {
 	if name == "" || name == "." || name == ".." || name == versions.FirstVersion || strings.ContainsAny(name, "/\x00") || len(name) > 255 {
-		return fmt.Errorf("commit: %q is not a valid version name", name)
+		return fmt.Errorf("commit: %q: %w", name, ErrName)
 	}
 	return nil
 }

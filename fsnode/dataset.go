@@ -35,7 +35,7 @@ type datasetNode struct {
 func (n *datasetNode) dataset() (*versions.Dataset, syscall.Errno) {
 	d, err := n.m.file.Dataset(n.path)
 	if err != nil {
-		return nil, errno(err)
+		return nil, n.m.staleOr(n.path, n.immutable, errno(err))
 	}
 	return d, 0
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -20,6 +21,14 @@ func errno(err error) syscall.Errno {
 		return en
 	case errors.Is(err, versions.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		return syscall.ENOENT
+	case errors.Is(err, commit.ErrExists):
+		return syscall.EEXIST
+	case errors.Is(err, commit.ErrBusy):
+		return syscall.EBUSY
+	case errors.Is(err, commit.ErrFirst):
+		return syscall.EPERM
+	case errors.Is(err, commit.ErrName):
+		return syscall.EINVAL
 	case errors.Is(err, versions.ErrUnsupported):
 		slog.Warn("unsupported", "err", err)
 		return syscall.EOPNOTSUPP

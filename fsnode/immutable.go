@@ -72,7 +72,7 @@ func (m *mount) refusal(op, mp string) string {
 		return "versions are immutable: nothing in them is deleted" + instead("rm MNT/stage/NAME/PATH (rmdir for a group)")
 	case "rename":
 		if version {
-			return "versions are immutable and keep their names; a stage is committed under the name it is given: mv MNT/stage/NAME MNT/versions/VERSION"
+			return "a version is renamed only within versions/ (mv MNT/versions/OLD MNT/versions/NEW); a stage is committed under the name it is given: mv MNT/stage/NAME MNT/versions/VERSION"
 		}
 		return "versions are immutable: nothing in them is renamed (in versioned-hdf5 a dataset at a new path is a new dataset)" +
 			instead("cp MNT/stage/NAME/OLD MNT/stage/NAME/NEW and rm MNT/stage/NAME/OLD")

@@ -24,7 +24,7 @@ func TestRefusal(t *testing.T) {
 	for _, c := range []struct{ op, path, want string }{
 		{"unlink", "versions/v2/counts", "versions are immutable: nothing in them is deleted"},
 		{"rmdir", "versions/v2", "versions are immutable and are not deleted through the mount"},
-		{"rename", "versions/v2", "versions are immutable and keep their names"},
+		{"rename", "versions/v2", "a version is renamed only within versions/"},
 		{"rename", "versions/v2/counts", "nothing in them is renamed"},
 		{"mkdir", "versions/new", "a new version is made by committing a stage"},
 		{"mkdir", "versions/v2/g", "no new groups in them"},

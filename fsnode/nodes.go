@@ -318,7 +318,8 @@ func (n *groupNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		return nil, badName(name)
 	}
 	defer n.m.enter()()
-	return lookupChild(ctx, &n.Inode, n.m, n.path, name, n, out)
+	in, errn := lookupChild(ctx, &n.Inode, n.m, n.path, name, n, out)
+	return in, n.m.staleOr(n.path, n.immutable, errn)
 }
 
 var _ fs.NodeReaddirer = (*groupNode)(nil)
@@ -327,7 +328,7 @@ func (n *groupNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	defer n.m.enter()()
 	list, errn := listGroup(n.m, n.path)
 	if errn != 0 {
-		return nil, errn
+		return nil, n.m.staleOr(n.path, n.immutable, errn)
 	}
 	return fs.NewListDirStream(list), 0
 }

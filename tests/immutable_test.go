@@ -39,7 +39,7 @@ func TestTreeChangesRefused(t *testing.T) {
 				{"unlink a dataset", tc.perm, func() error { return os.Remove(ds) }},
 				{"rmdir a version", tc.perm, func() error { return syscall.Rmdir(v) }},
 				{"rename a dataset", tc.perm, func() error { return os.Rename(ds, filepath.Join(v, "renamed")) }},
-				{"rename a version", tc.perm, func() error { return os.Rename(v, filepath.Join(m.Dir, "versions", "r9")) }},
+				{"move a version out of versions/", tc.perm, func() error { return os.Rename(v, filepath.Join(m.Dir, "r9")) }},
 				{"mkdir in a version", tc.perm, func() error { return os.Mkdir(filepath.Join(v, "g"), 0o755) }},
 				{"mkdir in versions", tc.perm, func() error { return os.Mkdir(filepath.Join(m.Dir, "versions", "new"), 0o755) }},
 				{"symlink", tc.perm, func() error { return os.Symlink("temp", filepath.Join(v, "l")) }},

@@ -66,6 +66,7 @@ type File struct {
 	datasets map[string]*Dataset     // by HDF5 path; GUARDED_BY(mu)
 	mapped   datasetBudget           // the chunk maps datasets holds; GUARDED_BY(mu)
 	raws     map[string]*h5.Dataset  // open raw_data datasets by path; GUARDED_BY(mu)
+	retired  []*Dataset              // datasets Forget dropped that hold handles, closed by Close; GUARDED_BY(mu)
 	meta     map[string]Version      // committed versions' metadata; GUARDED_BY(mu)
 	listing  atomic.Pointer[listing] // the last version list read from the bytes
 	live     *liveState              // OpenLive only (live.go)
@@ -156,10 +157,14 @@ func (f *File) Close() error {
 	f.mu.Lock()
 	ds := f.datasets
 	raws := f.raws
-	f.datasets, f.raws = map[string]*Dataset{}, map[string]*h5.Dataset{}
+	retired := f.retired
+	f.datasets, f.raws, f.retired = map[string]*Dataset{}, map[string]*h5.Dataset{}, nil
 	f.mapped.reset()
 	f.mu.Unlock()
 	for _, d := range ds {
+		d.close()
+	}
+	for _, d := range retired {
 		d.close()
 	}
 	for _, r := range raws {
@@ -433,6 +438,29 @@ func (f *File) version(name string) (v Version, ok bool, err error) {
 	f.meta[name] = v
 	f.mu.Unlock()
 	return v, true, nil
+}
+
+// Forget drops what f keeps of the named versions (their datasets) and every version's
+// metadata, which a rename or deletion of versions changed (a child's prev_version):
+// they are read again from the file.
+func (f *File) Forget(names ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.meta = map[string]Version{}
+	f.listing.Store(nil)
+	for p, d := range f.datasets {
+		for _, n := range names {
+			if strings.HasPrefix(p, VersionsGroup+"/"+n+"/") {
+				delete(f.datasets, p)
+				if droppable(d) {
+					f.mapped.chunks -= d.arr.NumChunks()
+				} else {
+					f.retired = append(f.retired, d) // may be in use: closed with f
+				}
+				break
+			}
+		}
+	}
 }
 
 // CheckAttrs reads the attributes of the object at path from the file's bytes, as the

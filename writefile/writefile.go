@@ -51,6 +51,7 @@ type Handle struct {
 	// current then, unless that changed its dataset (commit.Change.FollowHead). A handle
 	// opened on an older version keeps its own line of versions.
 	follow bool
+	unpin  func() // the base's pin (commit.Committer.Pin); GUARDED_BY(File.mu)
 }
 
 // Open opens dataset rel of version for writing, its staged chunks in c's store, those it
@@ -61,8 +62,9 @@ func Open(c *commit.Committer, version, rel string) (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writefile: %s/%s: reading the current version: %w", version, rel, err)
 	}
-	h := &Handle{c: c, rel: rel, base: version, follow: version == cur}
+	h := &Handle{c: c, rel: rel, base: version, follow: version == cur, unpin: c.Pin(version)}
 	if err := h.File.open(c, version, rel, true); err != nil {
+		h.unpin()
 		return nil, err
 	}
 	return h, nil
@@ -225,6 +227,15 @@ func (h *File) Close() {
 	h.arr.Discard()
 }
 
+// Close ends the handle: staged changes not committed are dropped, and its base may be
+// renamed again.
+func (h *Handle) Close() {
+	h.File.Close()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unpin()
+}
+
 // Commit commits the handle's changes, if any, as a new version on top of its base; the
 // handle then continues from the new version, whose name it returns ("" if nothing was
 // committed). A handle opened on the current version commits on top of the version
@@ -247,6 +258,7 @@ func (h *Handle) Commit(explicit bool) (string, error) {
 	if res.Skipped {
 		return "", nil
 	}
-	h.base = res.Name
+	h.unpin()
+	h.base, h.unpin = res.Name, h.c.Pin(res.Name)
 	return res.Name, nil
 }

@@ -1,0 +1,108 @@
+package commit
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// ErrBusy marks a version that staged changes are based on (Pin): it keeps its name and
+// stays until they are committed or dropped.
+var ErrBusy = errors.New("staged changes are based on this version")
+
+// ErrFirst marks an operation on __first_version__, which every file keeps as it is.
+var ErrFirst = errors.New("__first_version__ is every file's root version and cannot be changed")
+
+// Pin marks version as the base of staged changes (an open write handle's), which
+// RenameVersion refuses to rename (ErrBusy) until unpin is called.
+func (c *Committer) Pin(version string) (unpin func()) {
+	c.pinMu.Lock()
+	c.pins[version]++
+	c.pinMu.Unlock()
+	done := false
+	return func() {
+		c.pinMu.Lock()
+		defer c.pinMu.Unlock()
+		if done {
+			return
+		}
+		done = true
+		if c.pins[version]--; c.pins[version] <= 0 {
+			delete(c.pins, version)
+		}
+	}
+}
+
+func (c *Committer) pinned(version string) bool {
+	c.pinMu.Lock()
+	defer c.pinMu.Unlock()
+	return c.pins[version] > 0
+}
+
+// RenameVersion renames version old to new: its group, every prev_version that names it
+// and current_version if it is old, in one journaled sync (old or new, whatever the
+// crash). new must be a valid, free version name.
+func (c *Committer) RenameVersion(old, new string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.renameVersion(old, new); err != nil {
+		return fmt.Errorf("rename version %s to %s: %w", old, new, err)
+	}
+	c.f.Forget(old)
+	return nil
+}
+
+func (c *Committer) renameVersion(old, new string) error {
+	h := c.f.HDF5()
+	if err := h.Stopped(); err != nil {
+		return err
+	}
+	if old == versions.FirstVersion {
+		return ErrFirst
+	}
+	if _, ok, err := c.f.Version(old); err != nil {
+		return err
+	} else if !ok {
+		return versions.ErrNotFound
+	}
+	if err := c.free(new); err != nil {
+		return err
+	}
+	if c.pinned(old) {
+		return ErrBusy
+	}
+	cur, err := c.f.CurrentVersion()
+	if err != nil {
+		return err
+	}
+	members, err := h.Members(versions.VersionsGroup)
+	if err != nil {
+		return err
+	}
+	if err := h.MoveLink(versions.VersionsGroup+"/"+old, versions.VersionsGroup+"/"+new); err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.Kind != h5.KindGroup || m.Name == old {
+			continue
+		}
+		path := versions.VersionsGroup + "/" + m.Name
+		a, ok, err := h.Attr(path, "prev_version")
+		if err != nil {
+			return err
+		}
+		if prev, isString := a.Value.(string); ok && isString && prev == old {
+			if err := h.SetAttrString(path, "prev_version", new); err != nil {
+				return err
+			}
+		}
+	}
+	if cur == old {
+		if err := h.SetAttrString(versions.VersionsGroup, "current_version", new); err != nil {
+			return err
+		}
+	}
+	return h.FlushSync()
+}

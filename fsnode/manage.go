@@ -1,0 +1,78 @@
+package fsnode
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+
+	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// Managing versions in read-write mounts, as a snapshot directory: mv renames a version
+// (versionsNode.Rename). Moving current is current.go's.
+
+var _ fs.NodeRenamer = (*versionsNode)(nil)
+
+// Rename of versions/OLD to versions/NEW renames the version (its group, the
+// prev_version of its children, current_version), returning once durable. A version a
+// stage or an open write handle is based on is busy (EBUSY); a taken name is EEXIST.
+func (n *versionsNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if n.m.commit == nil {
+		return n.frozenDir.Rename(ctx, name, newParent, newName, flags)
+	}
+	if newParent.EmbeddedInode() != &n.Inode || flags&^unix.RENAME_NOREPLACE != 0 {
+		return n.frozenDir.Rename(ctx, name, newParent, newName, flags)
+	}
+	if errn := n.m.busy("rename", name); errn != 0 {
+		return errn
+	}
+	if err := n.m.commit.RenameVersion(name, newName); err != nil {
+		en := errno(err)
+		slog.Warn("version not renamed", "version", name, "to", newName, "errno", en, "err", err)
+		return en
+	}
+	slog.Info("version renamed", "version", name, "to", newName)
+	// The kernel moves the version's dentry, whose nodes name the old path: have it look
+	// the version up again (asynchronously: it may hold locks on our behalf now).
+	go n.NotifyEntry(newName)
+	return 0
+}
+
+// staleOr answers ESTALE instead of errn for a node of a version that was renamed or
+// deleted (errn != 0): the kernel then looks the path up again (LOOKUP_REVAL), which
+// finds the version under its new name, or nothing. A node's path names its version,
+// and the kernel keeps a version's entries for ImmutableTimeout.
+func (m *mount) staleOr(path string, immutable bool, errn syscall.Errno) syscall.Errno {
+	if errn == 0 || !immutable {
+		return errn
+	}
+	rest, ok := strings.CutPrefix(path, versions.VersionsGroup+"/")
+	if !ok {
+		return errn
+	}
+	version, _, _ := strings.Cut(rest, "/")
+	if _, ok, err := m.file.Version(version); err == nil && !ok {
+		return syscall.ESTALE
+	}
+	return errn
+}
+
+// busy refuses op on a version a stage is based on, with a log line that names them.
+func (m *mount) busy(op, version string) syscall.Errno {
+	bases, err := stage.Bases(m.file.Path())
+	if err != nil {
+		slog.Error("stages not read", "err", err)
+		return syscall.EIO
+	}
+	if names := bases[version]; len(names) > 0 {
+		slog.Warn("refused: "+op+" of a version a stage is based on; commit the stage (mv MNT/stage/NAME MNT/versions/) or discard it (rm -r MNT/stage/NAME) first",
+			"version", version, "stages", strings.Join(names, ","))
+		return syscall.EBUSY
+	}
+	return 0
+}

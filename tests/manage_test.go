@@ -1,0 +1,83 @@
+package tests
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/internal/fixture"
+)
+
+// datasetSHA is the sha256 of a file's bytes, hex, as the fixtures' manifests give it.
+func datasetSHA(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestRenameVersion: mv versions/OLD versions/NEW renames a version as a snapshot
+// directory is renamed: its data, the prev_version of its child and current_version
+// follow; taken names, busy versions and moves out of versions/ are refused.
+func TestRenameVersion(t *testing.T) {
+	man, err := fixture.Load(fixturePath("grid_2d_gzip.json"))
+	require.NoError(t, err)
+	want := map[string]string{}
+	for _, v := range man.Versions {
+		want[v.Name] = *v.Datasets["temp"].SHA256
+	}
+	file := fixture.Copy(t, "testdata/fixtures/grid_2d_gzip.h5")
+	m := mount(t, file, "rw")
+	vdir := func(v string) string { return filepath.Join(m.Dir, "versions", v) }
+
+	require.Equal(t, want["r3"], datasetSHA(t, filepath.Join(vdir("r3"), "temp")), "read before: cached")
+	require.NoError(t, os.Rename(vdir("r3"), vdir("mid")))
+	require.Equal(t, want["r3"], datasetSHA(t, filepath.Join(vdir("mid"), "temp")))
+	_, err = os.Stat(vdir("r3"))
+	require.ErrorIs(t, err, syscall.ENOENT)
+	ents, err := os.ReadDir(filepath.Join(m.Dir, "versions"))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{"mid", "r1", "r2", "r4", "r5"}, names)
+
+	// The current version: current follows it.
+	require.NoError(t, os.Rename(vdir("r5"), vdir("top")))
+	got, err := os.Readlink(filepath.Join(m.Dir, "current"))
+	require.NoError(t, err)
+	require.Equal(t, "versions/top", got)
+
+	require.ErrorIs(t, os.Rename(vdir("r1"), vdir("r2")), syscall.EEXIST)
+	require.ErrorIs(t, os.Rename(vdir("r1"), filepath.Join(m.Dir, "stage", "r1")), syscall.EPERM)
+
+	// Busy: an open write handle's base, a stage's base.
+	f, err := os.OpenFile(filepath.Join(vdir("r2"), "temp"), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	require.ErrorIs(t, os.Rename(vdir("r2"), vdir("two")), syscall.EBUSY)
+	require.NoError(t, f.Close())
+	require.NoError(t, os.Rename(vdir("r2"), vdir("two")))
+	require.NoError(t, os.Mkdir(filepath.Join(m.Dir, "stage", "s"), 0o755)) // based on top
+	require.ErrorIs(t, os.Rename(vdir("top"), vdir("r5")), syscall.EBUSY)
+	require.NoError(t, os.RemoveAll(filepath.Join(m.Dir, "stage", "s")))
+	require.NoError(t, os.Rename(vdir("top"), vdir("r5")))
+
+	m.unmount(t)
+	require.Equal(t, []string{"r5", "mid", "two", "r1"}, versionAttrs(t, file, "r4", "mid", "two"),
+		"current_version; r4's, mid's and two's prev_version")
+	out, stderr, code := vh5fsRun(t, "log", file)
+	require.Equal(t, 0, code, stderr)
+	log := parseLog(t, out)
+	var chain []string
+	for _, e := range log {
+		chain = append(chain, e.Name)
+	}
+	require.Equal(t, []string{"r5", "r4", "mid", "two", "r1"}, chain)
+}
