@@ -14,7 +14,7 @@
 // of -stage-chunks chunks (1 KiB, float64, nothing deduplicates), stages (package stage,
 // driven in process) that write 1 or 100 chunks into one dataset, and into every dataset,
 // each committed as one version; the phases as in "commit", and per count of written
-// chunks the ratio of the two totals against the target: a stage changing 10
+// chunks the ratio of the two totals against its target: a stage changing 10
 // datasets of 10k chunks commits in at most 1.5x the time of one changing one of them.
 //
 // Suite "write" (bench/write.go): dd and cp through a read-write mount against a plain dd

@@ -16,7 +16,7 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-// stageTarget is the measure: a stage changing every dataset commits in at most
+// stageTarget is the stage suite's target: a stage changing every dataset commits in at most
 // this multiple of the time of a stage changing one of them.
 const stageTarget = 1.5
 

@@ -382,7 +382,7 @@ func runRecipe(t *testing.T, dir, script string) string {
 // TestRefsReadme runs the README's recipes of "Zarr references" in one directory, as a
 // newcomer would paste them, with data.h5 a copy of the demo file, and checks what they
 // print against h5py. The xarray recipe is run again on references whose "temp" is an
-// int32 dataset with fill value 0 holding real zeros and an unwritten chunk (issue 31): it
+// int32 dataset with fill value 0 holding real zeros and an unwritten chunk: it
 // reads int32, not float64 with the zeros masked.
 func TestRefsReadme(t *testing.T) {
 	blocks := refsRecipes(t)
@@ -427,7 +427,7 @@ func readmeXarrayOpen(t *testing.T) string {
 	return strings.TrimSpace(regexp.MustCompile(`#[^\n]*`).ReplaceAllString(m, ""))
 }
 
-// TestRefsXarrayFill (issue 31): HDF5's fill value is data, but xarray's Zarr backend masks
+// TestRefsXarrayFill: HDF5's fill value is data, but xarray's Zarr backend masks
 // every element equal to an array's fill_value as missing (NaN, in a float dtype) unless
 // opened with mask_and_scale=False, as the README's recipe does. Through that call, int,
 // uint8 and float datasets whose fill value (0, -1, 255, NaN) also appears as data, each

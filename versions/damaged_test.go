@@ -44,7 +44,7 @@ func patched(t *testing.T, name string, off int, was, data []byte) string {
 }
 
 // TestBrokenObjectListed: a dataset whose object header is unreadable is listed, and
-// opening it is an error (it used to vanish from its version).
+// opening it is an error, not a dataset missing from its version.
 func TestBrokenObjectListed(t *testing.T) {
 	// The version byte of /_version_data/versions/v2/x's object header (at 19392).
 	f, err := Open(patched(t, "basic_1d.h5", 19392, []byte{1}, []byte{0x7f}))
