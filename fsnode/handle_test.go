@@ -12,8 +12,10 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/mountopts"
+	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -38,7 +40,14 @@ func newEngine(t *testing.T, file string, rw bool) *engine {
 	}
 	f, err := open(file)
 	require.NoError(t, err)
-	m, err := newMount(f, mountopts.Config{ReadWrite: rw})
+	eng := Engines{File: f}
+	if rw {
+		eng.Commit, err = commit.Open(f, commit.Options{StageMem: mountopts.DefaultStageMem})
+		require.NoError(t, err)
+		eng.Stages, err = stage.Open(eng.Commit)
+		require.NoError(t, err)
+	}
+	m, err := newMount(eng, mountopts.Config{ReadWrite: rw})
 	require.NoError(t, err)
 	root := &rootNode{m: m, frozenDir: frozenDir{m, "/"}}
 	fs.NewNodeFS(root, &fs.Options{}) // gives the tree its bridge (no server: no kernel)

@@ -20,32 +20,21 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-// Server is a running mount.
-type Server struct {
-	*fuse.Server
-	stages *stage.Manager
-	commit *commit.Committer
+// Engines are what a mount serves: the file, and in read-write mounts its write side and
+// (for versioned files) its stages; nil otherwise. The caller opens them and closes them
+// once the server's Wait returns: the stages (saved for the next mount), the committer,
+// then the file.
+type Engines struct {
+	File   *versions.File
+	Commit *commit.Committer
+	Stages *stage.Manager
 }
 
-// Wait waits until the mount ends, then saves its stages for the next mount and lets go
-// of the committer's hash tables (an HDF5 object left open keeps the file open past its
-// close).
-func (s *Server) Wait() {
-	s.Server.Wait()
-	if s.stages != nil {
-		if err := s.stages.Close(); err != nil {
-			slog.Error("stages not saved", "err", err)
-		}
-	}
-	if s.commit != nil {
-		s.commit.Close()
-	}
-}
-
-// Mount serves f at mountpoint with the options in cfg and returns the running server;
+// Mount serves e at mountpoint with the options in cfg and returns the running server;
 // the caller waits on it (Wait) and ends it (Unmount).
-func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*Server, error) {
-	m, err := newMount(f, cfg)
+func Mount(mountpoint string, e Engines, cfg mountopts.Config) (*fuse.Server, error) {
+	f := e.File
+	m, err := newMount(e, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -111,37 +100,23 @@ func Mount(mountpoint string, f *versions.File, cfg mountopts.Config) (*Server, 
 		return err
 	})
 	if err != nil {
-		if m.stages != nil {
-			m.stages.Close()
-		}
 		return nil, &mountError{mountpoint: mountpoint, reason: reason, err: err}
 	}
 	if err := RaiseReadAhead(mountpoint); err != nil {
 		slog.Debug("read-ahead left as it is", "err", err)
 	}
-	return &Server{Server: srv, stages: m.stages, commit: m.commit}, nil
+	return srv, nil
 }
 
-// newMount holds what every node of a mount of f shares: the engines a read-write mount
-// writes through (a committer, the staged chunks' store, the stages). The node tree works
-// on it with or without a kernel: Mount serves it, the package's tests call the nodes.
-func newMount(f *versions.File, cfg mountopts.Config) (*mount, error) {
-	m := &mount{file: f, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask, links: map[string]string{}}
-	if !cfg.ReadWrite {
-		return m, nil
+// newMount holds what every node of a mount of e shares. The node tree works on it with
+// or without a kernel: Mount serves it, the package's tests call the nodes.
+func newMount(e Engines, cfg mountopts.Config) (*mount, error) {
+	f := e.File
+	if cfg.ReadWrite != (e.Commit != nil) {
+		return nil, fmt.Errorf("%s: a read-write mount needs the file's write side, and only it", f.Path())
 	}
-	c, err := commit.Open(f, commit.Options{StageMem: cfg.StageMemBudget(), Name: cfg.CommitName})
-	if err != nil {
-		return nil, err
-	}
-	m.commit = c
-	if f.Versioned() {
-		if m.stages, err = stage.Open(c); err != nil {
-			c.Close()
-			return nil, err
-		}
-	}
-	return m, nil
+	return &mount{file: f, commit: e.Commit, stages: e.Stages, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask,
+		links: map[string]string{}}, nil
 }
 
 // Detach unmounts mountpoint lazily (umount -l): the mount leaves the tree at once, and

@@ -30,6 +30,7 @@ import (
 	"github.com/vh5fs/vh5fs/fsnode"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/mountopts"
+	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -257,6 +258,30 @@ func runMount(args []string, stderr io.Writer) int {
 		}
 	}
 
+	e := fsnode.Engines{File: f}
+	if cfg.ReadWrite {
+		if e.Commit, err = commit.Open(f, commit.Options{StageMem: cfg.StageMemBudget(), Name: cfg.CommitName}); err != nil {
+			if errors.Is(err, commit.ErrExists) {
+				fmt.Fprintf(stderr, "vh5fs: %s: commit_name=%s: the file already has a version of that name\n", file, cfg.CommitName)
+				return 2
+			}
+			fmt.Fprintf(stderr, "vh5fs: %v\n", err)
+			return 1
+		}
+		// Let go of the committer's hash tables once unmounted: an HDF5 object left open
+		// keeps the file open past its close.
+		defer e.Commit.Close()
+		if e.Stages, err = stage.Open(e.Commit); err != nil {
+			fmt.Fprintf(stderr, "vh5fs: %v\n", err)
+			return 1
+		}
+		defer func() {
+			if err := e.Stages.Close(); err != nil { // saved for the next mount
+				slog.Error("stages not saved", "err", err)
+			}
+		}()
+	}
+
 	// Catch the signals before mounting: the kernel shows the mount before fsnode.Mount
 	// returns, and go-fuse holds a file open on it meanwhile (its poll probe). A SIGINT's
 	// default action then would exit the process with that file open, and closing it waits
@@ -264,19 +289,15 @@ func runMount(args []string, stderr io.Writer) int {
 	// Caught, a signal waits in sigs and unmounts as soon as the mount is up.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	srv, err := fsnode.Mount(mnt, f, cfg)
+	srv, err := fsnode.Mount(mnt, e, cfg)
 	if err != nil {
 		signal.Stop(sigs)
-		if errors.Is(err, commit.ErrExists) {
-			fmt.Fprintf(stderr, "vh5fs: %s: commit_name=%s: the file already has a version of that name\n", file, cfg.CommitName)
-			return 2
-		}
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 1
 	}
 	mountReady()
 	slog.Info("mounted", "file", file, "mountpoint", mnt, "options", cfg.String(), "version", version)
-	go unmountOnSignal(srv.Server, mnt, sigs)
+	go unmountOnSignal(srv, mnt, sigs)
 	srv.Wait()
 	signal.Stop(sigs)
 	slog.Info("unmounted", "mountpoint", mnt)
