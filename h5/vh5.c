@@ -689,15 +689,16 @@ int vh5_attr_write_bool(hid_t loc, const char *path, const char *name, int value
 	return rc;
 }
 
-// vh5_attrs_copy copies every attribute of the object at src onto the object at dst (paths
-// relative to loc), replacing same-named ones, without opening either object.
-int vh5_attrs_copy(hid_t loc, const char *src, const char *dst) {
+// vh5_attrs_copy copies every attribute of the object at src (relative to sloc) onto the
+// object at dst (relative to loc, in the same file or another), replacing same-named
+// ones, without opening either object.
+int vh5_attrs_copy(hid_t sloc, const char *src, hid_t loc, const char *dst) {
 	H5O_info_t info;
-	if (H5Oget_info_by_name2(loc, src, &info, H5O_INFO_NUM_ATTRS, H5P_DEFAULT) < 0) {
+	if (H5Oget_info_by_name2(sloc, src, &info, H5O_INFO_NUM_ATTRS, H5P_DEFAULT) < 0) {
 		return -1;
 	}
 	for (hsize_t i = 0; i < info.num_attrs; i++) {
-		hid_t a = H5Aopen_by_idx(loc, src, H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT);
+		hid_t a = H5Aopen_by_idx(sloc, src, H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT);
 		hid_t t = a >= 0 ? H5Aget_type(a) : -1;
 		hid_t s = a >= 0 ? H5Aget_space(a) : -1;
 		ssize_t nlen = a >= 0 ? H5Aget_name(a, 0, NULL) : -1;

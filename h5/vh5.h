@@ -83,7 +83,7 @@ int vh5_chunk_info(hid_t dset, int rank, size_t n, const hsize_t *coords, haddr_
 int vh5_attr_write_vstr(hid_t loc, const char *path, const char *name, const char *value);
 int vh5_attr_write_i64(hid_t loc, const char *path, const char *name, const int64_t *v, int n);
 int vh5_attr_write_bool(hid_t loc, const char *path, const char *name, int value);
-int vh5_attrs_copy(hid_t loc, const char *src, const char *dst);
+int vh5_attrs_copy(hid_t sloc, const char *src, hid_t loc, const char *dst);
 int vh5_set_extent(hid_t dset, int rank, const hsize_t *dims);
 int vh5_write_box(hid_t dset, int rank, const hsize_t *start, const hsize_t *count,
                   const hsize_t *memdims, const hsize_t *memstart, const void *mem);

@@ -64,7 +64,7 @@ func (f *File) CopyAttrs(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if C.vh5_attrs_copy(id, csrc, cdst) < 0 {
+	if C.vh5_attrs_copy(id, csrc, id, cdst) < 0 {
 		return fail("copy attributes of "+src+" to", dst, nil)
 	}
 	return nil

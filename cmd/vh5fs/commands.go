@@ -760,7 +760,7 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	var progress func(string, int64, int64)
-	bar := &progressBar{w: stderr}
+	bar := &progressBar{w: stderr, name: "fsck"}
 	if isTerminal(stderr) {
 		progress = bar.update
 	}

@@ -53,6 +53,7 @@ const usage = `usage:
                                              an interrupted commit, --discard-journal drops it
   vh5fs refs FILE [VERSION] [--at TIME] [--all] [--url URL] [-o OUT.json]
                                              Zarr references for Dask/xarray
+  vh5fs compact FILE [-o OUT]                rewrite FILE without the space nothing uses
   vh5fs help [COMMAND]
   vh5fs --version
 

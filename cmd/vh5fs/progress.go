@@ -23,6 +23,7 @@ func isTerminal(w io.Writer) bool {
 // every change of phase.
 type progressBar struct {
 	w     io.Writer
+	name  string // the command
 	phase string
 	last  time.Time
 	drawn bool
@@ -46,7 +47,7 @@ func (p *progressBar) update(phase string, done, total int64) {
 			bar[i] = '#'
 		}
 	}
-	fmt.Fprintf(p.w, "\r\033[Kfsck [%s] %d/%d %s", bar, done, total, phase)
+	fmt.Fprintf(p.w, "\r\033[K%s [%s] %d/%d %s", p.name, bar, done, total, phase)
 }
 
 // clear erases the line, so that what follows starts on a clean one.
