@@ -49,7 +49,7 @@ var versionedHDF5Commit = map[int]time.Duration{1000: 130 * time.Millisecond, 10
 const chunkElems = 128 // float64: 1 KiB chunks
 
 func main() {
-	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, stage, refs, write")
+	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, stage, refs, write, manage")
 	size := flag.Int64("size", 1<<30, "bytes of each read-suite dataset")
 	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
 	src := flag.String("src", "", "loopback-serve: the directory to serve")
@@ -67,6 +67,7 @@ func main() {
 	latSize := flag.Int("lat-size", 1024, "write suite: MiB of the commit during which readers are probed (0: none)")
 	small := flag.Int("small-size", 256, "write suite: MiB of each dd bs=4K over a version, uncompressed and gzip+shuffle (0: none)")
 	writeReps := flag.Int("write-reps", 3, "write suite: runs per row")
+	compactSize := flag.Int("compact-size", 4096, "manage suite: MiB of live raw_data chunks in the file compacted (0: none)")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := os.MkdirAll(*cache, 0o755); err != nil {
@@ -77,7 +78,7 @@ func main() {
 		if err := serveLoopback(*src, flag.Arg(0)); err != nil {
 			fatal(err)
 		}
-	case "all", "reads", "latency", "commit", "stage", "refs", "write":
+	case "all", "reads", "latency", "commit", "stage", "refs", "write", "manage":
 		if *suite == "all" || *suite == "reads" {
 			if err := benchReads(*cache, *size, *reps, *vh5fs, *keep, *layouts); err != nil {
 				fatal(err)
@@ -107,6 +108,11 @@ func main() {
 			o := writeOptions{vh5fs: *vh5fs, cache: *cache, reps: *writeReps, ddSizes: ints(*writeSizes),
 				cpSizes: ints(*cpSizes), gzipSize: *gzipSize, latSize: *latSize, small: *small}
 			if err := benchWrite(o); err != nil {
+				fatal(err)
+			}
+		}
+		if *suite == "all" || *suite == "manage" {
+			if err := benchManage(*cache, *vh5fs, *writeReps, *compactSize); err != nil {
 				fatal(err)
 			}
 		}
