@@ -42,8 +42,12 @@ type Committer struct {
 	sinkMu sync.Mutex            // a leaf: held only to look up sinks
 	sinks  map[string]*groupSink // data group -> its sinks' slots (sink.go); GUARDED_BY(sinkMu)
 
-	pinMu sync.Mutex     // a leaf
-	pins  map[string]int // versions open handles' changes are based on (Pin); GUARDED_BY(pinMu)
+	// layout is held shared by every pin (an open handle) and exclusively by a Rewrite,
+	// which moves the chunks handles' staged arrays name. Taken before mu by Pin (never
+	// while holding mu), after mu by Rewrite, which only tries it.
+	layout sync.RWMutex
+	pinMu  sync.Mutex     // a leaf
+	pins   map[string]int // versions open handles' changes are based on (Pin); GUARDED_BY(pinMu)
 }
 
 // Options configure Open.

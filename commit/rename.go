@@ -16,8 +16,10 @@ var ErrBusy = errors.New("staged changes are based on this version")
 var ErrFirst = errors.New("__first_version__ is every file's root version and cannot be changed")
 
 // Pin marks version as the base of staged changes (an open write handle's), which
-// RenameVersion refuses to rename (ErrBusy) until unpin is called.
+// RenameVersion refuses to rename (ErrBusy) until unpin is called; while any version is
+// pinned, Rewrite is refused too, and Pin waits for a Rewrite under way.
 func (c *Committer) Pin(version string) (unpin func()) {
+	c.layout.RLock()
 	c.pinMu.Lock()
 	c.pins[version]++
 	c.pinMu.Unlock()
@@ -32,6 +34,7 @@ func (c *Committer) Pin(version string) (unpin func()) {
 		if c.pins[version]--; c.pins[version] <= 0 {
 			delete(c.pins, version)
 		}
+		c.layout.RUnlock()
 	}
 }
 
@@ -105,4 +108,28 @@ func (c *Committer) renameVersion(old, new string) error {
 		}
 	}
 	return h.FlushSync()
+}
+
+// Rewrite runs fn, which rewrites the file's versions in place (a deletion of versions
+// moves chunks to other slots), while no commit runs and no open handle's changes are
+// based on any version (ErrBusy otherwise: their staged arrays name base slots).
+// Afterwards everything cached of the file is read again: hash indexes, chunk maps,
+// version metadata.
+func (c *Committer) Rewrite(fn func(f *versions.File) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.f.HDF5().Stopped(); err != nil {
+		return err
+	}
+	if !c.layout.TryLock() {
+		return fmt.Errorf("files are open for writing: %w", ErrBusy)
+	}
+	defer c.layout.Unlock()
+	err := fn(c.f)
+	for _, ix := range c.indexes {
+		ix.close()
+	}
+	c.indexes = map[string]*index{}
+	c.f.ForgetAll()
+	return err
 }

@@ -63,14 +63,16 @@ type File struct {
 	store       *chunkstore.Store // the file's bytes: chunk reads, and metadata read by h5meta
 
 	mu       sync.Mutex
-	datasets map[string]*Dataset     // by HDF5 path; GUARDED_BY(mu)
-	mapped   datasetBudget           // the chunk maps datasets holds; GUARDED_BY(mu)
-	raws     map[string]*h5.Dataset  // open raw_data datasets by path; GUARDED_BY(mu)
-	retired  []*Dataset              // datasets Forget dropped that hold handles, closed by Close; GUARDED_BY(mu)
-	meta     map[string]Version      // committed versions' metadata; GUARDED_BY(mu)
-	listing  atomic.Pointer[listing] // the last version list read from the bytes
-	live     *liveState              // OpenLive only (live.go)
-	asOf     *asOf                   // set by AsOf before the File is shared, then read-only
+	datasets map[string]*Dataset    // by HDF5 path; GUARDED_BY(mu)
+	mapped   datasetBudget          // the chunk maps datasets holds; GUARDED_BY(mu)
+	raws     map[string]*h5.Dataset // open raw_data datasets by path; GUARDED_BY(mu)
+	retired  []*Dataset             // datasets Forget dropped that hold handles, closed by Close; GUARDED_BY(mu)
+	// retiredRaws are raw_data handles ForgetAll dropped, closed by Close. GUARDED_BY(mu)
+	retiredRaws []*h5.Dataset
+	meta        map[string]Version      // committed versions' metadata; GUARDED_BY(mu)
+	listing     atomic.Pointer[listing] // the last version list read from the bytes
+	live        *liveState              // OpenLive only (live.go)
+	asOf        *asOf                   // set by AsOf before the File is shared, then read-only
 }
 
 // Open opens path read-only and checks its layout. A file with a _version_data group must
@@ -157,8 +159,8 @@ func (f *File) Close() error {
 	f.mu.Lock()
 	ds := f.datasets
 	raws := f.raws
-	retired := f.retired
-	f.datasets, f.raws, f.retired = map[string]*Dataset{}, map[string]*h5.Dataset{}, nil
+	retired, retiredRaws := f.retired, f.retiredRaws
+	f.datasets, f.raws, f.retired, f.retiredRaws = map[string]*Dataset{}, map[string]*h5.Dataset{}, nil, nil
 	f.mapped.reset()
 	f.mu.Unlock()
 	for _, d := range ds {
@@ -166,6 +168,9 @@ func (f *File) Close() error {
 	}
 	for _, d := range retired {
 		d.close()
+	}
+	for _, r := range retiredRaws {
+		r.Close()
 	}
 	for _, r := range raws {
 		r.Close()
@@ -438,6 +443,28 @@ func (f *File) version(name string) (v Version, ok bool, err error) {
 	f.meta[name] = v
 	f.mu.Unlock()
 	return v, true, nil
+}
+
+// ForgetAll drops everything f keeps of the file's layout (version metadata, datasets and
+// their chunk maps, raw_data handles, slot indexes, decoded chunks): after a rewrite that
+// moved chunks to other slots (a deletion of versions), everything is read again.
+// Datasets and handles in use stay valid for their users and are closed with f.
+func (f *File) ForgetAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.meta = map[string]Version{}
+	f.listing.Store(nil)
+	for _, d := range f.datasets {
+		if !droppable(d) {
+			f.retired = append(f.retired, d)
+		}
+	}
+	for _, r := range f.raws {
+		f.retiredRaws = append(f.retiredRaws, r)
+	}
+	f.datasets, f.raws = map[string]*Dataset{}, map[string]*h5.Dataset{}
+	f.mapped.reset()
+	f.store.Reset()
 }
 
 // Forget drops what f keeps of the named versions (their datasets) and every version's

@@ -258,7 +258,8 @@ func (h *Handle) Commit(explicit bool) (string, error) {
 	if res.Skipped {
 		return "", nil
 	}
-	h.unpin()
+	unpin := h.unpin // pinned without a gap: a rewrite never moves the array's chunks
 	h.base, h.unpin = res.Name, h.c.Pin(res.Name)
+	unpin()
 	return res.Name, nil
 }
