@@ -92,27 +92,19 @@ type Array struct {
 	grid        []int64 // chunks per axis: ceil(shape/chunks)
 	slabIndices []int32 // per chunk, C order over grid
 	slabOffsets []int64 // per chunk, row offset along axis 0 in its slab
-	slabs       [][]byte
-	freeSlabs   []int32 // staged slab indices whose slab was dropped (nil), for reuse
-	// slabSeq[i] orders staged slabs by creation (indices are reused, so they do not):
-	// the order a sink takes chunks in (commits order them by origins, see Origin).
-	slabSeq    []uint64
-	nextSeq    uint64
-	origins    []Origin     // per staged slab: how its chunk was staged (origin.go)
-	op         uint64       // the operation under way (origin.go)
-	nStaged    int64        // chunks whose slab index is >= 2
-	store      *Store       // where staged chunks live under a memory budget (nil: memory only)
-	slabGrid   [][]int64    // per staged slab: the grid index of the chunk last put on it
-	sink       Sink         // where evicted chunks go first (UseSink), or nil
-	sunk       []int64      // per slab: 1 + its sink reference when the sink holds it (slabs[i] nil), else 0
-	sinkStop   bool         // the staging order's prefix in the sink ended: the rest spill, until MarkClean
-	spillOff   []int64      // per slab: 1 + its spill-file offset when spilled (slabs[i] nil; -1 - offset once ReleaseSpilled), else 0
-	resident   []int32      // staged slabs in memory, oldest first (may hold stale entries)
-	jobs       []*digestJob // per slab: its digest made at write time (digest.go), or nil
-	holes      []*holes     // per slab: the bytes written of a chunk whose base is not read yet (holes.go), or nil
-	nHoles     int          // slabs with holes
-	encode     Encoder      // encodes wholly written chunks at write time (SetEncoder), or nil
-	cleanShape []int64      // shape at New or the last MarkClean
+	// slabs holds one record per slab index; 0 and 1 (the full and base slabs) are unused.
+	slabs      []stagedSlab
+	freeSlabs  []int32 // staged slab indices whose slab was dropped, for reuse
+	nextSeq    uint64  // the next stagedSlab.seq
+	op         uint64  // the operation under way (origin.go)
+	nStaged    int64   // chunks whose slab index is >= 2
+	store      *Store  // where staged chunks live under a memory budget (nil: memory only)
+	sink       Sink    // where evicted chunks go first (UseSink), or nil
+	sinkStop   bool    // the staging order's prefix in the sink ended: the rest spill, until MarkClean
+	resident   []int32 // staged slabs in memory, oldest first (may hold stale entries)
+	nHoles     int     // staged slabs with holes
+	encode     Encoder // encodes wholly written chunks at write time (SetEncoder), or nil
+	cleanShape []int64 // shape at New or the last MarkClean
 	// dropped: a resize since New or the last MarkClean dropped a chunk that held data
 	// (base or staged). Growing back to cleanShape then reads the fill value where that
 	// data was, from chunks on the full slab, which neither nStaged nor the shape shows.
@@ -123,6 +115,25 @@ type Array struct {
 	rowBytes     int64   // bytes of one axis-0 row of a chunk (slab row)
 	chunkStrides []int64 // byte strides inside a chunk buffer
 	dstStrides   []int64 // byte strides of the array's C-order stream
+}
+
+// stagedSlab is the state of one staged slab, which holds one chunk: where its bytes are
+// (in memory, in the spill file or in the sink; none of them once dropped) and what is
+// known about them. At most one of buf, spillOff and sunk is set.
+type stagedSlab struct {
+	buf []byte // the chunk in memory, or nil
+	// seq orders staged slabs by creation (indices are reused, so they do not): the
+	// order a sink takes chunks in (commits order them by origin, see Origin).
+	seq    uint64
+	origin Origin  // how its chunk was staged (origin.go)
+	grid   []int64 // the grid index of the chunk last put on it by setChunk; empty: none
+	// sunk is 1 + its sink reference while the sink holds the chunk, else 0.
+	sunk int64
+	// spillOff is 1 + its spill-file offset while spilled, -1 - that offset once
+	// ReleaseSpilled gave the bytes up, else 0.
+	spillOff int64
+	job      *digestJob // its digest made at write time (digest.go), or nil
+	holes    *holes     // the bytes written of a chunk whose base is not read yet (holes.go), or nil
 }
 
 // New returns an array whose chunks all lie on the full slab (read as fill).
@@ -146,7 +157,7 @@ func New(shape, chunks []int64, itemSize int, fill []byte) (*Array, error) {
 		fill:       append([]byte(nil), fill...),
 		grid:       make([]int64, nd),
 		cleanShape: append([]int64(nil), shape...),
-		slabs:      [][]byte{nil, nil},
+		slabs:      make([]stagedSlab, 2),
 	}
 	elems, chunkElems, nChunks := int64(1), int64(1), int64(1)
 	var ok bool
@@ -257,7 +268,7 @@ func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 		return fmt.Errorf("invalid offset %d on slab %d", off, slab)
 	}
 	if slab >= 2 {
-		data := a.slabs[slab]
+		data := a.slabs[slab].buf
 		if a.gone(slab) {
 			return fmt.Errorf("staged slab %d was dropped", slab)
 		}
@@ -274,10 +285,7 @@ func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 	a.slabIndices[k] = slab
 	a.slabOffsets[k] = off
 	if slab >= 2 { // a chunk's grid index outlives resizes: the sink needs its extent
-		for len(a.slabGrid) < len(a.slabs) {
-			a.slabGrid = append(a.slabGrid, nil)
-		}
-		a.slabGrid[slab] = append(a.slabGrid[slab][:0], grid...)
+		a.slabs[slab].grid = append(a.slabs[slab].grid[:0], grid...)
 	}
 	return nil
 }
@@ -285,11 +293,14 @@ func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 // appendSlab adds a staged slab (layout of raw_data: chunks concatenated
 // along axis 0) and returns its index. It is the hook for the write plans.
 func (a *Array) appendSlab(data []byte) int32 {
-	a.slabs = append(a.slabs, data)
-	for len(a.slabSeq) < len(a.slabs) {
-		a.slabSeq = append(a.slabSeq, 0)
+	n := len(a.slabs)
+	if n < cap(a.slabs) { // a record dropped by collectSlabs: its grid's memory is reused
+		a.slabs = a.slabs[:n+1]
+		a.slabs[n] = stagedSlab{buf: data, grid: a.slabs[n].grid[:0]}
+	} else {
+		a.slabs = append(a.slabs, stagedSlab{buf: data})
 	}
-	return int32(len(a.slabs) - 1)
+	return int32(n)
 }
 
 // flatChunk validates a grid index and returns its C-order flat index.

@@ -68,29 +68,18 @@ func (h *holes) add(lo, hi int64) {
 }
 
 // holesOf is staged slab i's holes, or nil if it is whole.
-func (a *Array) holesOf(i int32) *holes {
-	if int(i) < len(a.holes) {
-		return a.holes[i]
-	}
-	return nil
-}
+func (a *Array) holesOf(i int32) *holes { return a.slabs[i].holes }
 
 // setHoles records staged slab i's holes (nil: whole), counting the slabs with holes so
 // that the calls that settle them all cost nothing when there are none.
 func (a *Array) setHoles(i int32, h *holes) {
-	old := a.holesOf(i)
-	switch {
+	switch old := a.slabs[i].holes; {
 	case old == nil && h != nil:
 		a.nHoles++
 	case old != nil && h == nil:
 		a.nHoles--
-	case h == nil:
-		return
 	}
-	for len(a.holes) <= int(i) {
-		a.holes = append(a.holes, nil)
-	}
-	a.holes[i] = h
+	a.slabs[i].holes = h
 }
 
 // complete drops slab i's holes once its trimmed extent is all written, and reports
@@ -142,7 +131,7 @@ func (a *Array) settle(i int32) error {
 	if h == nil {
 		return nil
 	}
-	if err := a.fillHoles(h, a.slabs[i]); err != nil {
+	if err := a.fillHoles(h, a.slabs[i].buf); err != nil {
 		return fmt.Errorf("filling chunk %v from its base: %w", h.grid, err)
 	}
 	a.setHoles(i, nil)
@@ -154,8 +143,8 @@ func (a *Array) settleAll() error {
 	if a.nHoles == 0 {
 		return nil
 	}
-	for i, h := range a.holes {
-		if h != nil {
+	for i := range a.slabs {
+		if a.slabs[i].holes != nil {
 			if err := a.settle(int32(i)); err != nil {
 				return err
 			}

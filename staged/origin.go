@@ -14,30 +14,14 @@ type Origin struct {
 	Offset int64
 }
 
-// origin is staged slab i's Origin.
-func (a *Array) origin(i int32) Origin {
-	if int(i) < len(a.origins) {
-		return a.origins[i]
-	}
-	return Origin{}
-}
-
-// setOrigin records staged slab i's Origin.
-func (a *Array) setOrigin(i int32, o Origin) {
-	for len(a.origins) <= int(i) {
-		a.origins = append(a.origins, Origin{})
-	}
-	a.origins[i] = o
-}
-
 // coveredBy marks staged slab i whole if h, its written bytes, covers its trimmed extent
 // and the operation that staged it is still under way.
 func (a *Array) coveredBy(i int32, h *holes) {
-	if h == nil || int(i) >= len(a.origins) || a.origins[i].Op != a.op {
+	if h == nil || a.slabs[i].origin.Op != a.op {
 		return
 	}
 	if h.written == Elements(a.trimmed(a.shape, a.grid, h.grid))*int64(a.itemSize) {
-		a.origins[i].Whole = true
+		a.slabs[i].origin.Whole = true
 	}
 }
 

@@ -129,7 +129,7 @@ func (a *Array) chunkData(grid []int64, slab int32, off int64, src ChunkSource) 
 		}
 		return data, nil
 	}
-	data := a.slabs[slab]
+	data := a.slabs[slab].buf
 	start := off * a.rowBytes
 	if start < 0 || start > int64(len(data))-int64(a.chunkBytes) {
 		return nil, fmt.Errorf("chunk %v at offset %d overruns slab %d of %d bytes", grid, off, slab, len(data))

@@ -642,7 +642,7 @@ func (a *Array) StagedChunks() ([]StagedChunk, error) {
 		if slab < 2 {
 			return nil
 		}
-		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabSeq[slab], Origin: a.origin(slab), slab: slab}
+		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabs[slab].seq, Origin: a.slabs[slab].origin, slab: slab}
 		l := a.trimmed(a.shape, a.grid, g)
 		sc.Digest = a.digestOf(slab, l) // waits for its worker
 		sc.Encoded = a.encodedOf(slab, l)
@@ -753,13 +753,13 @@ func (a *Array) newStagedSlab(data []byte, o Origin) int32 {
 	if n := len(a.freeSlabs); n > 0 {
 		s = a.freeSlabs[n-1]
 		a.freeSlabs = a.freeSlabs[:n-1]
-		a.slabs[s] = data
+		a.slabs[s] = stagedSlab{buf: data, grid: a.slabs[s].grid[:0]}
 	} else {
 		s = a.appendSlab(data)
 	}
-	a.slabSeq[s] = a.nextSeq
+	a.slabs[s].seq = a.nextSeq
 	a.nextSeq++
-	a.setOrigin(s, o)
+	a.slabs[s].origin = o
 	a.held(s)
 	return s
 }
@@ -779,10 +779,6 @@ func (a *Array) collectSlabs() {
 			a.dropSlab(int32(s))
 		}
 		a.slabs = a.slabs[:2]
-		a.spillOff = a.spillOff[:min(len(a.spillOff), 2)]
-		a.sunk = a.sunk[:min(len(a.sunk), 2)]
-		a.jobs = a.jobs[:min(len(a.jobs), 2)]
-		a.holes = a.holes[:min(len(a.holes), 2)]
 		a.resident = a.resident[:0]
 		a.freeSlabs = nil
 		return

@@ -169,10 +169,22 @@ func checkRead(t *testing.T, a *Array, src *fakeSource, m *model, what string) {
 		require.Equal(t, m.data, got[:n], "%s: contents", what)
 	}
 	holed := 0
-	for i, h := range a.holes {
-		if h != nil {
+	for i, s := range a.slabs {
+		places := 0
+		for _, in := range []bool{s.buf != nil, s.spillOff != 0, s.sunk != 0} {
+			if in {
+				places++
+			}
+		}
+		require.LessOrEqual(t, places, 1, "%s: slab %d is in memory, spilled or sunk, not several", what, i)
+		if s.holes != nil {
 			holed++
-			require.NotNil(t, a.slabs[i], "%s: a chunk with holes is in memory", what)
+			require.NotNil(t, s.buf, "%s: a chunk with holes is in memory", what)
+		}
+		if i < 2 {
+			require.Zero(t, places, "%s: the full and base slabs have no staged state", what)
+			require.Nil(t, s.holes, what)
+			require.Nil(t, s.job, what)
 		}
 	}
 	require.Equal(t, holed, a.nHoles, "%s: slabs with holes", what)
@@ -219,9 +231,9 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 	// One live staged slab per staged chunk: dropped chunks free memory (and spill slots).
 	live, inMemory := 0, 0
 	for i, s := range a.slabs[2:] {
-		if s != nil {
+		if s.buf != nil {
 			inMemory++
-			require.Len(t, s, a.ChunkBytes(), "staged slabs hold one chunk")
+			require.Len(t, s.buf, a.ChunkBytes(), "staged slabs hold one chunk")
 		}
 		if !a.gone(int32(i + 2)) {
 			live++
@@ -231,8 +243,8 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 	require.Equal(t, int64(len(staged)), a.nStaged)
 	if st := a.Store(); st != nil {
 		var enc int64 // encodings made at write time, still held
-		for _, j := range a.jobs {
-			if j != nil {
+		for _, s := range a.slabs {
+			if j := s.job; j != nil {
 				<-j.done
 				enc += int64(len(j.encoded))
 			}
@@ -373,8 +385,8 @@ func testWriteResizeMatchesModel(t *testing.T, budget int64) {
 						p := randBytes(rng, n)
 						clear(src.calls)
 						holed := 0
-						for _, h := range a.holes {
-							if h != nil {
+						for _, s := range a.slabs {
+							if s.holes != nil {
 								holed++
 							}
 						}
