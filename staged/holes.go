@@ -3,6 +3,8 @@ package staged
 import (
 	"fmt"
 	"slices"
+
+	"github.com/vh5fs/vh5fs/chunkplan"
 )
 
 // holes records which bytes of a staged chunk were written since it left the base or the
@@ -90,8 +92,8 @@ func (a *Array) complete(i int32) bool {
 	if h == nil {
 		return false
 	}
-	l := a.trimmed(a.shape, a.grid, h.grid)
-	if h.written != Elements(l)*int64(a.itemSize) || (h.src == nil && a.mayGrow(l)) {
+	l := a.lay.Trimmed(h.grid)
+	if h.written != chunkplan.Elements(l)*int64(a.lay.ItemSize()) || (h.src == nil && a.mayGrow(l)) {
 		return false
 	}
 	a.setHoles(i, nil)
@@ -101,15 +103,15 @@ func (a *Array) complete(i int32) bool {
 // mayGrow reports whether a chunk of trimmed extent l becomes whole as axis 0 grows: it
 // is short on axis 0 alone.
 func (a *Array) mayGrow(l []int64) bool {
-	return l[0] < a.chunks[0] && slices.Equal(l[1:], a.chunks[1:])
+	return l[0] < a.lay.Chunks()[0] && slices.Equal(l[1:], a.lay.Chunks()[1:])
 }
 
 // fillHoles puts the base chunk's bytes (or the fill value) into data wherever h records
 // no write.
 func (a *Array) fillHoles(h *holes, data []byte) error {
-	gap := func(lo, hi int64) { fillPattern(data[lo:hi], a.fill, int(lo%int64(a.itemSize))) }
+	gap := func(lo, hi int64) { fillPattern(data[lo:hi], a.fill, int(lo%int64(a.lay.ItemSize()))) }
 	if h.src != nil {
-		base, err := a.chunkData(h.grid, BaseSlab, h.base, h.src)
+		base, err := a.chunkData(h.grid, chunkplan.BaseSlab, h.base, h.src)
 		if err != nil {
 			return err
 		}

@@ -53,9 +53,9 @@ func (a *Array) held(i int32) {
 // newBuffer is a chunk buffer for a new staged chunk (contents undefined).
 func (a *Array) newBuffer() []byte {
 	if a.store == nil {
-		return make([]byte, a.chunkBytes)
+		return make([]byte, a.lay.ChunkBytes())
 	}
-	return a.store.buffer(a.chunkBytes)
+	return a.store.buffer(a.lay.ChunkBytes())
 }
 
 // dropSlab frees staged slab i, in memory, spilled or sunk.
@@ -69,7 +69,7 @@ func (a *Array) dropSlab(i int32) {
 			a.store.release(s.buf)
 		} else if a.isSpilled(i) {
 			off, _ := a.spillSlot(i)
-			a.store.freeSlot(off, int64(a.chunkBytes))
+			a.store.freeSlot(off, int64(a.lay.ChunkBytes()))
 		} else if a.isSunk(i) {
 			a.forgetSunk(i)
 		}
@@ -137,7 +137,7 @@ func (a *Array) loadSpilled(i int32, buf []byte) ([]byte, error) {
 		return a.loadSunk(i, buf)
 	}
 	if buf == nil {
-		buf = make([]byte, a.chunkBytes)
+		buf = make([]byte, a.lay.ChunkBytes())
 	}
 	off, released := a.spillSlot(i)
 	if released {
@@ -164,7 +164,7 @@ func (a *Array) ReleaseSpilled(sc StagedChunk) {
 	if released {
 		return
 	}
-	a.store.discard(off, int64(a.chunkBytes))
+	a.store.discard(off, int64(a.lay.ChunkBytes()))
 	a.slabs[i].spillOff = -off - 1
 }
 
@@ -172,7 +172,7 @@ func (a *Array) ReleaseSpilled(sc StagedChunk) {
 // is freed. The caller made room first.
 func (a *Array) faultIn(i int32) error {
 	if a.isSunk(i) {
-		buf, err := a.loadSunk(i, a.store.buffer(a.chunkBytes))
+		buf, err := a.loadSunk(i, a.store.buffer(a.lay.ChunkBytes()))
 		if err != nil {
 			return err
 		}
@@ -184,12 +184,12 @@ func (a *Array) faultIn(i int32) error {
 	if !a.isSpilled(i) {
 		return nil
 	}
-	buf, err := a.loadSpilled(i, a.store.buffer(a.chunkBytes))
+	buf, err := a.loadSpilled(i, a.store.buffer(a.lay.ChunkBytes()))
 	if err != nil {
 		return fmt.Errorf("staged slab %d: %w", i, err)
 	}
 	off, _ := a.spillSlot(i)
-	a.store.freeSlot(off, int64(a.chunkBytes))
+	a.store.freeSlot(off, int64(a.lay.ChunkBytes()))
 	a.slabs[i].spillOff = 0
 	a.slabs[i].buf = buf
 	a.held(i)
