@@ -1,8 +1,8 @@
 package chunkstore
 
 import (
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/staged"
 )
 
 // What the external tests (which open files through package versions) look at inside.
@@ -11,25 +11,27 @@ const ReadAheadBytes = readAheadBytes
 
 func (c *Chunked) ReadSlot(off int64, size int) ([]byte, bool, error) { return c.readSlot(off, size) }
 
-func (c *Chunked) Plan(off, n int64) (*staged.GetItemPlan, error) { return c.arr.GetItemPlan(off, n) }
+func (c *Chunked) Plan(off, n int64) (*chunkplan.GetItemPlan, error) {
+	return c.arr.GetItemPlan(off, n)
+}
 
-func (c *Chunked) ReadPlan(plan *staged.GetItemPlan, p []byte) error {
+func (c *Chunked) ReadPlan(plan *chunkplan.GetItemPlan, p []byte) error {
 	return c.arr.ReadPlan(plan, p, c)
 }
 
-func (c *Chunked) PiecesOf(off, n int64) ([]staged.Run, *staged.GetItemPlan, bool, error) {
+func (c *Chunked) PiecesOf(off, n int64) ([]chunkplan.Run, *chunkplan.GetItemPlan, bool, error) {
 	return c.piecesOf(off, n)
 }
 
-func (c *Chunked) PlanPieces(plan *staged.GetItemPlan) ([]staged.Run, bool) {
+func (c *Chunked) PlanPieces(plan *chunkplan.GetItemPlan) ([]chunkplan.Run, bool) {
 	return c.planPieces(plan)
 }
 
-func (c *Chunked) Locate(pieces []staged.Run, p []byte, maxRange int) (Reply, bool, error) {
+func (c *Chunked) Locate(pieces []chunkplan.Run, p []byte, maxRange int) (Reply, bool, error) {
 	return c.locate(pieces, p, maxRange)
 }
 
-func (c *Chunked) FileSpans(pieces []staged.Run) ([]span, bool) { return c.fileSpans(pieces) }
+func (c *Chunked) FileSpans(pieces []chunkplan.Run) ([]span, bool) { return c.fileSpans(pieces) }
 
 func (c *Chunked) Slices(off int64, n int) ([][]byte, bool, error) { return c.slices(off, n) }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/filters"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5meta"
@@ -62,7 +63,7 @@ func (c *Chunked) Read(p []byte, off int64, maxRange int) (Reply, error) {
 		}
 	}
 	p = p[:min(int64(len(p)), c.size-off)]
-	var plan *staged.GetItemPlan
+	var plan *chunkplan.GetItemPlan
 	if len(c.src.Filters) == 0 {
 		pieces, pl, ok, err := c.piecesOf(off, int64(len(p)))
 		if err != nil {
@@ -299,7 +300,7 @@ func (r Reply) Release() {
 // in the order they are read), else slices of the file's mapping; else the spans are read
 // into p, one pread each. ok is false, with nothing read, when fileSpans is (the chunk
 // route serves those).
-func (c *Chunked) locate(pieces []staged.Run, p []byte, maxRange int) (r Reply, ok bool, err error) {
+func (c *Chunked) locate(pieces []chunkplan.Run, p []byte, maxRange int) (r Reply, ok bool, err error) {
 	spans, ok := c.fileSpans(pieces)
 	if !ok {
 		return Reply{}, false, nil
@@ -354,7 +355,7 @@ type span struct{ at, dst, n int64 }
 // the file and in the read (chunks stored in the order they are read, as a sequential
 // writer leaves them) make one span, so that a 512 KiB read of 4 KiB chunks is one pread
 // or splice, not 128. False when a chunk is not found.
-func (c *Chunked) fileSpans(pieces []staged.Run) ([]span, bool) {
+func (c *Chunked) fileSpans(pieces []chunkplan.Run) ([]span, bool) {
 	offs := make([]int64, len(pieces))
 	for i, pc := range pieces {
 		offs[i] = pc.SlabOffset
@@ -381,10 +382,10 @@ func (c *Chunked) fileSpans(pieces []staged.Run) ([]span, bool) {
 // wide as the dataset), else from a plan, which it returns too (nil when it made none).
 // ok is false when a piece is not on raw_data (fill chunks, staged data) or not
 // contiguous in both.
-func (c *Chunked) piecesOf(off, n int64) (pieces []staged.Run, plan *staged.GetItemPlan, ok bool, err error) {
+func (c *Chunked) piecesOf(off, n int64) (pieces []chunkplan.Run, plan *chunkplan.GetItemPlan, ok bool, err error) {
 	if runs, ok := c.arr.Runs(off, n); ok {
 		for _, r := range runs {
-			if r.Slab != staged.BaseSlab {
+			if r.Slab != chunkplan.BaseSlab {
 				return nil, nil, false, nil
 			}
 		}
@@ -399,12 +400,12 @@ func (c *Chunked) piecesOf(off, n int64) (pieces []staged.Run, plan *staged.GetI
 
 // planPieces returns a plan's transfers as pieces (piecesOf) in the read's order
 // (transfers come in slot order), or false.
-func (c *Chunked) planPieces(plan *staged.GetItemPlan) ([]staged.Run, bool) {
+func (c *Chunked) planPieces(plan *chunkplan.GetItemPlan) ([]chunkplan.Run, bool) {
 	isz := int64(c.src.ElemSize)
-	out := make([]staged.Run, 0, len(plan.Transfers))
+	out := make([]chunkplan.Run, 0, len(plan.Transfers))
 	for i := range plan.Transfers {
 		t := &plan.Transfers[i]
-		if t.Slab != staged.BaseSlab {
+		if t.Slab != chunkplan.BaseSlab {
 			return nil, false
 		}
 		// Single elements on the leading axes, then one run, then whole chunk extents that
@@ -422,9 +423,9 @@ func (c *Chunked) planPieces(plan *staged.GetItemPlan) ([]staged.Run, bool) {
 			elems *= t.Count[k]
 		}
 		lo, hi := int64(t.ByteLo), (elems-1)*isz+int64(t.ByteHi)
-		out = append(out, staged.Run{Slab: t.Slab, SlabOffset: t.SlabOffset, ChunkOff: lin*isz + lo, DstOff: t.DstOff + lo, N: hi - lo})
+		out = append(out, chunkplan.Run{Slab: t.Slab, SlabOffset: t.SlabOffset, ChunkOff: lin*isz + lo, DstOff: t.DstOff + lo, N: hi - lo})
 	}
-	slices.SortFunc(out, func(a, b staged.Run) int { return cmp.Compare(a.DstOff, b.DstOff) })
+	slices.SortFunc(out, func(a, b chunkplan.Run) int { return cmp.Compare(a.DstOff, b.DstOff) })
 	return out, true
 }
 
@@ -545,7 +546,7 @@ func (c *Chunked) decodeAhead() {
 			continue
 		}
 		for _, t := range plan.Transfers {
-			if k := (chunkKey{c.src.Path, t.SlabOffset}); t.Slab == staged.BaseSlab && !c.s.chunks.has(k) {
+			if k := (chunkKey{c.src.Path, t.SlabOffset}); t.Slab == chunkplan.BaseSlab && !c.s.chunks.has(k) {
 				c.Chunk(t.SlabOffset) // an error shows again when the read itself asks
 			}
 		}

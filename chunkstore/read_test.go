@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/chunkstore"
 	"github.com/vh5fs/vh5fs/internal/fixture"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -219,8 +219,8 @@ func TestReadDirect(t *testing.T) {
 
 // joinRuns merges runs that continue each other in one chunk and in the read (a plan
 // splits a read at partial elements; staged.Array.Runs does not).
-func joinRuns(runs []staged.Run) []staged.Run {
-	var out []staged.Run
+func joinRuns(runs []chunkplan.Run) []chunkplan.Run {
+	var out []chunkplan.Run
 	for _, r := range runs {
 		if k := len(out) - 1; k >= 0 && out[k].SlabOffset == r.SlabOffset && out[k].ChunkOff+out[k].N == r.ChunkOff && out[k].DstOff+out[k].N == r.DstOff {
 			out[k].N += r.N

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -100,7 +101,7 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 			row = rows[next]
 			next++
 		}
-		wasMapped := slab == staged.BaseSlab
+		wasMapped := slab == chunkplan.BaseSlab
 		if isMapped == wasMapped && (!isMapped || row == off) {
 			return nil
 		}
@@ -126,7 +127,7 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 	}
 	var keep plan
 	err = base.Each(func(g []int64, slab int32, off int64) error {
-		keep.remap = append(keep.remap, remap{grid: slices.Clone(g), row: off, full: slab != staged.BaseSlab})
+		keep.remap = append(keep.remap, remap{grid: slices.Clone(g), row: off, full: slab != chunkplan.BaseSlab})
 		return nil
 	})
 	return &keep, err
@@ -249,7 +250,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	mapped := 0 // base chunks mapped as they are
 	err = arr.Each(func(g []int64, slab int32, off int64) error {
 		k++
-		if slab != staged.BaseSlab {
+		if slab != chunkplan.BaseSlab {
 			return nil // full: unmapped; staged: a candidate
 		}
 		extent(now, shape, chunks, g)
@@ -262,7 +263,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 			return err
 		}
 		// After every operation's chunks, as if a last one re-staged them from the base.
-		o := staged.Origin{Op: math.MaxUint64, Slab: staged.BaseSlab, Offset: off}
+		o := staged.Origin{Op: math.MaxUint64, Slab: chunkplan.BaseSlab, Offset: off}
 		cands = append(cands, candidate{grid: slices.Clone(g), trimmed: slices.Clone(now), flat: k, data: b, origin: o})
 		return nil
 	})
@@ -332,7 +333,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 			pending[d] = row
 			p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d, encoded: cd.encoded})
 			res.Written++
-			res.Bytes += int64(isz) * staged.Elements(cd.trimmed)
+			res.Bytes += int64(isz) * chunkplan.Elements(cd.trimmed)
 		}
 		rows[cd.flat] = row
 		p.remap = append(p.remap, remap{grid: cd.grid, row: row})
@@ -345,7 +346,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	err = arr.Each(func(g []int64, slab int32, off int64) error {
 		k++
 		row, ok := rows[k]
-		if !ok && slab != staged.BaseSlab {
+		if !ok && slab != chunkplan.BaseSlab {
 			return nil
 		}
 		if !ok {
@@ -385,7 +386,7 @@ func appendOrder(a staged.Origin, af int64, b staged.Origin, bf int64) int {
 	if c := cmp.Compare(a.Slab, b.Slab); c != 0 {
 		return c
 	}
-	if a.Slab == staged.BaseSlab {
+	if a.Slab == chunkplan.BaseSlab {
 		if c := cmp.Compare(a.Offset, b.Offset); c != 0 {
 			return c
 		}

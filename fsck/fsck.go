@@ -12,9 +12,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -332,7 +332,7 @@ func (c *checker) hashTable(group string, d *versions.Dataset) error {
 			return err
 		}
 	}
-	slot := make([]byte, d.Type.Size*int(staged.Elements(chunks)))
+	slot := make([]byte, d.Type.Size*int(chunkplan.Elements(chunks)))
 	zero := make([]int64, len(chunks))
 	for i := int64(0); i < largest; i++ {
 		c.tick(tp, i, largest)

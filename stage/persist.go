@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/writefile"
@@ -130,7 +131,7 @@ func (s *Stage) saveDataset(d *Dataset) error {
 	var hdr savedData
 	hdr.Shape = arr.Shape()
 	if err := arr.Each(func(g []int64, slab int32, off int64) error {
-		if slab == staged.BaseSlab {
+		if slab == chunkplan.BaseSlab {
 			hdr.Base = append(hdr.Base, append(slices.Clone(g), off))
 		}
 		return nil

@@ -38,44 +38,34 @@ type digestJob struct {
 	encoded []byte // the chunk as stored, if an Encoder made it
 }
 
-func (a *Array) job(i int32) *digestJob {
-	if int(i) < len(a.jobs) {
-		return a.jobs[i]
-	}
-	return nil
-}
-
 // waitDigest waits until no worker reads staged slab i's buffer.
 func (a *Array) waitDigest(i int32) {
-	if j := a.job(i); j != nil {
+	if j := a.slabs[i].job; j != nil {
 		<-j.done
 	}
 }
 
 // forgetDigest drops slab i's digest (and encoding) before its buffer changes or goes.
 func (a *Array) forgetDigest(i int32) {
-	if j := a.job(i); j != nil {
+	if j := a.slabs[i].job; j != nil {
 		<-j.done
 		if n := int64(len(j.encoded)); n > 0 {
 			a.store.resident.Add(-n)
 			a.store.encoded.Add(-n)
 		}
-		a.jobs[i] = nil
+		a.slabs[i].job = nil
 	}
 }
 
 // startDigest digests staged slab i (chunk grid), now wholly written, in the background.
 func (a *Array) startDigest(i int32, grid []int64) {
 	st := a.store
-	if st == nil || st.digest == nil || a.slabs[i] == nil {
+	if st == nil || st.digest == nil || a.slabs[i].buf == nil {
 		return
 	}
-	for len(a.jobs) < len(a.slabs) {
-		a.jobs = append(a.jobs, nil)
-	}
-	j := &digestJob{done: make(chan struct{}), trimmed: a.trimmed(a.shape, a.grid, grid)}
-	a.jobs[i] = j
-	data, chunks, is := a.slabs[i], a.chunks, a.itemSize
+	j := &digestJob{done: make(chan struct{}), trimmed: a.lay.Trimmed(grid)}
+	a.slabs[i].job = j
+	data, chunks, is := a.slabs[i].buf, a.lay.Chunks(), a.lay.ItemSize()
 	enc := a.encode
 	if !slices.Equal(j.trimmed, chunks) {
 		enc = nil // an edge chunk: the commit writes its trimmed box through libhdf5
@@ -103,7 +93,7 @@ func (s *Store) encodeRoom() bool {
 // encodedOf is slab i's encoding for the trimmed extent l, if one was made for it (valid
 // until the next mutation).
 func (a *Array) encodedOf(i int32, l []int64) []byte {
-	j := a.job(i)
+	j := a.slabs[i].job
 	if j == nil {
 		return nil
 	}
@@ -116,7 +106,7 @@ func (a *Array) encodedOf(i int32, l []int64) []byte {
 
 // digestOf is slab i's digest for the trimmed extent l, if one was made for it.
 func (a *Array) digestOf(i int32, l []int64) *[32]byte {
-	j := a.job(i)
+	j := a.slabs[i].job
 	if j == nil {
 		return nil
 	}

@@ -11,11 +11,11 @@ import (
 
 // resizeGeneral runs Resize's general path, which growAxis0 must agree with.
 func resizeGeneral(a *Array, shape []int64, src ChunkSource) error {
-	grid, size, nChunks, err := layout(shape, a.chunks, a.itemSize)
+	next, err := a.lay.Reshape(shape)
 	if err != nil {
 		return err
 	}
-	return a.resize(slices.Clone(shape), grid, size, nChunks, src)
+	return a.resize(&next, src)
 }
 
 // TestGrowAxis0MatchesGeneral: growing axis 0 through the fast path leaves exactly the

@@ -3,6 +3,8 @@ package staged
 import (
 	"fmt"
 	"slices"
+
+	"github.com/vh5fs/vh5fs/chunkplan"
 )
 
 // holes records which bytes of a staged chunk were written since it left the base or the
@@ -68,29 +70,18 @@ func (h *holes) add(lo, hi int64) {
 }
 
 // holesOf is staged slab i's holes, or nil if it is whole.
-func (a *Array) holesOf(i int32) *holes {
-	if int(i) < len(a.holes) {
-		return a.holes[i]
-	}
-	return nil
-}
+func (a *Array) holesOf(i int32) *holes { return a.slabs[i].holes }
 
 // setHoles records staged slab i's holes (nil: whole), counting the slabs with holes so
 // that the calls that settle them all cost nothing when there are none.
 func (a *Array) setHoles(i int32, h *holes) {
-	old := a.holesOf(i)
-	switch {
+	switch old := a.slabs[i].holes; {
 	case old == nil && h != nil:
 		a.nHoles++
 	case old != nil && h == nil:
 		a.nHoles--
-	case h == nil:
-		return
 	}
-	for len(a.holes) <= int(i) {
-		a.holes = append(a.holes, nil)
-	}
-	a.holes[i] = h
+	a.slabs[i].holes = h
 }
 
 // complete drops slab i's holes once its trimmed extent is all written, and reports
@@ -101,8 +92,8 @@ func (a *Array) complete(i int32) bool {
 	if h == nil {
 		return false
 	}
-	l := a.trimmed(a.shape, a.grid, h.grid)
-	if h.written != Elements(l)*int64(a.itemSize) || (h.src == nil && a.mayGrow(l)) {
+	l := a.lay.Trimmed(h.grid)
+	if h.written != chunkplan.Elements(l)*int64(a.lay.ItemSize()) || (h.src == nil && a.mayGrow(l)) {
 		return false
 	}
 	a.setHoles(i, nil)
@@ -112,15 +103,15 @@ func (a *Array) complete(i int32) bool {
 // mayGrow reports whether a chunk of trimmed extent l becomes whole as axis 0 grows: it
 // is short on axis 0 alone.
 func (a *Array) mayGrow(l []int64) bool {
-	return l[0] < a.chunks[0] && slices.Equal(l[1:], a.chunks[1:])
+	return l[0] < a.lay.Chunks()[0] && slices.Equal(l[1:], a.lay.Chunks()[1:])
 }
 
 // fillHoles puts the base chunk's bytes (or the fill value) into data wherever h records
 // no write.
 func (a *Array) fillHoles(h *holes, data []byte) error {
-	gap := func(lo, hi int64) { fillPattern(data[lo:hi], a.fill, int(lo%int64(a.itemSize))) }
+	gap := func(lo, hi int64) { fillPattern(data[lo:hi], a.fill, int(lo%int64(a.lay.ItemSize()))) }
 	if h.src != nil {
-		base, err := a.chunkData(h.grid, BaseSlab, h.base, h.src)
+		base, err := a.chunkData(h.grid, chunkplan.BaseSlab, h.base, h.src)
 		if err != nil {
 			return err
 		}
@@ -142,7 +133,7 @@ func (a *Array) settle(i int32) error {
 	if h == nil {
 		return nil
 	}
-	if err := a.fillHoles(h, a.slabs[i]); err != nil {
+	if err := a.fillHoles(h, a.slabs[i].buf); err != nil {
 		return fmt.Errorf("filling chunk %v from its base: %w", h.grid, err)
 	}
 	a.setHoles(i, nil)
@@ -154,8 +145,8 @@ func (a *Array) settleAll() error {
 	if a.nHoles == 0 {
 		return nil
 	}
-	for i, h := range a.holes {
-		if h != nil {
+	for i := range a.slabs {
+		if a.slabs[i].holes != nil {
 			if err := a.settle(int32(i)); err != nil {
 				return err
 			}

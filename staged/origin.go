@@ -1,5 +1,7 @@
 package staged
 
+import "github.com/vh5fs/vh5fs/chunkplan"
+
 // Origin records how a staged chunk left the full or base slab: the facts a commit orders
 // its new chunks by (commit's appendOrder, versioned-hdf5's order). The array numbers its
 // operations: a resize that changes the shape is one, and so are the writes between two
@@ -10,34 +12,18 @@ type Origin struct {
 	// library stages such chunks apart from those it first loads from their slab). Known
 	// while the chunk records its written bytes (holes.go), or was written whole at once.
 	Whole  bool
-	Slab   int32 // where it lay before: FullSlab, or BaseSlab at Offset
+	Slab   int32 // where it lay before: chunkplan.FullSlab, or chunkplan.BaseSlab at Offset
 	Offset int64
-}
-
-// origin is staged slab i's Origin.
-func (a *Array) origin(i int32) Origin {
-	if int(i) < len(a.origins) {
-		return a.origins[i]
-	}
-	return Origin{}
-}
-
-// setOrigin records staged slab i's Origin.
-func (a *Array) setOrigin(i int32, o Origin) {
-	for len(a.origins) <= int(i) {
-		a.origins = append(a.origins, Origin{})
-	}
-	a.origins[i] = o
 }
 
 // coveredBy marks staged slab i whole if h, its written bytes, covers its trimmed extent
 // and the operation that staged it is still under way.
 func (a *Array) coveredBy(i int32, h *holes) {
-	if h == nil || int(i) >= len(a.origins) || a.origins[i].Op != a.op {
+	if h == nil || a.slabs[i].origin.Op != a.op {
 		return
 	}
-	if h.written == Elements(a.trimmed(a.shape, a.grid, h.grid))*int64(a.itemSize) {
-		a.origins[i].Whole = true
+	if h.written == chunkplan.Elements(a.lay.Trimmed(h.grid))*int64(a.lay.ItemSize()) {
+		a.slabs[i].origin.Whole = true
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/chunkplan"
 )
 
 // TestOrigin: each staged chunk records the operation that staged it (the writes between
@@ -39,10 +41,10 @@ func TestOrigin(t *testing.T) {
 	write(80, 16) // ...that cover it
 	write(96, 8)  // the edge chunk 3 (2 elements) in part
 	require.Equal(t, map[int64]Origin{
-		0: {Op: 0, Slab: BaseSlab, Offset: 8},
-		1: {Op: 0, Whole: true, Slab: BaseSlab, Offset: 0},
-		2: {Op: 0, Whole: true, Slab: BaseSlab, Offset: 4},
-		3: {Op: 0, Slab: FullSlab},
+		0: {Op: 0, Slab: chunkplan.BaseSlab, Offset: 8},
+		1: {Op: 0, Whole: true, Slab: chunkplan.BaseSlab, Offset: 0},
+		2: {Op: 0, Whole: true, Slab: chunkplan.BaseSlab, Offset: 4},
+		3: {Op: 0, Slab: chunkplan.FullSlab},
 	}, origins())
 
 	// A resize is an operation of its own, and the writes after it another: the edge chunk
@@ -51,6 +53,6 @@ func TestOrigin(t *testing.T) {
 	write(104, 8)
 	write(128, 32)
 	got := origins()
-	require.Equal(t, Origin{Op: 0, Slab: FullSlab}, got[3])
-	require.Equal(t, Origin{Op: 2, Whole: true, Slab: FullSlab}, got[4])
+	require.Equal(t, Origin{Op: 0, Slab: chunkplan.FullSlab}, got[3])
+	require.Equal(t, Origin{Op: 2, Whole: true, Slab: chunkplan.FullSlab}, got[4])
 }

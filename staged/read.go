@@ -1,6 +1,10 @@
 package staged
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/vh5fs/vh5fs/chunkplan"
+)
 
 // ReadAt reads min(len(p), Size()-off) bytes of the C-order stream starting
 // at off into p and returns the number of bytes read. Unlike io.ReaderAt it
@@ -11,10 +15,10 @@ func (a *Array) ReadAt(p []byte, off int64, src ChunkSource) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("staged: read at %d: negative offset", off)
 	}
-	if off >= a.size {
+	if off >= a.lay.Size() {
 		return 0, nil
 	}
-	n := min(int64(len(p)), a.size-off)
+	n := min(int64(len(p)), a.lay.Size()-off)
 	plan, err := a.GetItemPlan(off, n)
 	if err != nil {
 		return 0, fmt.Errorf("staged: read at %d: %w", off, err)
@@ -25,14 +29,14 @@ func (a *Array) ReadAt(p []byte, off int64, src ChunkSource) (int, error) {
 	return int(n), nil
 }
 
-// ReadPlan executes a GetItemPlan of this array into p (at least plan.N bytes), for callers
-// that looked at the plan first.
-func (a *Array) ReadPlan(plan *GetItemPlan, p []byte, src ChunkSource) error {
+// ReadPlan executes a GetItemPlan of this array into p (at least plan.N bytes), for
+// callers that looked at the plan first.
+func (a *Array) ReadPlan(plan *chunkplan.GetItemPlan, p []byte, src ChunkSource) error {
 	if int64(len(p)) < plan.N {
 		return fmt.Errorf("staged: read of %d bytes into %d", plan.N, len(p))
 	}
 	if pf, ok := src.(Prefetcher); ok {
-		pf.Prefetch(plan.baseOffsets())
+		pf.Prefetch(plan.BaseOffsets())
 	}
 	if err := a.execute(plan, p[:plan.N], src); err != nil {
 		return fmt.Errorf("staged: read at %d: %w", plan.Off, err)
@@ -43,9 +47,10 @@ func (a *Array) ReadPlan(plan *GetItemPlan, p []byte, src ChunkSource) error {
 // execute runs plan into out (len(out) == plan.N). Transfers are sorted by
 // (slab, offset), so keeping only the current chunk loads each one once
 // without a cache.
-func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
-	nd := len(a.shape)
-	is := int64(a.itemSize)
+func (a *Array) execute(plan *chunkplan.GetItemPlan, out []byte, src ChunkSource) error {
+	nd := len(a.lay.Shape())
+	is := int64(a.lay.ItemSize())
+	cs := a.lay.ChunkStrides()
 	var (
 		data     []byte
 		curSlab  int32 = -1
@@ -54,7 +59,7 @@ func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
 	)
 	for i := range plan.Transfers {
 		t := &plan.Transfers[i]
-		if t.Slab != FullSlab && (t.Slab != curSlab || t.SlabOffset != curOff) {
+		if t.Slab != chunkplan.FullSlab && (t.Slab != curSlab || t.SlabOffset != curOff) {
 			var err error
 			if data, err = a.loadChunk(t, src); err != nil {
 				return err
@@ -70,11 +75,11 @@ func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
 		for {
 			s, d := int64(0), t.DstOff
 			for k := range nd {
-				s += (t.Start[k] + outerIdx[k]) * a.chunkStrides[k]
+				s += (t.Start[k] + outerIdx[k]) * cs[k]
 				d += outerIdx[k] * t.DstStrides[k]
 			}
 			dst := out[d+lo : d+hi]
-			if t.Slab == FullSlab {
+			if t.Slab == chunkplan.FullSlab {
 				fillPattern(dst, a.fill, t.ByteLo)
 			} else {
 				copy(dst, data[s+lo:s+hi])
@@ -90,7 +95,7 @@ func (a *Array) execute(plan *GetItemPlan, out []byte, src ChunkSource) error {
 // loadChunk returns the bytes of the chunk a transfer reads from: the base
 // slab's from src, a staged slab's sliced in place (or, with holes, a copy filled
 // from its base).
-func (a *Array) loadChunk(t *Transfer, src ChunkSource) ([]byte, error) {
+func (a *Array) loadChunk(t *chunkplan.Transfer, src ChunkSource) ([]byte, error) {
 	data, err := a.chunkData(t.Chunk, t.Slab, t.SlabOffset, src)
 	if err != nil || t.Slab < 2 {
 		return data, err
@@ -106,7 +111,7 @@ func (a *Array) loadChunk(t *Transfer, src ChunkSource) ([]byte, error) {
 // non-full slab: fetched through src for the base slab (the caller must not
 // modify them), sliced in place for a staged slab.
 func (a *Array) chunkData(grid []int64, slab int32, off int64, src ChunkSource) ([]byte, error) {
-	if slab == BaseSlab {
+	if slab == chunkplan.BaseSlab {
 		if src == nil {
 			return nil, fmt.Errorf("chunk %v lies on the base slab but no chunk source was given", grid)
 		}
@@ -114,8 +119,8 @@ func (a *Array) chunkData(grid []int64, slab int32, off int64, src ChunkSource) 
 		if err != nil {
 			return nil, fmt.Errorf("read chunk %v at base offset %d: %w", grid, off, err)
 		}
-		if len(data) != a.chunkBytes {
-			return nil, fmt.Errorf("chunk %v at base offset %d: got %d bytes, want %d", grid, off, len(data), a.chunkBytes)
+		if len(data) != a.lay.ChunkBytes() {
+			return nil, fmt.Errorf("chunk %v at base offset %d: got %d bytes, want %d", grid, off, len(data), a.lay.ChunkBytes())
 		}
 		return data, nil
 	}
@@ -129,12 +134,12 @@ func (a *Array) chunkData(grid []int64, slab int32, off int64, src ChunkSource) 
 		}
 		return data, nil
 	}
-	data := a.slabs[slab]
-	start := off * a.rowBytes
-	if start < 0 || start > int64(len(data))-int64(a.chunkBytes) {
+	data := a.slabs[slab].buf
+	start := off * a.lay.RowBytes()
+	if start < 0 || start > int64(len(data))-int64(a.lay.ChunkBytes()) {
 		return nil, fmt.Errorf("chunk %v at offset %d overruns slab %d of %d bytes", grid, off, slab, len(data))
 	}
-	return data[start : start+int64(a.chunkBytes)], nil
+	return data[start : start+int64(a.lay.ChunkBytes())], nil
 }
 
 // nextRow advances idx over all axes but the last (an odometer) and reports
@@ -167,16 +172,4 @@ func fillPattern(dst, fill []byte, phase int) {
 // parallel); ReadAt hands it every base slab offset a read needs before reading.
 type Prefetcher interface {
 	Prefetch(offs []int64)
-}
-
-// baseOffsets lists the distinct base slab offsets the plan reads, in order.
-func (p *GetItemPlan) baseOffsets() []int64 {
-	var out []int64
-	for i := range p.Transfers {
-		t := &p.Transfers[i]
-		if t.Slab == BaseSlab && (len(out) == 0 || out[len(out)-1] != t.SlabOffset) {
-			out = append(out, t.SlabOffset)
-		}
-	}
-	return out
 }

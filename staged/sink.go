@@ -32,19 +32,17 @@ type Sink interface {
 func (a *Array) UseSink(s Sink) { a.sink = s }
 
 // isSunk: staged slab i is held by the sink.
-func (a *Array) isSunk(i int32) bool {
-	return int(i) < len(a.sunk) && a.sunk[i] != 0
-}
+func (a *Array) isSunk(i int32) bool { return a.slabs[i].sunk != 0 }
 
 // sinkRef is sunk slab i's reference.
-func (a *Array) sinkRef(i int32) int64 { return a.sunk[i] - 1 }
+func (a *Array) sinkRef(i int32) int64 { return a.slabs[i].sunk - 1 }
 
 // forgetSunk hands sunk slab i back to the sink. A sunk chunk leaving the staging order
 // (dropped, or loaded back to be written again) shifts the commit's slots for the chunks
 // after it: nothing more is sunk until the next commit.
 func (a *Array) forgetSunk(i int32) {
 	a.sink.Forget(a.sinkRef(i))
-	a.sunk[i] = 0
+	a.slabs[i].sunk = 0
 	a.sinkStop = true
 }
 
@@ -57,25 +55,23 @@ func (a *Array) sinkChunk(i int32) (bool, error) {
 	// Only chunks of full shape go, as the commit would write them directly. A chunk
 	// written whole has its digest (made at write time); one written piecewise is
 	// digested (and encoded) now, as the commit would.
-	if int(i) >= len(a.slabGrid) || a.slabGrid[i] == nil {
+	s := &a.slabs[i]
+	if len(s.grid) == 0 { // staged by a resize, which records no grid index: not offered
 		return false, nil
 	}
-	l := a.trimmed(a.shape, a.grid, a.slabGrid[i])
-	if !slices.Equal(l, a.chunks) {
+	l := a.lay.Trimmed(s.grid)
+	if !slices.Equal(l, a.lay.Chunks()) {
 		return false, nil // an edge chunk: the commit writes its trimmed box through libhdf5
 	}
 	a.waitDigest(i)
-	j := a.job(i)
+	j := s.job
 	if j == nil || !slices.Equal(j.trimmed, l) {
 		a.forgetDigest(i)
-		for len(a.jobs) < len(a.slabs) {
-			a.jobs = append(a.jobs, nil)
-		}
-		j = &digestJob{done: make(chan struct{}), trimmed: l, sum: a.store.digest(a.slabs[i], a.chunks, l, a.itemSize)}
+		j = &digestJob{done: make(chan struct{}), trimmed: l, sum: a.store.digest(s.buf, a.lay.Chunks(), l, a.lay.ItemSize())}
 		close(j.done)
-		a.jobs[i] = j
+		s.job = j
 	}
-	ref, ok, err := a.sink.Put(a.slabs[i], j.encoded, j.sum)
+	ref, ok, err := a.sink.Put(s.buf, j.encoded, j.sum)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -84,13 +80,10 @@ func (a *Array) sinkChunk(i int32) (bool, error) {
 		a.store.encoded.Add(-n)
 		j.encoded = nil
 	}
-	for len(a.sunk) < len(a.slabs) {
-		a.sunk = append(a.sunk, 0)
-	}
-	a.sunk[i] = ref + 1
-	a.store.resident.Add(-int64(len(a.slabs[i])))
-	a.store.release(a.slabs[i])
-	a.slabs[i] = nil
+	s.sunk = ref + 1
+	a.store.resident.Add(-int64(len(s.buf)))
+	a.store.release(s.buf)
+	s.buf = nil
 	return true, nil
 }
 
@@ -105,17 +98,17 @@ const sinkAge = 4 << 20
 // (still being digested, written in part, an edge chunk, the sink declining) stays
 // resident, and so do the chunks after it; the budget decides about those (makeRoom).
 func (a *Array) sinkOld(keep map[int32]bool) {
-	age := uint64(max(1, sinkAge/a.chunkBytes))
+	age := uint64(max(1, sinkAge/a.lay.ChunkBytes()))
 	for len(a.resident) > 0 && a.sink != nil && !a.sinkStop {
 		i := a.resident[0]
-		if int(i) >= len(a.slabs) || a.slabs[i] == nil || a.isSpilled(i) {
+		if int(i) >= len(a.slabs) || a.slabs[i].buf == nil || a.isSpilled(i) {
 			a.resident = a.resident[1:] // dropped, spilled or sunk since it was queued
 			continue
 		}
-		if a.nextSeq-a.slabSeq[i] <= age || keep[i] || a.holesOf(i) != nil {
+		if a.nextSeq-a.slabs[i].seq <= age || keep[i] || a.slabs[i].holes != nil {
 			return
 		}
-		if j := a.job(i); j != nil {
+		if j := a.slabs[i].job; j != nil {
 			select {
 			case <-j.done:
 			default:
@@ -137,7 +130,7 @@ func (a *Array) sinkOld(keep map[int32]bool) {
 // loadSunk reads sunk slab i into buf (nil: a new buffer).
 func (a *Array) loadSunk(i int32, buf []byte) ([]byte, error) {
 	if buf == nil {
-		buf = make([]byte, a.chunkBytes)
+		buf = make([]byte, a.lay.ChunkBytes())
 	}
 	if err := a.sink.Load(a.sinkRef(i), buf); err != nil {
 		return nil, fmt.Errorf("staged slab %d: %w", i, err)

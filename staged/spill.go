@@ -11,7 +11,7 @@ import (
 func (a *Array) UseStore(s *Store) {
 	a.store = s
 	for i := 2; i < len(a.slabs); i++ {
-		if a.slabs[i] != nil {
+		if a.slabs[i].buf != nil {
 			a.held(int32(i))
 		}
 	}
@@ -20,26 +20,25 @@ func (a *Array) UseStore(s *Store) {
 // Store is the store the array keeps its staged chunks in (nil: plain memory).
 func (a *Array) Store() *Store { return a.store }
 
-// gone: staged slab i was dropped (neither in memory nor spilled).
+// gone: staged slab i was dropped (neither in memory, nor spilled, nor sunk).
 func (a *Array) gone(i int32) bool {
-	return a.slabs[i] == nil && (int(i) >= len(a.spillOff) || a.spillOff[i] == 0) && !a.isSunk(i)
+	s := &a.slabs[i]
+	return s.buf == nil && s.spillOff == 0 && s.sunk == 0
 }
 
 // offMemory: staged slab i is not in memory but can be read back (spilled or sunk).
 func (a *Array) offMemory(i int32) bool { return a.isSpilled(i) || a.isSunk(i) }
 
 // isSpilled: staged slab i is in the spill file (or was, until a commit released it).
-func (a *Array) isSpilled(i int32) bool {
-	return int(i) < len(a.spillOff) && a.spillOff[i] != 0
-}
+func (a *Array) isSpilled(i int32) bool { return a.slabs[i].spillOff != 0 }
 
 // spillSlot is spilled staged slab i's offset in the spill file, and whether a commit
 // released its bytes (ReleaseSpilled).
 func (a *Array) spillSlot(i int32) (off int64, released bool) {
-	if o := a.spillOff[i]; o < 0 {
+	if o := a.slabs[i].spillOff; o < 0 {
 		return -o - 1, true
 	}
-	return a.spillOff[i] - 1, false
+	return a.slabs[i].spillOff - 1, false
 }
 
 // held records that staged slab i now holds memory (a new or re-loaded chunk).
@@ -47,37 +46,35 @@ func (a *Array) held(i int32) {
 	if a.store == nil {
 		return
 	}
-	a.store.resident.Add(int64(len(a.slabs[i])))
+	a.store.resident.Add(int64(len(a.slabs[i].buf)))
 	a.resident = append(a.resident, i)
 }
 
 // newBuffer is a chunk buffer for a new staged chunk (contents undefined).
 func (a *Array) newBuffer() []byte {
 	if a.store == nil {
-		return make([]byte, a.chunkBytes)
+		return make([]byte, a.lay.ChunkBytes())
 	}
-	return a.store.buffer(a.chunkBytes)
+	return a.store.buffer(a.lay.ChunkBytes())
 }
 
-// dropSlab frees staged slab i, in memory or spilled.
+// dropSlab frees staged slab i, in memory, spilled or sunk.
 func (a *Array) dropSlab(i int32) {
 	a.forgetDigest(i)
 	a.setHoles(i, nil)
+	s := &a.slabs[i]
 	if a.store != nil {
-		if a.slabs[i] != nil {
-			a.store.resident.Add(-int64(len(a.slabs[i])))
-			a.store.release(a.slabs[i])
+		if s.buf != nil {
+			a.store.resident.Add(-int64(len(s.buf)))
+			a.store.release(s.buf)
 		} else if a.isSpilled(i) {
 			off, _ := a.spillSlot(i)
-			a.store.freeSlot(off, int64(a.chunkBytes))
+			a.store.freeSlot(off, int64(a.lay.ChunkBytes()))
 		} else if a.isSunk(i) {
 			a.forgetSunk(i)
 		}
 	}
-	a.slabs[i] = nil
-	if int(i) < len(a.spillOff) {
-		a.spillOff[i] = 0
-	}
+	*s = stagedSlab{grid: s.grid[:0]}
 }
 
 // makeRoom evicts the array's oldest resident staged chunks, except those in keep, until
@@ -97,7 +94,7 @@ func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
 	for len(a.resident) > 0 && a.store.over(extra) {
 		i := a.resident[0]
 		a.resident = a.resident[1:]
-		if int(i) >= len(a.slabs) || a.slabs[i] == nil || a.isSpilled(i) {
+		if int(i) >= len(a.slabs) || a.slabs[i].buf == nil || a.isSpilled(i) {
 			continue // dropped or spilled since it was queued
 		}
 		if keep[i] {
@@ -119,18 +116,16 @@ func (a *Array) makeRoom(extra int64, keep map[int32]bool) error {
 			}
 		}
 		a.sinkStop = true
-		off, err := a.store.spill(a.slabs[i])
+		s := &a.slabs[i]
+		off, err := a.store.spill(s.buf)
 		if err != nil {
 			a.resident = append(append(kept, i), a.resident...)
 			return err
 		}
-		for len(a.spillOff) < len(a.slabs) {
-			a.spillOff = append(a.spillOff, 0)
-		}
-		a.spillOff[i] = off + 1
-		a.store.resident.Add(-int64(len(a.slabs[i])))
-		a.store.release(a.slabs[i])
-		a.slabs[i] = nil
+		s.spillOff = off + 1
+		a.store.resident.Add(-int64(len(s.buf)))
+		a.store.release(s.buf)
+		s.buf = nil
 	}
 	a.resident = append(kept, a.resident...)
 	return nil
@@ -142,7 +137,7 @@ func (a *Array) loadSpilled(i int32, buf []byte) ([]byte, error) {
 		return a.loadSunk(i, buf)
 	}
 	if buf == nil {
-		buf = make([]byte, a.chunkBytes)
+		buf = make([]byte, a.lay.ChunkBytes())
 	}
 	off, released := a.spillSlot(i)
 	if released {
@@ -162,41 +157,41 @@ func (a *Array) loadSpilled(i int32, buf []byte) ([]byte, error) {
 // touches only sc's slab, so it may run while other chunks are read (StagedData).
 func (a *Array) ReleaseSpilled(sc StagedChunk) {
 	i := sc.slab
-	if a.store == nil || int(i) >= len(a.slabs) || a.slabs[i] != nil || !a.isSpilled(i) {
+	if a.store == nil || int(i) >= len(a.slabs) || a.slabs[i].buf != nil || !a.isSpilled(i) {
 		return
 	}
 	off, released := a.spillSlot(i)
 	if released {
 		return
 	}
-	a.store.discard(off, int64(a.chunkBytes))
-	a.spillOff[i] = -off - 1
+	a.store.discard(off, int64(a.lay.ChunkBytes()))
+	a.slabs[i].spillOff = -off - 1
 }
 
 // faultIn brings spilled staged slab i back into memory for an update in place; its slot
 // is freed. The caller made room first.
 func (a *Array) faultIn(i int32) error {
 	if a.isSunk(i) {
-		buf, err := a.loadSunk(i, a.store.buffer(a.chunkBytes))
+		buf, err := a.loadSunk(i, a.store.buffer(a.lay.ChunkBytes()))
 		if err != nil {
 			return err
 		}
 		a.forgetSunk(i)
-		a.slabs[i] = buf
+		a.slabs[i].buf = buf
 		a.held(i)
 		return nil
 	}
 	if !a.isSpilled(i) {
 		return nil
 	}
-	buf, err := a.loadSpilled(i, a.store.buffer(a.chunkBytes))
+	buf, err := a.loadSpilled(i, a.store.buffer(a.lay.ChunkBytes()))
 	if err != nil {
 		return fmt.Errorf("staged slab %d: %w", i, err)
 	}
 	off, _ := a.spillSlot(i)
-	a.store.freeSlot(off, int64(a.chunkBytes))
-	a.spillOff[i] = 0
-	a.slabs[i] = buf
+	a.store.freeSlot(off, int64(a.lay.ChunkBytes()))
+	a.slabs[i].spillOff = 0
+	a.slabs[i].buf = buf
 	a.held(i)
 	return nil
 }

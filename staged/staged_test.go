@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/chunkplan"
 )
 
 // fakeSource is raw_data: slots of full chunks concatenated along axis 0.
@@ -121,10 +123,10 @@ func newFixture(t testing.TB, c config, seed uint64) *fixture {
 			f.slab[k], f.offs[k] = 2, int64(rng.IntN(int(n)))*c.chunks[0]
 			require.NoError(t, arr.setChunk(g, 2, f.offs[k]))
 		case r == 3: // shared slot, like deduplicated chunks
-			f.slab[k], f.offs[k] = BaseSlab, int64(rng.IntN(int(n)+1))*c.chunks[0]
+			f.slab[k], f.offs[k] = chunkplan.BaseSlab, int64(rng.IntN(int(n)+1))*c.chunks[0]
 			require.NoError(t, arr.MapBase(g, f.offs[k]))
 		default:
-			f.slab[k], f.offs[k] = BaseSlab, int64(perm[k])*c.chunks[0]
+			f.slab[k], f.offs[k] = chunkplan.BaseSlab, int64(perm[k])*c.chunks[0]
 			require.NoError(t, arr.MapBase(g, f.offs[k]))
 		}
 		s, o := arr.Slab(g)
@@ -154,9 +156,9 @@ func (f *fixture) ref(b int64) (byte, int64) {
 	}
 	rowBytes := prod(f.chunks[1:]) * is
 	switch f.slab[chunk] {
-	case FullSlab:
+	case chunkplan.FullSlab:
 		return f.fill[j], chunk
-	case BaseSlab:
+	case chunkplan.BaseSlab:
 		return f.raw[f.offs[chunk]*rowBytes+in*is+j], chunk
 	default:
 		return f.staged[f.offs[chunk]*rowBytes+in*is+j], chunk
@@ -184,7 +186,7 @@ func (f *fixture) check(t testing.TB, off, n int64) {
 			require.Equalf(t, exp, p[b], "byte %d (stream %d) of read [%d,+%d) shape %v chunks %v is %d",
 				b, off+b, off, n, f.shape, f.chunks, f.itemSize)
 		}
-		if f.slab[chunk] == BaseSlab {
+		if f.slab[chunk] == chunkplan.BaseSlab {
 			needed[f.offs[chunk]] = true
 		}
 	}
@@ -203,7 +205,7 @@ func (f *fixture) check(t testing.TB, off, n int64) {
 	f.checkPlan(t, plan, want)
 }
 
-func (f *fixture) checkPlan(t testing.TB, plan *GetItemPlan, want int64) {
+func (f *fixture) checkPlan(t testing.TB, plan *chunkplan.GetItemPlan, want int64) {
 	nd := len(f.shape)
 	is := int64(f.itemSize)
 	require.Equal(t, want, plan.N)
@@ -366,37 +368,8 @@ func TestAccessors(t *testing.T) {
 	a.Shape()[0] = 99
 	require.Equal(t, []int64{5, 7}, a.Shape(), "Shape returns a copy")
 	s, o := a.Slab([]int64{2, 2})
-	require.Equal(t, int32(FullSlab), s)
+	require.Equal(t, int32(chunkplan.FullSlab), s)
 	require.Equal(t, int64(0), o)
-}
-
-func TestPlanString(t *testing.T) {
-	a, err := New([]int64{5, 7}, []int64{2, 3}, 8, make([]byte, 8))
-	require.NoError(t, err)
-	require.NoError(t, a.MapBase([]int64{0, 0}, 4))
-	require.NoError(t, a.MapBase([]int64{1, 0}, 0))
-	// Bytes [13, 132): element 1 from byte 5, elements 2..15, element 16 up to byte 4.
-	plan, err := a.GetItemPlan(13, 119)
-	require.NoError(t, err)
-	s := plan.String()
-	t.Log("\n" + s)
-	for _, line := range []string{
-		"GetItemPlan bytes [13, 132) of shape (5, 7) chunks (2, 3) itemsize 8\n",
-		"# 5 hyperslabs\n",
-		"out[0:1, 1:2].bytes[5:8]  # out byte 0\n",
-		"out[0:1, 2:7]  # out byte 3\n",
-		"out[1:2, 0:7]  # out byte 43\n",
-		"out[2:3, 0:2]  # out byte 99\n",
-		"out[2:3, 2:3].bytes[0:4]  # out byte 115\n",
-		"# 4 transfers from slabs[0] (fill)\n",
-		"out[0:1, 3:6] = slabs[0][0:1, 0:3]  # out byte 11\n",
-		"# 5 transfers from slabs[1] (base)\n",
-		"out[2:3, 0:2] = slabs[1][0:1, 0:2]  # out byte 99\n",
-		"out[0:1, 1:2].bytes[5:8] = slabs[1][4:5, 1:2].bytes[5:8]  # out byte 0\n",
-		"out[1:2, 0:3] = slabs[1][5:6, 0:3]  # out byte 43\n",
-	} {
-		require.Contains(t, s, line)
-	}
 }
 
 func FuzzReadAt(f *testing.F) {
@@ -454,9 +427,9 @@ func TestRuns(t *testing.T) {
 					for b := range r.N {
 						var got byte
 						switch r.Slab {
-						case FullSlab:
+						case chunkplan.FullSlab:
 							got = f.fill[(r.ChunkOff+b)%int64(f.itemSize)]
-						case BaseSlab:
+						case chunkplan.BaseSlab:
 							got = f.raw[r.SlabOffset*rowBytes+r.ChunkOff+b]
 						default:
 							got = f.staged[r.SlabOffset*rowBytes+r.ChunkOff+b]

@@ -1,145 +1,14 @@
 package staged
 
 import (
-	"cmp"
 	"fmt"
-	"math"
 	"slices"
-	"strings"
+
+	"github.com/vh5fs/vh5fs/chunkplan"
 )
-
-// WriteAction says how WriteAt treats one chunk touched by a SetItemPlan,
-// after the three cases of the design's __setitem__ algorithm.
-type WriteAction int8
-
-const (
-	// NewChunk: the write wholly covers the chunk's trimmed extent and the
-	// chunk lies on the full or base slab. It moves to a new staged chunk
-	// filled from the value; the old chunk is never read.
-	NewChunk WriteAction = iota
-	// CopyChunk: the write partially covers a chunk on the full or base
-	// slab. It moves to a new staged chunk holding the bytes written and a
-	// record of which they are: the rest is the fill value, or the base
-	// chunk's, read from the ChunkSource when it is needed (holes.go).
-	CopyChunk
-	// UpdateInPlace: the chunk already lies on a staged slab and is updated
-	// in place; its slab index and offset do not change.
-	UpdateInPlace
-)
-
-func (w WriteAction) String() string {
-	switch w {
-	case NewChunk:
-		return "new"
-	case CopyChunk:
-		return "copy"
-	case UpdateInPlace:
-		return "in place"
-	}
-	return fmt.Sprintf("WriteAction(%d)", int8(w))
-}
-
-// ChunkWrite is one chunk touched by a SetItemPlan, with where it lies
-// before the write.
-type ChunkWrite struct {
-	Chunk      []int64 // chunk grid index
-	Slab       int32
-	SlabOffset int64
-	Action     WriteAction
-
-	flat int64
-	runs int64 // contiguous runs the transfers write: the ranges a chunk with holes records
-}
-
-// SetItemPlan is the write plan for a byte range of the C-order stream. The
-// Hyperslabs and Transfers are those a GetItemPlan of the same range has, run
-// in the other direction: in a SetItemPlan the "destination" fields
-// (Hyperslab.DstOff, Transfer.DstOff, Transfer.DstStrides) address the value
-// being written, which is the source of the copy.
-type SetItemPlan struct {
-	Off, N int64 // byte range written
-
-	Hyperslabs []Hyperslab
-
-	// Chunks lists every chunk touched, in C order of the chunk grid.
-	Chunks []ChunkWrite
-
-	// Transfers copy boxes of the value into chunks, grouped by chunk in
-	// the order of Chunks and, within a chunk, in value order.
-	Transfers []Transfer
-
-	shape, chunks []int64
-	itemSize      int
-}
-
-// SetItemPlan plans writing bytes [off, off+n) of the C-order stream. The
-// range must lie within Size(): grow the array with Resize first.
-func (a *Array) SetItemPlan(off, n int64) (*SetItemPlan, error) {
-	p, err := a.setItemPlan(off, n)
-	if err != nil {
-		return nil, fmt.Errorf("staged: set item plan: %w", err)
-	}
-	return p, nil
-}
-
-func (a *Array) setItemPlan(off, n int64) (*SetItemPlan, error) {
-	if off < 0 || n < 0 {
-		return nil, fmt.Errorf("invalid byte range off=%d n=%d", off, n)
-	}
-	if off > a.size || n > a.size-off {
-		return nil, fmt.Errorf("byte range [%d, %d) beyond the array size %d (resize first)", off, uint64(off)+uint64(n), a.size)
-	}
-	gp, err := a.GetItemPlan(off, n)
-	if err != nil {
-		return nil, err
-	}
-	p := &SetItemPlan{
-		Off: gp.Off, N: gp.N, Hyperslabs: gp.Hyperslabs,
-		shape: a.shape, chunks: a.chunks, itemSize: a.itemSize,
-	}
-	is := int64(a.itemSize)
-	type keyed struct {
-		k int64
-		t Transfer
-	}
-	ts := make([]keyed, len(gp.Transfers))
-	at := map[int64]int{} // flat chunk index -> its place in p.Chunks
-	var covered []int64   // bytes written per chunk of p.Chunks
-	for i, t := range gp.Transfers {
-		k := a.flatUnchecked(t.Chunk)
-		ts[i] = keyed{k, t}
-		j, ok := at[k]
-		if !ok {
-			j = len(p.Chunks)
-			at[k] = j
-			p.Chunks = append(p.Chunks, ChunkWrite{Chunk: t.Chunk, Slab: t.Slab, SlabOffset: t.SlabOffset, flat: k})
-			covered = append(covered, 0)
-		}
-		covered[j] += (Elements(t.Count)-1)*is + int64(t.ByteHi-t.ByteLo)
-		p.Chunks[j].runs += Elements(t.Count[:len(t.Count)-1])
-	}
-	for i := range p.Chunks {
-		c := &p.Chunks[i]
-		switch {
-		case c.Slab >= 2:
-			c.Action = UpdateInPlace
-		case covered[i] == Elements(a.trimmed(a.shape, a.grid, c.Chunk))*is:
-			c.Action = NewChunk
-		default:
-			c.Action = CopyChunk
-		}
-	}
-	slices.SortFunc(p.Chunks, func(x, y ChunkWrite) int { return cmp.Compare(x.flat, y.flat) })
-	slices.SortStableFunc(ts, func(x, y keyed) int { return cmp.Compare(x.k, y.k) })
-	p.Transfers = make([]Transfer, len(ts))
-	for i := range ts {
-		p.Transfers[i] = ts[i].t
-	}
-	return p, nil
-}
 
 // WriteAt writes p at byte offset off of the C-order stream, following a
-// SetItemPlan. Partial and unaligned writes work: a range may start or end
+// chunkplan.SetItemPlan. Partial and unaligned writes work: a range may start or end
 // inside an element. Writing bytes past Size() is an error (grow with Resize
 // first). Per chunk touched: wholly covered and on the full or base slab, a
 // new staged chunk is filled from p without reading the old chunk; partially
@@ -153,7 +22,7 @@ func (a *Array) setItemPlan(off, n int64) (*SetItemPlan, error) {
 // On error nothing is modified. The caller serialises WriteAt against every
 // other call on the Array (see Concurrency in the package documentation).
 func (a *Array) WriteAt(p []byte, off int64, src ChunkSource) (int, error) {
-	plan, err := a.setItemPlan(off, int64(len(p)))
+	plan, err := a.lay.SetItemPlan(a.chunkMap(), off, int64(len(p)))
 	if err != nil {
 		return 0, fmt.Errorf("staged: write at %d: %w", off, err)
 	}
@@ -163,17 +32,17 @@ func (a *Array) WriteAt(p []byte, off int64, src ChunkSource) (int, error) {
 	return len(p), nil
 }
 
-// executeSet runs a SetItemPlan with value p (len(p) == plan.N). All chunk
+// executeSet runs a chunkplan.SetItemPlan with value p (len(p) == plan.N). All chunk
 // buffers are prepared (and base chunks read) before anything is modified,
 // so a failing ChunkSource leaves the array unchanged.
-func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
+func (a *Array) executeSet(plan *chunkplan.SetItemPlan, p []byte, src ChunkSource) error {
 	// Room under the store's budget for the chunks this write brings into memory, made
 	// (by spilling older chunks) before anything changes.
 	var extra int64
 	keep := map[int32]bool{}
 	for _, c := range plan.Chunks {
-		if c.Action != UpdateInPlace || a.offMemory(c.Slab) {
-			extra += int64(a.chunkBytes)
+		if c.Action != chunkplan.UpdateInPlace || a.offMemory(c.Slab) {
+			extra += int64(a.lay.ChunkBytes())
 		} else {
 			keep[c.Slab] = true
 		}
@@ -182,14 +51,14 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		return err
 	}
 	for _, c := range plan.Chunks {
-		if c.Action != UpdateInPlace && c.Slab >= 2 && int(c.Slab) < len(a.slabs) && a.isSunk(c.Slab) {
+		if c.Action != chunkplan.UpdateInPlace && c.Slab >= 2 && int(c.Slab) < len(a.slabs) && a.isSunk(c.Slab) {
 			a.sinkStop = true // a sunk chunk replaced: it leaves the staging order
 		}
-		if c.Action == UpdateInPlace {
+		if c.Action == chunkplan.UpdateInPlace {
 			if err := a.faultIn(c.Slab); err != nil {
 				return err
 			}
-			if h := a.holesOf(c.Slab); h != nil && int64(len(h.spans))+c.runs > maxSpans {
+			if h := a.holesOf(c.Slab); h != nil && int64(len(h.spans))+c.Spans > maxSpans {
 				if err := a.settle(c.Slab); err != nil {
 					return err
 				}
@@ -201,29 +70,29 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 	hs := make([]*holes, len(plan.Chunks)) // the chunks whose written bytes are recorded
 	release := func() {
 		for i, c := range plan.Chunks {
-			if c.Action != UpdateInPlace && bufs[i] != nil && a.store != nil {
+			if c.Action != chunkplan.UpdateInPlace && bufs[i] != nil && a.store != nil {
 				a.store.release(bufs[i])
 			}
 		}
 	}
 	for i, c := range plan.Chunks {
 		switch c.Action {
-		case NewChunk:
+		case chunkplan.NewChunk:
 			bufs[i] = a.newBuffer()
-			if c.runs <= maxSpans && a.mayGrow(a.trimmed(a.shape, a.grid, c.Chunk)) {
+			if c.Spans <= maxSpans && a.mayGrow(a.lay.Trimmed(c.Chunk)) {
 				hs[i] = &holes{grid: slices.Clone(c.Chunk)} // an edge chunk that may grow (complete)
 			}
-		case CopyChunk:
+		case chunkplan.CopyChunk:
 			buf := a.newBuffer()
 			bufs[i] = buf
 			switch {
-			case c.runs <= maxSpans && c.Slab == FullSlab:
+			case c.Spans <= maxSpans && c.Slab == chunkplan.FullSlab:
 				hs[i] = &holes{grid: slices.Clone(c.Chunk)} // the fill value where not written
-			case c.runs <= maxSpans && src != nil:
+			case c.Spans <= maxSpans && src != nil:
 				// The base chunk is read only if a read, the commit or an eviction needs
 				// bytes this write and later ones leave unwritten.
 				hs[i] = &holes{src: src, base: c.SlabOffset, grid: slices.Clone(c.Chunk)}
-			case c.Slab == FullSlab:
+			case c.Slab == chunkplan.FullSlab:
 				fillPattern(buf, a.fill, 0)
 			default:
 				old, err := a.chunkData(c.Chunk, c.Slab, c.SlabOffset, src)
@@ -233,7 +102,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 				}
 				copy(buf, old)
 			}
-		case UpdateInPlace:
+		case chunkplan.UpdateInPlace:
 			data, err := a.chunkData(c.Chunk, c.Slab, c.SlabOffset, nil)
 			if err != nil {
 				release()
@@ -247,11 +116,11 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 	// order (commit's appendOrder); a sink takes chunks in staging order, which is the
 	// commit's for sequential writes.
 	for i, c := range plan.Chunks {
-		if c.Action == UpdateInPlace {
+		if c.Action == chunkplan.UpdateInPlace {
 			continue
 		}
-		o := Origin{Op: a.op, Whole: c.Action == NewChunk, Slab: c.Slab}
-		if c.Slab == BaseSlab {
+		o := Origin{Op: a.op, Whole: c.Action == chunkplan.NewChunk, Slab: c.Slab}
+		if c.Slab == chunkplan.BaseSlab {
 			o.Offset = c.SlabOffset
 		}
 		slab := a.newStagedSlab(bufs[i], o)
@@ -261,9 +130,10 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		}
 	}
 
-	nd := len(a.shape)
-	is := int64(a.itemSize)
+	nd := len(a.lay.Shape())
+	is := int64(a.lay.ItemSize())
 	idx := make([]int64, nd)
+	cs := a.lay.ChunkStrides()
 	ci := 0
 	for i := range plan.Transfers {
 		t := &plan.Transfers[i]
@@ -277,7 +147,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		for {
 			s, d := int64(0), t.DstOff
 			for k := range nd {
-				s += (t.Start[k] + idx[k]) * a.chunkStrides[k]
+				s += (t.Start[k] + idx[k]) * cs[k]
 				d += idx[k] * t.DstStrides[k]
 			}
 			copy(data[s+lo:s+hi], p[d+lo:d+hi])
@@ -295,7 +165,7 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 			a.coveredBy(s, hs[i])
 		}
 		switch {
-		case c.Action == NewChunk && hs[i] == nil: // wholly written: digest it while the writes go on
+		case c.Action == chunkplan.NewChunk && hs[i] == nil: // wholly written: digest it while the writes go on
 			s, _ := a.Slab(c.Chunk)
 			a.startDigest(s, c.Chunk)
 		case hs[i] != nil:
@@ -305,71 +175,6 @@ func (a *Array) executeSet(plan *SetItemPlan, p []byte, src ChunkSource) error {
 		}
 	}
 	return nil
-}
-
-// String renders the plan: the value's hyperslabs, the chunks by action, and
-// the transfers from the value into each chunk (chunk coordinates are
-// relative to the chunk origin).
-func (p *SetItemPlan) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "SetItemPlan bytes [%d, %d) of shape %s chunks %s itemsize %d\n",
-		p.Off, p.Off+p.N, tuple(p.shape), tuple(p.chunks), p.itemSize)
-	fmt.Fprintf(&b, "# %d hyperslabs\n", len(p.Hyperslabs))
-	for _, h := range p.Hyperslabs {
-		fmt.Fprintf(&b, "value[%s]%s  # value byte %d\n",
-			box(h.Start, h.Count, 0), window(p.itemSize, h.ByteLo, h.ByteHi), h.DstOff+int64(h.ByteLo))
-	}
-	for _, g := range []struct {
-		action WriteAction
-		title  string
-	}{
-		{NewChunk, "wholly covered on full/base slabs: new staged chunk, old chunk not read"},
-		{CopyChunk, "partially covered on full/base slabs: copy old chunk to a new staged chunk, then update"},
-		{UpdateInPlace, "already staged: update in place"},
-	} {
-		n := 0
-		for _, c := range p.Chunks {
-			if c.Action == g.action {
-				n++
-			}
-		}
-		if n == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "# %d chunks %s\n", n, g.title)
-		for _, c := range p.Chunks {
-			if c.Action != g.action {
-				continue
-			}
-			fmt.Fprintf(&b, "chunk %s: slabs[%d][%s]%s\n", tuple(c.Chunk), c.Slab,
-				rowRange(c.Slab, c.SlabOffset, p.chunks[0]), slabKind(c.Slab))
-		}
-	}
-	fmt.Fprintf(&b, "# %d transfers from value\n", len(p.Transfers))
-	for _, t := range p.Transfers {
-		global := make([]int64, len(t.Start))
-		for k := range global {
-			global[k] = t.Chunk[k]*p.chunks[k] + t.Start[k]
-		}
-		w := window(p.itemSize, t.ByteLo, t.ByteHi)
-		fmt.Fprintf(&b, "chunk %s[%s]%s = value[%s]%s  # value byte %d\n",
-			tuple(t.Chunk), box(t.Start, t.Count, 0), w, box(global, t.Count, 0), w, t.DstOff+int64(t.ByteLo))
-	}
-	return b.String()
-}
-
-func rowRange(slab int32, off, c0 int64) string {
-	if slab == FullSlab {
-		return fmt.Sprintf("0:%d", c0)
-	}
-	return fmt.Sprintf("%d:%d", off, off+c0)
-}
-
-func window(itemSize, lo, hi int) string {
-	if lo == 0 && hi == itemSize {
-		return ""
-	}
-	return fmt.Sprintf(".bytes[%d:%d]", lo, hi)
 }
 
 // Resize changes the shape (any axis: truncate on axis 0, or a shape
@@ -385,21 +190,20 @@ func window(itemSize, lo, hi int) string {
 //
 // On error nothing is modified.
 func (a *Array) Resize(shape []int64, src ChunkSource) error {
-	if len(shape) != len(a.shape) {
-		return fmt.Errorf("staged: resize to %v: shape has %d axes, array has %d", shape, len(shape), len(a.shape))
+	if len(shape) != len(a.lay.Shape()) {
+		return fmt.Errorf("staged: resize to %v: shape has %d axes, array has %d", shape, len(shape), len(a.lay.Shape()))
 	}
-	grid, size, nChunks, err := layout(shape, a.chunks, a.itemSize)
+	next, err := a.lay.Reshape(shape)
 	if err != nil {
 		return fmt.Errorf("staged: resize to %v: %w", shape, err)
 	}
-	shape = slices.Clone(shape)
-	if shape[0] >= a.shape[0] && slices.Equal(shape[1:], a.shape[1:]) {
-		if err := a.growAxis0(shape, grid, size, nChunks, src); err != nil {
+	if old := a.lay.Shape(); shape[0] >= old[0] && slices.Equal(shape[1:], old[1:]) {
+		if err := a.growAxis0(&next, src); err != nil {
 			return fmt.Errorf("staged: resize to %v: %w", shape, err)
 		}
 		return nil
 	}
-	return a.resize(shape, grid, size, nChunks, src)
+	return a.resize(&next, src)
 }
 
 // growAxis0 is Resize for a shape that only grows along axis 0 (a file written past its
@@ -407,7 +211,9 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 // so only the old last row of chunks along axis 0 can need work: its chunks off the full
 // slab get the fill value where the new shape exposes their padding. The cost is that of
 // the edge row, not of the whole grid: growing writes stay linear in the bytes written.
-func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSource) error {
+func (a *Array) growAxis0(next *chunkplan.Layout, src ChunkSource) error {
+	shape, grid, nChunks := next.Shape(), next.Grid(), next.NumChunks()
+	oldShape, oldGrid, chunks := a.lay.Shape(), a.lay.Grid(), a.lay.Chunks()
 	type grow struct {
 		k     int64
 		g     []int64
@@ -417,12 +223,12 @@ func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSou
 	}
 	var grows []grow
 	old := int64(len(a.slabIndices))
-	if last := a.grid[0] - 1; old > 0 && last < grid[0] && a.shape[0]-last*a.chunks[0] < min(a.chunks[0], shape[0]-last*a.chunks[0]) {
-		per := old / a.grid[0] // chunks per axis-0 row of the grid
+	if last := oldGrid[0] - 1; old > 0 && last < grid[0] && oldShape[0]-last*chunks[0] < min(chunks[0], shape[0]-last*chunks[0]) {
+		per := old / oldGrid[0] // chunks per axis-0 row of the grid
 		g := make([]int64, len(shape))
 		g[0] = last
 		for k := last * per; k < old; k++ {
-			if s := a.slabIndices[k]; s != FullSlab {
+			if s := a.slabIndices[k]; s != chunkplan.FullSlab {
 				if s >= 2 {
 					if err := a.faultIn(s); err != nil {
 						return err
@@ -440,15 +246,15 @@ func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSou
 				if err != nil {
 					return err
 				}
-				gr := grow{k: k, g: slices.Clone(g), oldL: a.trimmed(a.shape, a.grid, g), data: data}
-				if s == BaseSlab {
+				gr := grow{k: k, g: slices.Clone(g), oldL: a.lay.Trimmed(g), data: data}
+				if s == chunkplan.BaseSlab {
 					gr.data = append(a.newBuffer()[:0], data...)
 					gr.stage = true
 				}
 				grows = append(grows, gr)
 			}
 			for i := len(g) - 1; i >= 1; i-- {
-				if g[i]++; g[i] < a.grid[i] {
+				if g[i]++; g[i] < oldGrid[i] {
 					break
 				}
 				g[i] = 0
@@ -461,24 +267,25 @@ func (a *Array) growAxis0(shape, grid []int64, size, nChunks int64, src ChunkSou
 	clear(a.slabIndices[old:])
 	clear(a.slabOffsets[old:])
 	var op uint64
-	if shape[0] != a.shape[0] {
+	if shape[0] != oldShape[0] {
 		op = a.resized()
 	}
 	for _, gr := range grows {
 		a.fillOutside(gr.data, gr.oldL)
 		if gr.stage {
-			a.slabIndices[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: BaseSlab, Offset: a.slabOffsets[gr.k]})
+			a.slabIndices[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: chunkplan.BaseSlab, Offset: a.slabOffsets[gr.k]})
 			a.slabOffsets[gr.k] = 0
 			a.nStaged++
 		}
 	}
-	a.shape, a.grid, a.size = shape, grid, size
-	a.dstStrides = strides(shape, a.itemSize)
+	a.lay = *next
 	return nil
 }
 
 // resize is Resize's general case: any axis, growing or shrinking.
-func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource) error {
+func (a *Array) resize(next *chunkplan.Layout, src ChunkSource) error {
+	shape, grid, nChunks := next.Shape(), next.Grid(), next.NumChunks()
+	oldGrid := a.lay.Grid()
 	if err := a.settleAll(); err != nil { // chunks with holes keep their extent (see holes)
 		return fmt.Errorf("staged: resize to %v: %w", shape, err)
 	}
@@ -501,24 +308,24 @@ func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource
 			inOld := true
 			var ko int64
 			for i := range nd {
-				if g[i] >= a.grid[i] {
+				if g[i] >= oldGrid[i] {
 					inOld = false
 					break
 				}
-				ko = ko*a.grid[i] + g[i]
+				ko = ko*oldGrid[i] + g[i]
 			}
 			if inOld {
 				s, o := a.slabIndices[ko], a.slabOffsets[ko]
 				idx[k], offs[k] = s, o
-				if s != FullSlab {
+				if s != chunkplan.FullSlab {
 					kept++
-					oldL := a.trimmed(a.shape, a.grid, g)
-					newL := a.trimmed(shape, grid, g)
+					oldL := a.lay.Trimmed(g)
+					newL := next.Trimmed(g)
 					for i := range nd {
 						// Growing exposes padding (fill it); a base chunk that shrinks is
 						// re-materialised too, as versioned-hdf5 does, so that its new
 						// trimmed extent gets its own slot and hash.
-						if newL[i] > oldL[i] || (s == BaseSlab && newL[i] < oldL[i]) {
+						if newL[i] > oldL[i] || (s == chunkplan.BaseSlab && newL[i] < oldL[i]) {
 							gr := grow{k: k, g: slices.Clone(g), oldL: oldL, slab: s}
 							if s >= 2 {
 								if err := a.faultIn(s); err != nil {
@@ -530,7 +337,7 @@ func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource
 							if err != nil {
 								return fmt.Errorf("staged: resize to %v: %w", shape, err)
 							}
-							if s == BaseSlab {
+							if s == chunkplan.BaseSlab {
 								gr.data = append(a.newBuffer()[:0], data...)
 								gr.stage = true
 							} else {
@@ -553,7 +360,7 @@ func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource
 
 	// Nothing can fail from here on.
 	for _, s := range a.slabIndices {
-		if s != FullSlab {
+		if s != chunkplan.FullSlab {
 			kept--
 		}
 	}
@@ -561,49 +368,21 @@ func (a *Array) resize(shape, grid []int64, size, nChunks int64, src ChunkSource
 		a.dropped = true
 	}
 	var op uint64
-	if !slices.Equal(shape, a.shape) {
+	if !slices.Equal(shape, a.lay.Shape()) {
 		op = a.resized()
 	}
-	a.shape, a.grid, a.size = shape, grid, size
-	a.dstStrides = strides(shape, a.itemSize)
+	a.lay = *next
 	a.slabIndices, a.slabOffsets = idx, offs
 	a.collectSlabs()
 	for _, gr := range grows {
 		a.fillOutside(gr.data, gr.oldL)
 		if gr.stage {
-			a.slabIndices[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: BaseSlab, Offset: offs[gr.k]})
+			a.slabIndices[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: chunkplan.BaseSlab, Offset: offs[gr.k]})
 			a.slabOffsets[gr.k] = 0
 		}
 	}
 	a.countStaged()
 	return nil
-}
-
-// layout validates a shape for the chunk shape and item size and returns
-// its chunk grid, byte size and number of chunks.
-func layout(shape, chunks []int64, itemSize int) (grid []int64, size, nChunks int64, err error) {
-	grid = make([]int64, len(shape))
-	elems, nChunks := int64(1), int64(1)
-	var ok bool
-	for i := range shape {
-		if shape[i] < 0 {
-			return nil, 0, 0, fmt.Errorf("shape %v has a negative axis", shape)
-		}
-		grid[i] = (shape[i] + chunks[i] - 1) / chunks[i]
-		if elems, ok = mulCheck(elems, shape[i]); !ok {
-			return nil, 0, 0, fmt.Errorf("shape %v overflows", shape)
-		}
-		if nChunks, ok = mulCheck(nChunks, grid[i]); !ok {
-			return nil, 0, 0, fmt.Errorf("chunk grid %v overflows", grid)
-		}
-	}
-	if size, ok = mulCheck(elems, int64(itemSize)); !ok {
-		return nil, 0, 0, fmt.Errorf("size of shape %v with item size %d overflows", shape, itemSize)
-	}
-	if nChunks > math.MaxInt32 {
-		return nil, 0, 0, fmt.Errorf("%d chunks is too many", nChunks)
-	}
-	return grid, size, nChunks, nil
 }
 
 // StagedChunk is a chunk on a staged slab: its grid index and its bytes
@@ -642,8 +421,8 @@ func (a *Array) StagedChunks() ([]StagedChunk, error) {
 		if slab < 2 {
 			return nil
 		}
-		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabSeq[slab], Origin: a.origin(slab), slab: slab}
-		l := a.trimmed(a.shape, a.grid, g)
+		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabs[slab].seq, Origin: a.slabs[slab].origin, slab: slab}
+		l := a.lay.Trimmed(g)
 		sc.Digest = a.digestOf(slab, l) // waits for its worker
 		sc.Encoded = a.encodedOf(slab, l)
 		if !a.offMemory(slab) {
@@ -651,7 +430,7 @@ func (a *Array) StagedChunks() ([]StagedChunk, error) {
 			if err != nil {
 				return nil // unreachable: setChunk validates staged chunks
 			}
-			a.fillOutside(data, a.trimmed(a.shape, a.grid, g))
+			a.fillOutside(data, a.lay.Trimmed(g))
 			sc.Data = data
 		}
 		out = append(out, sc)
@@ -674,7 +453,7 @@ func (a *Array) StagedData(sc StagedChunk, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.fillOutside(data, a.trimmed(a.shape, a.grid, sc.Grid))
+	a.fillOutside(data, a.lay.Trimmed(sc.Grid))
 	return data, nil
 }
 
@@ -682,27 +461,16 @@ func (a *Array) StagedData(sc StagedChunk, buf []byte) ([]byte, error) {
 // C[i], except for the last chunk along axis i where L[i] = S[i] -
 // (ceil(S[i]/C[i])-1)*C[i]. It returns nil for an invalid grid index.
 func (a *Array) Trimmed(grid []int64) []int64 {
-	if _, err := a.flatChunk(grid); err != nil {
+	if _, err := a.lay.FlatChunk(grid); err != nil {
 		return nil
 	}
-	return a.trimmed(a.shape, a.grid, grid)
-}
-
-func (a *Array) trimmed(shape, grid, g []int64) []int64 {
-	l := make([]int64, len(g))
-	for i := range g {
-		l[i] = a.chunks[i]
-		if g[i] == grid[i]-1 {
-			l[i] = shape[i] - g[i]*a.chunks[i]
-		}
-	}
-	return l
+	return a.lay.Trimmed(grid)
 }
 
 // MapFull points chunk grid at the full slab (it reads as the fill value),
 // e.g. after a commit found it equal to the fill chunk.
 func (a *Array) MapFull(grid []int64) error {
-	if err := a.setChunk(grid, FullSlab, 0); err != nil {
+	if err := a.setChunk(grid, chunkplan.FullSlab, 0); err != nil {
 		return fmt.Errorf("staged: map full: %w", err)
 	}
 	return nil
@@ -712,7 +480,7 @@ func (a *Array) MapFull(grid []int64) error {
 // a resize dropped a chunk that held data (so that growing back reads the fill
 // value there) since New or the last MarkClean.
 func (a *Array) Dirty() bool {
-	return a.nStaged > 0 || a.dropped || !slices.Equal(a.shape, a.cleanShape)
+	return a.nStaged > 0 || a.dropped || !slices.Equal(a.lay.Shape(), a.cleanShape)
 }
 
 // MarkClean records a commit: the current shape becomes the clean shape and
@@ -721,29 +489,9 @@ func (a *Array) Dirty() bool {
 // (and keeps the array dirty) rather than left dangling.
 func (a *Array) MarkClean() {
 	a.collectSlabs()
-	a.cleanShape = slices.Clone(a.shape)
+	a.cleanShape = slices.Clone(a.lay.Shape())
 	a.dropped = false
 	a.sinkStop = false // nothing is staged: the next change's prefix starts afresh
-}
-
-// Each calls fn for every chunk in C order of the chunk grid with its grid
-// index (a buffer reused between calls: copy it to keep it), slab index and
-// slab offset, and stops at and returns the first error fn returns.
-func (a *Array) Each(fn func(grid []int64, slab int32, off int64) error) error {
-	nd := len(a.grid)
-	g := make([]int64, nd)
-	for k := range a.slabIndices {
-		if err := fn(g, a.slabIndices[k], a.slabOffsets[k]); err != nil {
-			return err
-		}
-		for i := nd - 1; i >= 0; i-- {
-			if g[i]++; g[i] < a.grid[i] {
-				break
-			}
-			g[i] = 0
-		}
-	}
-	return nil
 }
 
 // newStagedSlab stores data (one chunk) as a staged slab, reusing the index
@@ -753,13 +501,13 @@ func (a *Array) newStagedSlab(data []byte, o Origin) int32 {
 	if n := len(a.freeSlabs); n > 0 {
 		s = a.freeSlabs[n-1]
 		a.freeSlabs = a.freeSlabs[:n-1]
-		a.slabs[s] = data
+		a.slabs[s] = stagedSlab{buf: data, grid: a.slabs[s].grid[:0]}
 	} else {
 		s = a.appendSlab(data)
 	}
-	a.slabSeq[s] = a.nextSeq
+	a.slabs[s].seq = a.nextSeq
 	a.nextSeq++
-	a.setOrigin(s, o)
+	a.slabs[s].origin = o
 	a.held(s)
 	return s
 }
@@ -779,10 +527,6 @@ func (a *Array) collectSlabs() {
 			a.dropSlab(int32(s))
 		}
 		a.slabs = a.slabs[:2]
-		a.spillOff = a.spillOff[:min(len(a.spillOff), 2)]
-		a.sunk = a.sunk[:min(len(a.sunk), 2)]
-		a.jobs = a.jobs[:min(len(a.jobs), 2)]
-		a.holes = a.holes[:min(len(a.holes), 2)]
 		a.resident = a.resident[:0]
 		a.freeSlabs = nil
 		return
@@ -812,16 +556,16 @@ func (a *Array) fillOutside(data []byte, l []int64) {
 	full := make([]bool, nd+1)
 	full[nd] = true
 	for i := nd - 1; i >= 0; i-- {
-		full[i] = full[i+1] && l[i] == a.chunks[i]
+		full[i] = full[i+1] && l[i] == a.lay.Chunks()[i]
 	}
 	var rec func(axis int, base int64)
 	rec = func(axis int, base int64) {
 		if full[axis] {
 			return
 		}
-		st := a.chunkStrides[axis]
-		if l[axis] < a.chunks[axis] {
-			fillPattern(data[base+l[axis]*st:base+a.chunks[axis]*st], a.fill, 0)
+		st := a.lay.ChunkStrides()[axis]
+		if l[axis] < a.lay.Chunks()[axis] {
+			fillPattern(data[base+l[axis]*st:base+a.lay.Chunks()[axis]*st], a.fill, 0)
 		}
 		if axis == nd-1 || full[axis+1] {
 			return
@@ -833,42 +577,23 @@ func (a *Array) fillOutside(data []byte, l []int64) {
 	rec(0, 0)
 }
 
-// flatUnchecked returns the C-order flat index of a valid grid index.
-func (a *Array) flatUnchecked(g []int64) int64 {
-	var k int64
-	for i, x := range g {
-		k = k*a.grid[i] + x
-	}
-	return k
-}
-
-// Elements is the number of elements of an extent (the product of its lengths; 1 for a
-// rank-0 extent).
-func Elements(xs []int64) int64 {
-	p := int64(1)
-	for _, x := range xs {
-		p *= x
-	}
-	return p
-}
-
 // StageChunk puts a copy of data, one whole chunk (ChunkBytes long, full chunk shape, C
 // order), on a staged slab of its own at grid, with origin o (StagedChunk.Origin as it was
 // saved); grid must not be staged already. It restores staged chunks saved elsewhere (a
 // stage kept on disk); the chunk is staged after every chunk staged before it, and the
 // writes after it belong to o's operation or a later one.
 func (a *Array) StageChunk(grid []int64, data []byte, o Origin) error {
-	if len(data) != a.chunkBytes {
-		return fmt.Errorf("staged: stage chunk %v: %d bytes, want %d", grid, len(data), a.chunkBytes)
+	if len(data) != a.lay.ChunkBytes() {
+		return fmt.Errorf("staged: stage chunk %v: %d bytes, want %d", grid, len(data), a.lay.ChunkBytes())
 	}
-	k, err := a.flatChunk(grid)
+	k, err := a.lay.FlatChunk(grid)
 	if err != nil {
 		return fmt.Errorf("staged: stage chunk: %w", err)
 	}
 	if a.slabIndices[k] >= 2 {
 		return fmt.Errorf("staged: stage chunk %v: already staged", grid)
 	}
-	if err := a.makeRoom(int64(a.chunkBytes), nil); err != nil {
+	if err := a.makeRoom(int64(a.lay.ChunkBytes()), nil); err != nil {
 		return err
 	}
 	buf := a.newBuffer()

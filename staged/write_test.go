@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/chunkplan"
 )
 
 // model is the naive reference: the whole array as one C-order byte slice.
@@ -131,7 +133,7 @@ func newWriteFixture(t testing.TB, c config, seed uint64) (*Array, *fakeSource, 
 			co[i] /= c.chunks[i]
 		}
 		slab, off := a.Slab(co)
-		if slab == FullSlab {
+		if slab == chunkplan.FullSlab {
 			m.data = append(m.data, fill...)
 		} else {
 			m.data = append(m.data, raw[off*rowBytes+in*is:off*rowBytes+(in+1)*is]...)
@@ -169,10 +171,22 @@ func checkRead(t *testing.T, a *Array, src *fakeSource, m *model, what string) {
 		require.Equal(t, m.data, got[:n], "%s: contents", what)
 	}
 	holed := 0
-	for i, h := range a.holes {
-		if h != nil {
+	for i, s := range a.slabs {
+		places := 0
+		for _, in := range []bool{s.buf != nil, s.spillOff != 0, s.sunk != 0} {
+			if in {
+				places++
+			}
+		}
+		require.LessOrEqual(t, places, 1, "%s: slab %d is in memory, spilled or sunk, not several", what, i)
+		if s.holes != nil {
 			holed++
-			require.NotNil(t, a.slabs[i], "%s: a chunk with holes is in memory", what)
+			require.NotNil(t, s.buf, "%s: a chunk with holes is in memory", what)
+		}
+		if i < 2 {
+			require.Zero(t, places, "%s: the full and base slabs have no staged state", what)
+			require.Nil(t, s.holes, what)
+			require.Nil(t, s.job, what)
 		}
 	}
 	require.Equal(t, holed, a.nHoles, "%s: slabs with holes", what)
@@ -219,9 +233,9 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 	// One live staged slab per staged chunk: dropped chunks free memory (and spill slots).
 	live, inMemory := 0, 0
 	for i, s := range a.slabs[2:] {
-		if s != nil {
+		if s.buf != nil {
 			inMemory++
-			require.Len(t, s, a.ChunkBytes(), "staged slabs hold one chunk")
+			require.Len(t, s.buf, a.ChunkBytes(), "staged slabs hold one chunk")
 		}
 		if !a.gone(int32(i + 2)) {
 			live++
@@ -231,8 +245,8 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 	require.Equal(t, int64(len(staged)), a.nStaged)
 	if st := a.Store(); st != nil {
 		var enc int64 // encodings made at write time, still held
-		for _, j := range a.jobs {
-			if j != nil {
+		for _, s := range a.slabs {
+			if j := s.job; j != nil {
 				<-j.done
 				enc += int64(len(j.encoded))
 			}
@@ -246,12 +260,21 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 	}
 }
 
+// flat is the flat index of grid index g of a.
+func flat(a *Array, g []int64) int64 {
+	k, ok := a.lay.Flat(g)
+	if !ok {
+		panic(fmt.Sprintf("no chunk %v", g))
+	}
+	return k
+}
+
 // wantActions classifies the chunks a write of [off, off+n) touches, naively:
 // the range is contiguous, so a chunk is wholly covered iff the first byte
 // of its first element and the last byte of its last element are inside.
-func wantActions(a *Array, off, n int64) map[string]WriteAction {
-	out := map[string]WriteAction{}
-	is := int64(a.itemSize)
+func wantActions(a *Array, off, n int64) map[string]chunkplan.WriteAction {
+	out := map[string]chunkplan.WriteAction{}
+	is := int64(a.ItemSize())
 	_ = a.Each(func(g []int64, slab int32, _ int64) error {
 		l := a.Trimmed(g)
 		first, last := int64(-1), int64(-1)
@@ -259,9 +282,9 @@ func wantActions(a *Array, off, n int64) map[string]WriteAction {
 		for e := range prod(l) {
 			c := coords(l, e)
 			for i := range c {
-				c[i] += g[i] * a.chunks[i]
+				c[i] += g[i] * a.lay.Chunks()[i]
 			}
-			k, _ := linearIn(a.shape, c)
+			k, _ := linearIn(a.lay.Shape(), c)
 			if first < 0 {
 				first = k
 			}
@@ -275,11 +298,11 @@ func wantActions(a *Array, off, n int64) map[string]WriteAction {
 		}
 		switch {
 		case slab >= 2:
-			out[fmt.Sprint(g)] = UpdateInPlace
+			out[fmt.Sprint(g)] = chunkplan.UpdateInPlace
 		case first*is >= off && (last+1)*is <= off+n:
-			out[fmt.Sprint(g)] = NewChunk
+			out[fmt.Sprint(g)] = chunkplan.NewChunk
 		default:
-			out[fmt.Sprint(g)] = CopyChunk
+			out[fmt.Sprint(g)] = chunkplan.CopyChunk
 		}
 		return nil
 	})
@@ -355,11 +378,11 @@ func testWriteResizeMatchesModel(t *testing.T, budget int64) {
 						want := wantActions(a, off, n)
 						plan, err := a.SetItemPlan(off, n)
 						require.NoError(t, err)
-						got := map[string]WriteAction{}
+						got := map[string]chunkplan.WriteAction{}
 						baseCopies := 0
 						for _, ch := range plan.Chunks {
 							got[fmt.Sprint(ch.Chunk)] = ch.Action
-							if ch.Action == CopyChunk && ch.Slab == BaseSlab {
+							if ch.Action == chunkplan.CopyChunk && ch.Slab == chunkplan.BaseSlab {
 								baseCopies++
 							}
 						}
@@ -373,8 +396,8 @@ func testWriteResizeMatchesModel(t *testing.T, budget int64) {
 						p := randBytes(rng, n)
 						clear(src.calls)
 						holed := 0
-						for _, h := range a.holes {
-							if h != nil {
+						for _, s := range a.slabs {
+							if s.holes != nil {
 								holed++
 							}
 						}
@@ -397,7 +420,7 @@ func testWriteResizeMatchesModel(t *testing.T, budget int64) {
 						for _, ch := range plan.Chunks {
 							s, o := a.Slab(ch.Chunk)
 							require.GreaterOrEqual(t, s, int32(2), what)
-							if ch.Action == UpdateInPlace {
+							if ch.Action == chunkplan.UpdateInPlace {
 								require.Equal(t, before[fmt.Sprint(ch.Chunk)], [2]int64{int64(s), o}, "%s: in place", what)
 							}
 						}
@@ -429,19 +452,19 @@ func TestSetItemPlanCases(t *testing.T) {
 		name    string
 		pre     [][2]int64 // writes done first (off, n)
 		off, n  int64
-		actions []WriteAction // of the chunks touched, in grid order
-		loads   int           // base chunks read to complete the staged chunks (none at the write)
+		actions []chunkplan.WriteAction // of the chunks touched, in grid order
+		loads   int                     // base chunks read to complete the staged chunks (none at the write)
 	}{
-		{"base wholly covered", nil, 0, 16, []WriteAction{NewChunk}, 0},
-		{"base partially covered", nil, 16, 4, []WriteAction{CopyChunk}, 1},
-		{"base partial element", nil, 17, 1, []WriteAction{CopyChunk}, 1},
-		{"full wholly covered", nil, 32, 16, []WriteAction{NewChunk}, 0},
-		{"full partially covered", nil, 33, 7, []WriteAction{CopyChunk}, 0},
-		{"staged in place", [][2]int64{{0, 3}}, 4, 8, []WriteAction{UpdateInPlace}, 1},
-		{"base completed by writes", [][2]int64{{0, 3}, {9, 7}}, 3, 6, []WriteAction{UpdateInPlace}, 0},
-		{"split element across chunks", nil, 15, 2, []WriteAction{CopyChunk, CopyChunk}, 2},
-		{"mixed", [][2]int64{{20, 1}}, 8, 40, []WriteAction{CopyChunk, UpdateInPlace, NewChunk}, 1},
-		{"all wholly covered", nil, 0, 48, []WriteAction{NewChunk, NewChunk, NewChunk}, 0},
+		{"base wholly covered", nil, 0, 16, []chunkplan.WriteAction{chunkplan.NewChunk}, 0},
+		{"base partially covered", nil, 16, 4, []chunkplan.WriteAction{chunkplan.CopyChunk}, 1},
+		{"base partial element", nil, 17, 1, []chunkplan.WriteAction{chunkplan.CopyChunk}, 1},
+		{"full wholly covered", nil, 32, 16, []chunkplan.WriteAction{chunkplan.NewChunk}, 0},
+		{"full partially covered", nil, 33, 7, []chunkplan.WriteAction{chunkplan.CopyChunk}, 0},
+		{"staged in place", [][2]int64{{0, 3}}, 4, 8, []chunkplan.WriteAction{chunkplan.UpdateInPlace}, 1},
+		{"base completed by writes", [][2]int64{{0, 3}, {9, 7}}, 3, 6, []chunkplan.WriteAction{chunkplan.UpdateInPlace}, 0},
+		{"split element across chunks", nil, 15, 2, []chunkplan.WriteAction{chunkplan.CopyChunk, chunkplan.CopyChunk}, 2},
+		{"mixed", [][2]int64{{20, 1}}, 8, 40, []chunkplan.WriteAction{chunkplan.CopyChunk, chunkplan.UpdateInPlace, chunkplan.NewChunk}, 1},
+		{"all wholly covered", nil, 0, 48, []chunkplan.WriteAction{chunkplan.NewChunk, chunkplan.NewChunk, chunkplan.NewChunk}, 0},
 		{"empty", nil, 48, 0, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -466,7 +489,7 @@ func TestSetItemPlanCases(t *testing.T) {
 			}
 			plan, err := a.SetItemPlan(tc.off, tc.n)
 			require.NoError(t, err)
-			var actions []WriteAction
+			var actions []chunkplan.WriteAction
 			for _, c := range plan.Chunks {
 				actions = append(actions, c.Action)
 			}
@@ -535,9 +558,9 @@ func TestSetItemPlanString(t *testing.T) {
 	}
 	// Transfers are grouped by chunk in grid order.
 	for i := 1; i < len(plan.Transfers); i++ {
-		require.LessOrEqual(t, a.flatUnchecked(plan.Transfers[i-1].Chunk), a.flatUnchecked(plan.Transfers[i].Chunk))
+		require.LessOrEqual(t, flat(a, plan.Transfers[i-1].Chunk), flat(a, plan.Transfers[i].Chunk))
 	}
-	require.Equal(t, "in place", UpdateInPlace.String())
+	require.Equal(t, "in place", chunkplan.UpdateInPlace.String())
 }
 
 // TestEdgeGrowExposesFill: growing an edge chunk never exposes what lies in
@@ -611,7 +634,7 @@ func TestEdgeGrowMaterialises(t *testing.T) {
 	// Shrinking keeps every chunk in place and reads nothing.
 	require.NoError(t, a.Resize([]int64{3, 4}, nil))
 	s, o := a.Slab([]int64{0, 0})
-	require.Equal(t, [2]int64{BaseSlab, 0}, [2]int64{int64(s), o})
+	require.Equal(t, [2]int64{chunkplan.BaseSlab, 0}, [2]int64{int64(s), o})
 	require.Equal(t, int64(2), a.NumChunks())
 
 	// Growing axis 1 again: (0, 1) is new (full slab); (0, 0) and (1, 0) were
@@ -619,10 +642,10 @@ func TestEdgeGrowMaterialises(t *testing.T) {
 	require.NoError(t, a.Resize([]int64{3, 6}, nil))
 	for _, g := range [][]int64{{0, 1}, {1, 1}} {
 		s, _ := a.Slab(g)
-		require.Equal(t, int32(FullSlab), s)
+		require.Equal(t, int32(chunkplan.FullSlab), s)
 	}
 	s, _ = a.Slab([]int64{1, 0})
-	require.Equal(t, int32(BaseSlab), s)
+	require.Equal(t, int32(chunkplan.BaseSlab), s)
 	require.True(t, a.Dirty(), "shape changed")
 
 	// Growing axis 0 materialises the base edge chunk (1, 0), needing src.

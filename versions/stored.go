@@ -3,8 +3,8 @@ package versions
 import (
 	"fmt"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/staged"
 )
 
 // Block is one stored chunk of a version: its grid index and raw_data slot.
@@ -32,7 +32,7 @@ func (d *Dataset) blocks() []Block {
 		}
 		var grids []int64
 		_ = d.arr.Each(func(grid []int64, slab int32, off int64) error {
-			if slab == staged.BaseSlab {
+			if slab == chunkplan.BaseSlab {
 				grids = append(grids, grid...)
 				d.blockList = append(d.blockList, Block{Row: off})
 			}

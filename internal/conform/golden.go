@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/internal/fixture"
-	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/xattrs"
 )
@@ -64,7 +64,7 @@ func Read(file, version, dataset string, from int64) (*Commit, error) {
 		c.Rows = append(c.Rows, row)
 		start := make([]int64, len(chunks))
 		start[0] = int64(binary.LittleEndian.Uint64(row[32:]))
-		slot := make([]byte, d.Type.Size*int(staged.Elements(chunks)))
+		slot := make([]byte, d.Type.Size*int(chunkplan.Elements(chunks)))
 		if err := raw.ReadBox(start, chunks, chunks, make([]int64, len(chunks)), slot); err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package staged
+package chunkplan
 
 import (
 	"cmp"
@@ -54,49 +54,49 @@ type Transfer struct {
 	ByteHi     int
 }
 
-// GetItemPlan plans reading bytes [off, off+n) of the C-order stream,
-// clipped to Size(); off at or beyond the end gives an empty plan.
-func (a *Array) GetItemPlan(off, n int64) (*GetItemPlan, error) {
+// GetItemPlan plans reading bytes [off, off+n) of the C-order stream of an array whose
+// chunks lie where m says, clipped to Size(); off at or beyond the end gives an empty plan.
+func (l *Layout) GetItemPlan(m ChunkMap, off, n int64) (*GetItemPlan, error) {
 	if off < 0 || n < 0 {
-		return nil, fmt.Errorf("staged: get item plan: invalid byte range off=%d n=%d", off, n)
+		return nil, fmt.Errorf("invalid byte range off=%d n=%d", off, n)
 	}
-	p := &GetItemPlan{Off: off, shape: a.shape, chunks: a.chunks, itemSize: a.itemSize}
-	if off >= a.size || n == 0 {
+	p := &GetItemPlan{Off: off, shape: l.shape, chunks: l.chunks, itemSize: l.itemSize}
+	if off >= l.size || n == 0 {
 		return p, nil
 	}
-	n = min(n, a.size-off)
+	n = min(n, l.size-off)
 	p.N = n
 
-	is := int64(a.itemSize)
+	is := int64(l.itemSize)
 	end := off + n
 	first, last := off/is, (end-1)/is // elements touched, inclusive
 	headCut, tailCut := off%is != 0, end%is != 0
 	if first == last && (headCut || tailCut) {
-		p.addElement(a, first, int(off-first*is), int(end-first*is))
+		p.addElement(l, first, int(off-first*is), int(end-first*is))
 	} else {
 		lo, hi := first, last+1 // whole elements
 		if headCut {
-			p.addElement(a, first, int(off-first*is), a.itemSize)
+			p.addElement(l, first, int(off-first*is), l.itemSize)
 			lo++
 		}
 		if tailCut {
 			hi--
 		}
 		if lo < hi {
-			a.decompose(lo, hi, func(start, count []int64) {
+			l.decompose(lo, hi, func(start, count []int64) {
 				p.Hyperslabs = append(p.Hyperslabs, Hyperslab{
 					Start: start, Count: count,
-					DstOff: a.linear(start)*is - off,
-					ByteLo: 0, ByteHi: a.itemSize,
+					DstOff: l.linear(start)*is - off,
+					ByteLo: 0, ByteHi: l.itemSize,
 				})
 			})
 		}
 		if tailCut {
-			p.addElement(a, last, 0, int(end-last*is))
+			p.addElement(l, last, 0, int(end-last*is))
 		}
 	}
 	for i := range p.Hyperslabs {
-		a.addTransfers(p, &p.Hyperslabs[i])
+		l.addTransfers(p, m, &p.Hyperslabs[i])
 	}
 	// Stable: transfers of one chunk stay in output order. A sequential read of chunks
 	// stored in order is sorted already.
@@ -123,47 +123,47 @@ type Run struct {
 	N          int64
 }
 
-// Runs plans bytes [off, off+n) of the C-order stream, clipped to Size(), as one Run per
-// chunk touched, in order, without a GetItemPlan: it applies when every chunk is one
-// contiguous run of the stream (1-D arrays, or chunks as wide as the array on every axis
-// after the first), the layout of most arrays read sequentially. ok is false for other
-// arrays.
-func (a *Array) Runs(off, n int64) (runs []Run, ok bool) {
-	for i := 1; i < len(a.shape); i++ {
-		if a.chunks[i] != a.shape[i] {
+// Runs plans bytes [off, off+n) of the C-order stream of an array whose chunks lie where
+// m says, clipped to Size(), as one Run per chunk touched, in order, without a
+// GetItemPlan: it applies when every chunk is one contiguous run of the stream (1-D
+// arrays, or chunks as wide as the array on every axis after the first), the layout of
+// most arrays read sequentially. ok is false for other arrays.
+func (l *Layout) Runs(m ChunkMap, off, n int64) (runs []Run, ok bool) {
+	for i := 1; i < len(l.shape); i++ {
+		if l.chunks[i] != l.shape[i] {
 			return nil, false
 		}
 	}
 	if off < 0 || n < 0 {
 		return nil, false
 	}
-	end := min(off+n, a.size)
+	end := min(off+n, l.size)
 	// A chunk's rows are the stream's rows chunks[0]*k onwards; the last may be cut short.
-	span := int64(a.chunkBytes)
+	span := int64(l.chunkBytes)
 	for pos := off; pos < end; {
 		k := pos / span
-		m := min(end, (k+1)*span) - pos
-		runs = append(runs, Run{Slab: a.slabIndices[k], SlabOffset: a.slabOffsets[k], ChunkOff: pos - k*span, DstOff: pos - off, N: m})
-		pos += m
+		r := min(end, (k+1)*span) - pos
+		runs = append(runs, Run{Slab: m.Slabs[k], SlabOffset: m.Offsets[k], ChunkOff: pos - k*span, DstOff: pos - off, N: r})
+		pos += r
 	}
 	return runs, true
 }
 
 // addElement appends a one-element hyperslab keeping bytes [lo, hi) of
 // element e.
-func (p *GetItemPlan) addElement(a *Array, e int64, lo, hi int) {
-	nd := len(a.shape)
+func (p *GetItemPlan) addElement(l *Layout, e int64, lo, hi int) {
+	nd := len(l.shape)
 	start := make([]int64, 2*nd)
 	count := start[nd:]
 	start = start[:nd:nd]
 	for i := nd - 1; i >= 0; i-- {
-		start[i] = e % a.shape[i]
-		e /= a.shape[i]
+		start[i] = e % l.shape[i]
+		e /= l.shape[i]
 		count[i] = 1
 	}
 	p.Hyperslabs = append(p.Hyperslabs, Hyperslab{
 		Start: start, Count: count,
-		DstOff: a.linear(start)*int64(a.itemSize) - p.Off,
+		DstOff: l.linear(start)*int64(l.itemSize) - p.Off,
 		ByteLo: lo, ByteHi: hi,
 	})
 }
@@ -172,12 +172,12 @@ func (p *GetItemPlan) addElement(a *Array, e int64, lo, hi int) {
 // non-empty array) into at most 2*ndim-1 boxes, each contiguous in C order,
 // emitted in order: at each axis a partial leading row (recursively), a
 // block of whole rows, and a partial trailing row (recursively).
-func (a *Array) decompose(lo, hi int64, emit func(start, count []int64)) {
-	nd := len(a.shape)
+func (l *Layout) decompose(lo, hi int64, emit func(start, count []int64)) {
+	nd := len(l.shape)
 	inner := make([]int64, nd) // elements per index step of each axis
 	inner[nd-1] = 1
 	for i := nd - 2; i >= 0; i-- {
-		inner[i] = inner[i+1] * a.shape[i+1]
+		inner[i] = inner[i+1] * l.shape[i+1]
 	}
 	cur := make([]int64, nd) // fixed indices of the outer axes
 	box := func(axis int, s, c int64) {
@@ -190,7 +190,7 @@ func (a *Array) decompose(lo, hi int64, emit func(start, count []int64)) {
 			case i == axis:
 				start[i], count[i] = s, c
 			default:
-				start[i], count[i] = 0, a.shape[i]
+				start[i], count[i] = 0, l.shape[i]
 			}
 		}
 		emit(start, count)
@@ -226,12 +226,12 @@ func (a *Array) decompose(lo, hi int64, emit func(start, count []int64)) {
 
 // addTransfers intersects a hyperslab with the chunk grid: the cartesian
 // product of the chunk pieces along each axis.
-func (a *Array) addTransfers(p *GetItemPlan, h *Hyperslab) {
-	nd := len(a.shape)
+func (l *Layout) addTransfers(p *GetItemPlan, m ChunkMap, h *Hyperslab) {
+	nd := len(l.shape)
 	type piece struct{ chunk, lo, hi int64 } // lo, hi relative to chunk origin
 	pieces := make([][]piece, nd)
 	for i := range nd {
-		c := a.chunks[i]
+		c := l.chunks[i]
 		s, e := h.Start[i], h.Start[i]+h.Count[i]
 		pieces[i] = make([]piece, 0, (e-1)/c-s/c+1)
 		for g := s / c; g*c < e; g++ {
@@ -254,7 +254,7 @@ func (a *Array) addTransfers(p *GetItemPlan, h *Hyperslab) {
 			Start:      buf[nd : 2*nd : 2*nd],
 			Count:      buf[2*nd:],
 			DstOff:     h.DstOff,
-			DstStrides: a.dstStrides,
+			DstStrides: l.strides,
 			ByteLo:     h.ByteLo,
 			ByteHi:     h.ByteHi,
 		}
@@ -262,10 +262,10 @@ func (a *Array) addTransfers(p *GetItemPlan, h *Hyperslab) {
 		for i := range nd {
 			pc := pieces[i][idx[i]]
 			t.Chunk[i], t.Start[i], t.Count[i] = pc.chunk, pc.lo, pc.hi-pc.lo
-			t.DstOff += (pc.chunk*a.chunks[i] + pc.lo - h.Start[i]) * a.dstStrides[i]
-			k = k*a.grid[i] + pc.chunk
+			t.DstOff += (pc.chunk*l.chunks[i] + pc.lo - h.Start[i]) * l.strides[i]
+			k = k*l.grid[i] + pc.chunk
 		}
-		t.Slab, t.SlabOffset = a.slabIndices[k], a.slabOffsets[k]
+		t.Slab, t.SlabOffset = m.Slabs[k], m.Offsets[k]
 		p.Transfers = append(p.Transfers, t)
 
 		i := nd - 1
@@ -279,15 +279,6 @@ func (a *Array) addTransfers(p *GetItemPlan, h *Hyperslab) {
 			return
 		}
 	}
-}
-
-// linear returns the C-order linear element index of coordinates c.
-func (a *Array) linear(c []int64) int64 {
-	var k int64
-	for i, x := range c {
-		k = k*a.shape[i] + x
-	}
-	return k
 }
 
 // String renders the plan in the style of the design document. out[...] is
@@ -364,4 +355,17 @@ func tuple(xs []int64) string {
 		return "(" + parts[0] + ",)"
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// BaseOffsets lists the distinct base slab offsets the plan reads, in order: the chunks
+// of raw_data it needs, for a source that loads many at once.
+func (p *GetItemPlan) BaseOffsets() []int64 {
+	var out []int64
+	for i := range p.Transfers {
+		t := &p.Transfers[i]
+		if t.Slab == BaseSlab && (len(out) == 0 || out[len(out)-1] != t.SlabOffset) {
+			out = append(out, t.SlabOffset)
+		}
+	}
+	return out
 }
