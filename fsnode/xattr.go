@@ -23,7 +23,7 @@ func getxattr(x *xattrs.Set, err error, name string, dest []byte) (uint32, sysca
 	}
 	v, err := x.Get(name)
 	if err != nil {
-		return 0, syscall.ENODATA
+		return 0, errno(err) // xattrs.ErrMissing: ENODATA
 	}
 	if len(dest) < len(v) {
 		return uint32(len(v)), syscall.ERANGE
@@ -174,9 +174,9 @@ func (n *rootNode) Setxattr(ctx context.Context, attr string, data []byte, flags
 	if err := n.m.commit.SetNextName(string(data)); err != nil {
 		slog.Warn("next version name refused", "name", string(data), "err", err)
 		if errors.Is(err, commit.ErrExists) {
-			return syscall.EEXIST
+			return errno(err)
 		}
-		return syscall.EINVAL
+		return syscall.EINVAL // refused for any other reason: not a usable name
 	}
 	return 0
 }
