@@ -2,7 +2,6 @@ package fsnode
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"runtime/debug"
 	"strings"
@@ -332,8 +331,8 @@ func (n *datasetNode) setShape(value []byte) syscall.Errno {
 	if !n.writable(d) {
 		return syscall.EROFS
 	}
-	var shape []int64
-	if err := json.Unmarshal(value, &shape); err != nil || len(shape) != len(d.Shape) {
+	shape, err := parseShape(value)
+	if err != nil || len(shape) != len(d.Shape) {
 		return syscall.EINVAL
 	}
 	for _, s := range shape {

@@ -2,7 +2,6 @@ package fsnode
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -669,9 +668,9 @@ func (n *stageFileNode) Setxattr(ctx context.Context, attr string, data []byte, 
 		}
 		return 0
 	case xattrs.Shape:
-		var shape []int64
-		if err := json.Unmarshal(data, &shape); err != nil {
-			return stageErr("setfattr "+attr, n.where(n.path), fmt.Errorf("%s: not a JSON list of lengths: %w", data, syscall.EINVAL))
+		shape, err := parseShape(data)
+		if err != nil {
+			return stageErr("setfattr "+attr, n.where(n.path), err)
 		}
 		d, _, err := n.dataset()
 		if err == nil && d == nil {

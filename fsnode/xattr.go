@@ -2,7 +2,9 @@ package fsnode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"syscall"
@@ -198,4 +200,13 @@ func (n *rootNode) Removexattr(ctx context.Context, attr string) syscall.Errno {
 		return errno(err)
 	}
 	return 0
+}
+
+// parseShape reads a value of user.vh5fs.shape: a JSON list of lengths.
+func parseShape(data []byte) ([]int64, error) {
+	var shape []int64
+	if err := json.Unmarshal(data, &shape); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON list of lengths: %w", data, syscall.EINVAL)
+	}
+	return shape, nil
 }
