@@ -382,18 +382,13 @@ func (n *stageDirNode) xattrs() (*xattrs.Set, error) {
 var _ fs.NodeGetxattrer = (*stageDirNode)(nil)
 
 func (n *stageDirNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !userXattr(attr) {
-		return 0, syscall.ENODATA
-	}
-	x, err := n.xattrs()
-	return getxattr(x, err, attr, dest)
+	return getxattr(n, attr, dest)
 }
 
 var _ fs.NodeListxattrer = (*stageDirNode)(nil)
 
 func (n *stageDirNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	x, err := n.xattrs()
-	return listxattr(x, err, dest)
+	return listxattr(n, dest)
 }
 
 var _ fs.NodeSetxattrer = (*stageDirNode)(nil)
@@ -644,18 +639,13 @@ func (n *stageFileNode) xattrs() (*xattrs.Set, error) {
 var _ fs.NodeGetxattrer = (*stageFileNode)(nil)
 
 func (n *stageFileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !userXattr(attr) {
-		return 0, syscall.ENODATA
-	}
-	x, err := n.xattrs()
-	return getxattr(x, err, attr, dest)
+	return getxattr(n, attr, dest)
 }
 
 var _ fs.NodeListxattrer = (*stageFileNode)(nil)
 
 func (n *stageFileNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	x, err := n.xattrs()
-	return listxattr(x, err, dest)
+	return listxattr(n, dest)
 }
 
 var _ fs.NodeSetxattrer = (*stageFileNode)(nil)
