@@ -30,6 +30,19 @@ type fileNode struct {
 	fs.Inode
 }
 
+// fileNodeOps are the requests both kinds answer through fileNode.
+type fileNodeOps interface {
+	fs.NodeWriter
+	fs.NodeFlusher
+	fs.NodeFsyncer
+	fs.NodeReleaser
+}
+
+var (
+	_ fileNodeOps = (*datasetNode)(nil)
+	_ fileNodeOps = (*stageFileNode)(nil)
+)
+
 // reader reads a dataset's file through vh5fs's own handle.
 type reader interface {
 	read(dest []byte, off int64) (int, error)
