@@ -2,7 +2,6 @@ package fsnode
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"runtime/debug"
 	"strings"
@@ -18,9 +17,9 @@ import (
 	"github.com/vh5fs/vh5fs/writefile"
 )
 
-// datasetNode is a dataset's file.
+// datasetNode is a dataset's file outside stages: in versions/ and in the plain tree.
 type datasetNode struct {
-	fs.Inode
+	fileNode
 	m         *mount
 	path      string
 	immutable bool // inside a committed version
@@ -62,20 +61,14 @@ func (n *datasetNode) fill(a *fuse.Attr, h *writeHandle) syscall.Errno {
 	if errn != 0 {
 		return errn
 	}
-	a.Mode = fuse.S_IFREG | n.m.perm(0o444)
-	if n.writable(d) {
-		a.Mode = fuse.S_IFREG | n.m.perm(0o644)
-	}
-	a.Nlink = 1
-	a.Size = uint64(d.Size())
+	size, mtime := d.Size(), n.mtime
 	if h != nil {
-		a.Size = uint64(h.size())
+		size = h.Size()
 	}
-	a.Blocks = (a.Size + 511) / 512
-	setTime(a, n.mtime)
 	if n.live() {
-		setTime(a, fileMtime(n.m.file.Path())) // the writer's last write
+		mtime = fileMtime(n.m.file.Path()) // the writer's last write
 	}
+	n.m.fileAttr(a, size, n.writable(d), mtime)
 	return 0
 }
 
@@ -116,7 +109,6 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	if errn != 0 {
 		return nil, 0, errn
 	}
-	write := flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0
 	var fuseFlags uint32
 	switch {
 	case n.m.commit == nil && n.immutable:
@@ -124,7 +116,7 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	case n.immutable, n.live():
 		fuseFlags |= fuse.FOPEN_DIRECT_IO // live: every read asks vh5fs, which refreshes
 	}
-	if !write {
+	if !opensForWriting(flags) {
 		return nil, fuseFlags, 0
 	}
 	switch {
@@ -148,19 +140,10 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 
 var _ fs.NodeReader = (*datasetNode)(nil)
 
-// bytesResult is the reply to a read of the bytes b. go-fuse first tries to splice every
-// fuse.ReadResultData reply, which for bytes in memory costs three system calls for
-// nothing (and logs an error for replies of nearly 1 MiB); a vector of one slice goes
-// straight to writev.
-func bytesResult(b []byte) fuse.ReadResult { return fuse.ReadResultVector([][]byte{b}) }
-
 func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if h, ok := fh.(*writeHandle); ok {
-		nr, err := h.readAt(dest, off)
-		if err != nil {
-			return nil, errno(err)
-		}
-		return bytesResult(dest[:nr]), 0
+		r, err := readFrom(h, dest, off) // its own view: the base with its staged changes
+		return r, errno(err)
 	}
 	defer n.m.hold()()
 	// One read, one reply: bytes copied into dest (strings, libhdf5's reads, live
@@ -207,17 +190,6 @@ func (m mappedResult) Bytes(buf []byte) (out []byte, st fuse.Status) {
 		buf = append(buf, v...)
 	}
 	return buf, fuse.OK
-}
-
-var _ fs.NodeWriter = (*datasetNode)(nil)
-
-func (n *datasetNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
-	h, ok := fh.(*writeHandle)
-	if !ok {
-		return 0, syscall.EBADF
-	}
-	n.latest.Store(h)
-	return h.writeAt(data, off)
 }
 
 var _ fs.NodeSetattrer = (*datasetNode)(nil)
@@ -267,43 +239,6 @@ func (n *datasetNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.Se
 	return n.fill(&out.Attr, h)
 }
 
-var _ fs.NodeFlusher = (*datasetNode)(nil)
-
-// Flush runs on every close(2) of a descriptor: a handle that was written to commits here,
-// so close returns the commit's error and no write is silently lost. A handle changed only
-// by O_TRUNC or ftruncate commits at fsync or at release (the last close): a shell's
-// `> file` closes a duplicate descriptor right after the O_TRUNC open, and that must not
-// commit an empty version.
-func (n *datasetNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
-	if h, ok := fh.(*writeHandle); ok && h.written() {
-		return h.commit(false)
-	}
-	return 0
-}
-
-var _ fs.NodeFsyncer = (*datasetNode)(nil)
-
-// Fsync commits the handle's changes as a new version and returns once it is durable.
-func (n *datasetNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
-	if h, ok := fh.(*writeHandle); ok {
-		return h.commit(true)
-	}
-	return 0
-}
-
-var _ fs.NodeReleaser = (*datasetNode)(nil)
-
-func (n *datasetNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
-	if h, ok := fh.(*writeHandle); ok {
-		n.latest.CompareAndSwap(h, nil)
-		if errn := h.commit(false); errn != 0 {
-			n.rescue(h)
-		}
-		h.Close() // what could not be committed gives its memory and spill slots back
-	}
-	return 0
-}
-
 // rescue keeps the changes of a handle whose commit failed at its last close in a stage
 // (stage.Manager.Rescue), which a later mount commits; they are lost only if that fails
 // too.
@@ -332,8 +267,8 @@ func (n *datasetNode) setShape(value []byte) syscall.Errno {
 	if !n.writable(d) {
 		return syscall.EROFS
 	}
-	var shape []int64
-	if err := json.Unmarshal(value, &shape); err != nil || len(shape) != len(d.Shape) {
+	shape, err := parseShape(value)
+	if err != nil || len(shape) != len(d.Shape) {
 		return syscall.EINVAL
 	}
 	for _, s := range shape {
@@ -368,23 +303,43 @@ func (n *datasetNode) newWriteHandle() (*writeHandle, error) {
 	return &writeHandle{n: n, Handle: h}, nil
 }
 
-func (h *writeHandle) size() int64 { return h.Size() }
+var _ fileHandle = (*writeHandle)(nil)
 
-func (h *writeHandle) readAt(p []byte, off int64) (int, error) { return h.ReadAt(p, off) }
+func (h *writeHandle) read(dest []byte, off int64) (int, error) { return h.ReadAt(dest, off) }
 
-func (h *writeHandle) written() bool { return h.Written() }
-
-// writeAt writes data at off (growing axis 0 past the end). A write the engine refuses (a
-// spill file on a full disk, say: the write fails, what was staged before stays) is logged
-// with its reason.
-func (h *writeHandle) writeAt(data []byte, off int64) (uint32, syscall.Errno) {
-	if _, err := h.WriteAt(data, off); err != nil {
-		en := errno(err)
-		slog.Error("write failed", "dataset", h.n.path, "base", h.Base(), "off", off, "len", len(data), "errno", en, "err", err)
-		return 0, en
-	}
-	return uint32(len(data)), 0
+// write makes h the handle whose size stat reports.
+func (h *writeHandle) write(data []byte, off int64) error {
+	h.n.latest.Store(h)
+	_, err := h.WriteAt(data, off)
+	return err
 }
+
+// flush: a handle that was written to commits at every close(2), so close returns the
+// commit's error and no write is silently lost. A handle changed only by O_TRUNC or
+// ftruncate commits at fsync or at release (the last close): a shell's `> file` closes a
+// duplicate descriptor right after the O_TRUNC open, and that must not commit an empty
+// version.
+func (h *writeHandle) flush() syscall.Errno {
+	if h.Written() {
+		return h.commit(false)
+	}
+	return 0
+}
+
+// fsync commits the handle's changes as a new version and returns once it is durable.
+func (h *writeHandle) fsync() syscall.Errno { return h.commit(true) }
+
+// release commits what is left; changes that cannot be committed are rescued into a
+// stage (datasetNode.rescue).
+func (h *writeHandle) release() {
+	h.n.latest.CompareAndSwap(h, nil)
+	if errn := h.commit(false); errn != 0 {
+		h.n.rescue(h)
+	}
+	h.Close() // what could not be committed gives its memory and spill slots back
+}
+
+func (h *writeHandle) logArgs() []any { return []any{"dataset", h.n.path, "base", h.Base()} }
 
 // truncate resizes axis 0 to size bytes, which must be a whole number of rows.
 func (h *writeHandle) truncate(size int64) syscall.Errno { return errno(h.Truncate(size)) }

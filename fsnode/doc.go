@@ -31,8 +31,8 @@
 // Read-write mounts (-o rw) open every version's file with FOPEN_DIRECT_IO instead and keep
 // attribute caching off for dataset files: a writer's handle stages changes of its own
 // (writeHandle, dataset.go) that no other handle may see through shared pages; commits
-// happen on fsync and close. Live mounts (-o live) cache nothing that can change; see
-// live.go.
+// happen on fsync and close. Live mounts (-o live) cache nothing that can change. The
+// timeouts of every kind of mount, and what live mounts do instead, are in timeouts.go.
 //
 // Lock ordering: the handle's, then commit.Committer's, then versions.File's, then the
 // HDF5 lock; the whole order is docs/ARCHITECTURE.md's table.

@@ -7,31 +7,53 @@ import (
 	"syscall"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/xattrs"
 )
 
-// errno is the one place engine errors become errno values. Anything unexpected is logged
-// with its full message (HDF5's error stack included) and answered with EIO.
+// errnos are the engines' sentinel errors and the errno each is answered with.
+var errnos = []struct {
+	err error
+	en  syscall.Errno
+}{
+	{versions.ErrNotFound, syscall.ENOENT},
+	{os.ErrNotExist, syscall.ENOENT},
+	{versions.ErrUnsupported, syscall.EOPNOTSUPP},
+	{xattrs.ErrMissing, syscall.ENODATA},
+	{commit.ErrExists, syscall.EEXIST},
+	{commit.ErrBusy, syscall.EBUSY},
+	{commit.ErrFirst, syscall.EPERM},
+	{commit.ErrName, syscall.EINVAL},
+	{stage.ErrNotExist, syscall.ENOENT},
+	{stage.ErrExist, syscall.EEXIST},
+	{stage.ErrInvalid, syscall.EINVAL},
+	{stage.ErrNotEmpty, syscall.ENOTEMPTY},
+	{stage.ErrNotDir, syscall.ENOTDIR},
+	{stage.ErrIsDir, syscall.EISDIR},
+	{stage.ErrBusy, syscall.EBUSY},
+	{stage.ErrStale, syscall.ESTALE},
+}
+
+// errno is the one place errors become errno values, for every node. An error carrying a
+// syscall.Errno (the kernel's, or one writefile wraps) keeps it; an engine's sentinel
+// error gets its errno from errnos. Anything else is logged with its full message (HDF5's
+// error stack included) and answered with EIO.
 func errno(err error) syscall.Errno {
-	var en syscall.Errno
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0
-	case errors.As(err, &en):
+	}
+	var en syscall.Errno
+	if errors.As(err, &en) {
 		return en
-	case errors.Is(err, versions.ErrNotFound), errors.Is(err, os.ErrNotExist):
-		return syscall.ENOENT
-	case errors.Is(err, commit.ErrExists):
-		return syscall.EEXIST
-	case errors.Is(err, commit.ErrBusy):
-		return syscall.EBUSY
-	case errors.Is(err, commit.ErrFirst):
-		return syscall.EPERM
-	case errors.Is(err, commit.ErrName):
-		return syscall.EINVAL
-	case errors.Is(err, versions.ErrUnsupported):
-		slog.Warn("unsupported", "err", err)
-		return syscall.EOPNOTSUPP
+	}
+	for _, e := range errnos {
+		if errors.Is(err, e.err) {
+			if e.err == versions.ErrUnsupported {
+				slog.Warn("unsupported", "err", err)
+			}
+			return e.en
+		}
 	}
 	slog.Error("request failed", "err", err)
 	return syscall.EIO

@@ -18,19 +18,12 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-const (
-	// ImmutableTimeout is how long the kernel keeps the entries and attributes of
-	// committed versions, which never change (the benchmark's loopback uses it too).
-	ImmutableTimeout = time.Hour
-	mutableTimeout   = time.Second
-)
-
 // mount is what every node of one mount shares.
 type mount struct {
 	file   *versions.File
 	commit *commit.Committer // nil for read-only mounts
 	stages *stage.Manager    // stage/ (read-write mounts of versioned files)
-	live   bool              // -o live: follow a SWMR writer and other processes' commits (live.go)
+	live   bool              // -o live: follow a SWMR writer and other processes' commits (timeouts.go)
 	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
 	umask  uint32            // -o umask=: permission bits cleared from every mode but symlinks'
 

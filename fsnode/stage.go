@@ -2,7 +2,6 @@ package fsnode
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -316,7 +315,7 @@ func (n *stageDirNode) Create(ctx context.Context, name string, flags uint32, mo
 	if errn != 0 {
 		return nil, nil, 0, errn
 	}
-	return in, &stageHandle{d: d}, fuse.FOPEN_DIRECT_IO, 0
+	return in, &stageHandle{st: n.st, d: d}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 var _ fs.NodeMknoder = (*stageDirNode)(nil)
@@ -383,18 +382,13 @@ func (n *stageDirNode) xattrs() (*xattrs.Set, error) {
 var _ fs.NodeGetxattrer = (*stageDirNode)(nil)
 
 func (n *stageDirNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !userXattr(attr) {
-		return 0, syscall.ENODATA
-	}
-	x, err := n.xattrs()
-	return getxattr(x, err, attr, dest)
+	return getxattr(n, attr, dest)
 }
 
 var _ fs.NodeListxattrer = (*stageDirNode)(nil)
 
 func (n *stageDirNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	x, err := n.xattrs()
-	return listxattr(x, err, dest)
+	return listxattr(n, dest)
 }
 
 var _ fs.NodeSetxattrer = (*stageDirNode)(nil)
@@ -442,7 +436,7 @@ func (n *stageNode) removeHDF5Attr(attr string) syscall.Errno {
 
 // stageFileNode is a dataset of a stage.
 type stageFileNode struct {
-	fs.Inode
+	fileNode
 	stageNode
 }
 
@@ -458,22 +452,15 @@ func (n *stageFileNode) dataset() (d *stage.Dataset, base *versions.Dataset, err
 }
 
 func (n *stageFileNode) attr(a *fuse.Attr) syscall.Errno {
-	a.Mode = fuse.S_IFREG | n.m.perm(0o644)
-	a.Nlink = 1
 	if d := n.st.Peek(n.path); d != nil {
-		a.Size = uint64(d.Size())
-	} else {
-		base, err := n.st.BaseDataset(n.path)
-		if err != nil {
-			return errno(err)
-		}
-		a.Size = uint64(base.Size())
-		if !base.Stageable() {
-			a.Mode = fuse.S_IFREG | n.m.perm(0o444)
-		}
+		n.m.fileAttr(a, d.Size(), true, n.time())
+		return 0
 	}
-	a.Blocks = (a.Size + 511) / 512
-	setTime(a, n.time())
+	base, err := n.st.BaseDataset(n.path)
+	if err != nil {
+		return errno(err)
+	}
+	n.m.fileAttr(a, base.Size(), base.Stageable(), n.time())
 	return 0
 }
 
@@ -492,62 +479,72 @@ func (n *stageFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if err != nil {
 		return nil, 0, errno(err)
 	}
-	write := flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0
 	if d == nil {
-		if write {
+		if opensForWriting(flags) {
 			return nil, 0, syscall.EACCES
 		}
-		return &stageHandle{base: base}, fuse.FOPEN_DIRECT_IO, 0
+		return &baseHandle{base: base}, fuse.FOPEN_DIRECT_IO, 0
 	}
 	if flags&syscall.O_TRUNC != 0 {
 		if err := d.Truncate(0); err != nil {
 			return nil, 0, stageErr("open O_TRUNC", n.where(n.path), err)
 		}
 	}
-	return &stageHandle{d: d}, fuse.FOPEN_DIRECT_IO, 0
+	return &stageHandle{st: n.st, d: d}, fuse.FOPEN_DIRECT_IO, 0
 }
 
-// stageHandle is an open file of a stage.
+// stageHandle is an open file of a stage: its dataset, which every open shares.
 type stageHandle struct {
-	d    *stage.Dataset
-	base *versions.Dataset // read-only: a dataset of the base that takes no writes
+	st *stage.Stage
+	d  *stage.Dataset
 }
+
+var _ fileHandle = (*stageHandle)(nil)
+
+func (h *stageHandle) read(dest []byte, off int64) (int, error) { return h.d.ReadAt(dest, off) }
+
+func (h *stageHandle) write(data []byte, off int64) error {
+	_, err := h.d.WriteAt(data, off)
+	return err
+}
+
+// flush and release: a stage's data is committed by the stage's commit, not by a close.
+func (h *stageHandle) flush() syscall.Errno { return 0 }
+func (h *stageHandle) release()             {}
+
+// fsync saves the dataset's staged data to the stage's files on disk (it does not
+// commit: renaming the stage into versions/ does).
+func (h *stageHandle) fsync() syscall.Errno {
+	if err := h.st.Sync(h.d); err != nil {
+		en := errno(err)
+		slog.Error("stage: saving the dataset failed", "stage", h.st.Name(), "dataset", h.d.Path(), "errno", en, "err", err)
+		return en
+	}
+	return 0
+}
+
+func (h *stageHandle) logArgs() []any { return []any{"stage", h.st.Name(), "dataset", h.d.Path()} }
+
+// baseHandle is an open file of a stage that takes no writes (variable-length strings):
+// the base's dataset.
+type baseHandle struct{ base *versions.Dataset }
+
+func (h *baseHandle) read(dest []byte, off int64) (int, error) { return h.base.ReadAt(dest, off) }
 
 var _ fs.NodeReader = (*stageFileNode)(nil)
 
 func (n *stageFileNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	h, ok := fh.(*stageHandle)
+	h, ok := fh.(reader) // a stageHandle or a baseHandle
 	if !ok {
 		return nil, syscall.EBADF
 	}
-	var nr int
-	var err error
-	if h.d != nil {
-		nr, err = h.d.ReadAt(dest, off)
-	} else {
-		nr, err = h.base.ReadAt(dest, off)
-	}
+	r, err := readFrom(h, dest, off)
 	if err != nil {
 		en := errno(err)
 		slog.Error("read failed", "stage", n.st.Name(), "dataset", n.path, "off", off, "errno", en, "err", err)
 		return nil, en
 	}
-	return bytesResult(dest[:nr]), 0
-}
-
-var _ fs.NodeWriter = (*stageFileNode)(nil)
-
-func (n *stageFileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
-	h, ok := fh.(*stageHandle)
-	if !ok || h.d == nil {
-		return 0, syscall.EBADF
-	}
-	if _, err := h.d.WriteAt(data, off); err != nil {
-		en := errno(err)
-		slog.Error("write failed", "stage", n.st.Name(), "dataset", n.path, "off", off, "len", len(data), "errno", en, "err", err)
-		return 0, en
-	}
-	return uint32(len(data)), 0
+	return r, 0
 }
 
 var _ fs.NodeSetattrer = (*stageFileNode)(nil)
@@ -570,24 +567,6 @@ func (n *stageFileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.
 		}
 	}
 	return n.attr(&out.Attr)
-}
-
-var _ fs.NodeFsyncer = (*stageFileNode)(nil)
-
-// Fsync saves the dataset's staged data to the stage's files on disk (it does not
-// commit: renaming the stage into versions/ does).
-func (n *stageFileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
-	h, ok := fh.(*stageHandle)
-	if !ok || h.d == nil {
-		return 0 // read-only: nothing staged to save
-	}
-	d := h.d
-	if err := n.st.Sync(d); err != nil {
-		en := errno(err)
-		slog.Error("stage: saving the dataset failed", "stage", n.st.Name(), "dataset", n.path, "errno", en, "err", err)
-		return en
-	}
-	return 0
 }
 
 // Attributes of a stage's dataset: what the base's shows, with the stage's shape and
@@ -645,18 +624,13 @@ func (n *stageFileNode) xattrs() (*xattrs.Set, error) {
 var _ fs.NodeGetxattrer = (*stageFileNode)(nil)
 
 func (n *stageFileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !userXattr(attr) {
-		return 0, syscall.ENODATA
-	}
-	x, err := n.xattrs()
-	return getxattr(x, err, attr, dest)
+	return getxattr(n, attr, dest)
 }
 
 var _ fs.NodeListxattrer = (*stageFileNode)(nil)
 
 func (n *stageFileNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	x, err := n.xattrs()
-	return listxattr(x, err, dest)
+	return listxattr(n, dest)
 }
 
 var _ fs.NodeSetxattrer = (*stageFileNode)(nil)
@@ -669,9 +643,9 @@ func (n *stageFileNode) Setxattr(ctx context.Context, attr string, data []byte, 
 		}
 		return 0
 	case xattrs.Shape:
-		var shape []int64
-		if err := json.Unmarshal(data, &shape); err != nil {
-			return stageErr("setfattr "+attr, n.where(n.path), fmt.Errorf("%s: not a JSON list of lengths: %w", data, syscall.EINVAL))
+		shape, err := parseShape(data)
+		if err != nil {
+			return stageErr("setfattr "+attr, n.where(n.path), err)
 		}
 		d, _, err := n.dataset()
 		if err == nil && d == nil {

@@ -2,7 +2,9 @@ package fsnode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"syscall"
@@ -17,13 +19,23 @@ import (
 // (security.*, system.*, trusted.*) are answered with ENODATA before any HDF5 call, and an
 // unknown name is ENODATA too (never ENOSYS, which would switch xattrs off for the mount).
 
-func getxattr(x *xattrs.Set, err error, name string, dest []byte) (uint32, syscall.Errno) {
+// xattrSource is a node whose extended attributes are one xattrs.Set.
+type xattrSource interface {
+	xattrs() (*xattrs.Set, error)
+}
+
+// getxattr answers a getxattr of the node n.
+func getxattr(n xattrSource, name string, dest []byte) (uint32, syscall.Errno) {
+	if !userXattr(name) {
+		return 0, syscall.ENODATA
+	}
+	x, err := n.xattrs()
 	if err != nil {
 		return 0, errno(err)
 	}
 	v, err := x.Get(name)
 	if err != nil {
-		return 0, syscall.ENODATA
+		return 0, errno(err) // xattrs.ErrMissing: ENODATA
 	}
 	if len(dest) < len(v) {
 		return uint32(len(v)), syscall.ERANGE
@@ -31,7 +43,9 @@ func getxattr(x *xattrs.Set, err error, name string, dest []byte) (uint32, sysca
 	return uint32(copy(dest, v)), 0
 }
 
-func listxattr(x *xattrs.Set, err error, dest []byte) (uint32, syscall.Errno) {
+// listxattr answers a listxattr of the node n.
+func listxattr(n xattrSource, dest []byte) (uint32, syscall.Errno) {
+	x, err := n.xattrs()
 	if err != nil {
 		return 0, errno(err)
 	}
@@ -57,15 +71,11 @@ func userXattr(name string) bool { return strings.HasPrefix(name, "user.") }
 var _ fs.NodeGetxattrer = (*rootNode)(nil)
 
 func (n *rootNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !userXattr(attr) {
-		return 0, syscall.ENODATA
-	}
-	defer n.m.enter()()
-	x, err := n.rootXattrs()
-	return getxattr(x, err, attr, dest)
+	return getxattr(n, attr, dest)
 }
 
-func (n *rootNode) rootXattrs() (*xattrs.Set, error) {
+func (n *rootNode) xattrs() (*xattrs.Set, error) {
+	defer n.m.enter()()
 	x, err := xattrs.Root(n.m.file)
 	if err == nil && n.m.live {
 		err = xattrs.AddLive(x, n.m.file)
@@ -81,31 +91,28 @@ func (n *rootNode) rootXattrs() (*xattrs.Set, error) {
 var _ fs.NodeListxattrer = (*rootNode)(nil)
 
 func (n *rootNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	defer n.m.enter()()
-	x, err := n.rootXattrs()
-	return listxattr(x, err, dest)
+	return listxattr(n, dest)
 }
 
 var _ fs.NodeGetxattrer = (*groupNode)(nil)
 
 func (n *groupNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !userXattr(attr) {
-		return 0, syscall.ENODATA
-	}
-	defer n.m.hold()()
-	x, err := xattrs.Group(n.m.file, n.path, n.version)
-	return getxattr(x, err, attr, dest)
+	return getxattr(n, attr, dest)
 }
 
 var _ fs.NodeListxattrer = (*groupNode)(nil)
 
 func (n *groupNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	return listxattr(n, dest)
+}
+
+func (n *groupNode) xattrs() (*xattrs.Set, error) {
 	defer n.m.hold()()
-	x, err := xattrs.Group(n.m.file, n.path, n.version)
-	return listxattr(x, err, dest)
+	return xattrs.Group(n.m.file, n.path, n.version)
 }
 
 func (n *datasetNode) xattrs() (*xattrs.Set, error) {
+	defer n.m.hold()()
 	d, err := n.m.file.Dataset(n.path)
 	if err != nil {
 		return nil, err
@@ -116,20 +123,13 @@ func (n *datasetNode) xattrs() (*xattrs.Set, error) {
 var _ fs.NodeGetxattrer = (*datasetNode)(nil)
 
 func (n *datasetNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !userXattr(attr) {
-		return 0, syscall.ENODATA
-	}
-	defer n.m.hold()()
-	x, err := n.xattrs()
-	return getxattr(x, err, attr, dest)
+	return getxattr(n, attr, dest)
 }
 
 var _ fs.NodeListxattrer = (*datasetNode)(nil)
 
 func (n *datasetNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	defer n.m.hold()()
-	x, err := n.xattrs()
-	return listxattr(x, err, dest)
+	return listxattr(n, dest)
 }
 
 // Setting or removing attributes is refused: versions are immutable and the mount is
@@ -176,9 +176,9 @@ func (n *rootNode) Setxattr(ctx context.Context, attr string, data []byte, flags
 	if err := n.m.commit.SetNextName(string(data)); err != nil {
 		slog.Warn("next version name refused", "name", string(data), "err", err)
 		if errors.Is(err, commit.ErrExists) {
-			return syscall.EEXIST
+			return errno(err)
 		}
-		return syscall.EINVAL
+		return syscall.EINVAL // refused for any other reason: not a usable name
 	}
 	return 0
 }
@@ -200,4 +200,13 @@ func (n *rootNode) Removexattr(ctx context.Context, attr string) syscall.Errno {
 		return errno(err)
 	}
 	return 0
+}
+
+// parseShape reads a value of user.vh5fs.shape: a JSON list of lengths.
+func parseShape(data []byte) ([]int64, error) {
+	var shape []int64
+	if err := json.Unmarshal(data, &shape); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON list of lengths: %w", data, syscall.EINVAL)
+	}
+	return shape, nil
 }

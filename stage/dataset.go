@@ -3,7 +3,6 @@ package stage
 import (
 	"fmt"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/writefile"
@@ -11,7 +10,7 @@ import (
 
 // Dataset is a dataset of a stage: one write handle that every open of it shares, and
 // that never commits by itself. Once the dataset leaves its stage (deleted, or the stage
-// committed, discarded or unmounted), reads and writes through it answer ESTALE.
+// committed, discarded or unmounted), reads and writes through it answer ErrStale.
 type Dataset struct {
 	path string
 	// h is the dataset's state: replaced in place by SetSpec, which describes a created
@@ -39,7 +38,7 @@ func (d *Dataset) swap(h *writefile.File, spec *Spec) *writefile.File {
 
 // errGone is the answer of a dataset that left its stage.
 func (d *Dataset) errGone() error {
-	return fmt.Errorf("stage dataset %s: no longer in its stage (deleted, or the stage was committed or discarded): %w", d.path, syscall.ESTALE)
+	return fmt.Errorf("stage dataset %s: no longer in its stage (deleted, or the stage was committed or discarded): %w", d.path, ErrStale)
 }
 
 // Path is the dataset's path inside the stage.

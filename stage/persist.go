@@ -238,7 +238,7 @@ func (m *Manager) load(name string) (*Stage, error) {
 // the commit fails short of its sync. A stage found with it whose version exists on the
 // stage's base was committed by a mount that ended (crashed) before removing the stage's
 // files. It is not synced: after a machine crash it may be missing, and such a stage is
-// kept (committing it again answers EEXIST; rm -r discards it).
+// kept (committing it again answers ErrExist; rm -r discards it).
 const committingFile = "committing"
 
 // committedError is load's answer for a stage whose commit went through.

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/xattrs"
@@ -43,13 +42,13 @@ func plainSpec() Spec {
 	return Spec{DType: plainFileDType, Shape: []int64{0}, Chunks: []int64{defaultChunk}}
 }
 
-// ParseSpec reads and completes a user.vh5fs.create value. Errors wrap EINVAL and say
+// ParseSpec reads and completes a user.vh5fs.create value. Errors wrap ErrInvalid and say
 // what is wrong.
 func ParseSpec(b []byte) (Spec, error) { return parseSpec(b, nil) }
 
 // parseSpec is ParseSpec for a path whose data group stored fixes (Stage.stored; nil for
 // none): there the fields left out take stored's values, not create_dataset's defaults,
-// and a field given must agree with stored (else EINVAL naming the spec to give), as
+// and a field given must agree with stored (else ErrInvalid naming the spec to give), as
 // versioned-hdf5 takes and checks them when a dataset is created at a path that held one.
 func parseSpec(b []byte, stored *Spec) (Spec, error) {
 	var s Spec
@@ -94,7 +93,7 @@ func parseSpec(b []byte, stored *Spec) (Spec, error) {
 
 // takeStored completes s, parsed from a user.vh5fs.create value whose fields are given,
 // from stored: fields left out take stored's values, and given ones must agree with them
-// (EINVAL otherwise, naming each conflict and the whole spec to give instead).
+// (ErrInvalid otherwise, naming each conflict and the whole spec to give instead).
 func (s *Spec) takeStored(given map[string]json.RawMessage, stored Spec) error {
 	has := func(k string) bool { _, ok := given[k]; return ok }
 	var conflicts []string
@@ -163,7 +162,7 @@ func filterText(d h5.DataSpec) string {
 
 // StoredSpec is the spec of a dataset that info, the raw_data of a path's data group,
 // fixes: its dtype, chunks, fill value and the filters a spec can name (gzip, LZF,
-// shuffle; others stay the data group's all the same), with shape. EINVAL for element
+// shuffle; others stay the data group's all the same), with shape. ErrInvalid for element
 // types a stage cannot create.
 func StoredSpec(info h5.Info, shape []int64) (Spec, error) {
 	dt := info.Type.DType
@@ -260,7 +259,7 @@ func (s Spec) DataSpec() (h5.DataSpec, error) {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), syscall.EINVAL)
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalid)
 }
 
 // fillBytes encodes a JSON fill value as one element of dtype (size bytes); none is zero.

@@ -43,7 +43,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -127,7 +126,7 @@ func (m *Manager) Get(name string) *Stage {
 }
 
 // Create makes a stage called name on the current version. The name follows the rules of
-// version names and must not be taken by a version or a stage (EEXIST).
+// version names and must not be taken by a version or a stage (ErrExist).
 func (m *Manager) Create(name string) (*Stage, error) {
 	if err := validName(name); err != nil {
 		return nil, err
@@ -144,7 +143,7 @@ func (m *Manager) Create(name string) (*Stage, error) {
 	if _, ok, err := m.f.Version(cur); err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, fmt.Errorf("stage %s: the file has no committed version to stage on: %w", name, syscall.ENOENT)
+		return nil, fmt.Errorf("stage %s: the file has no committed version to stage on: %w", name, ErrNotExist)
 	}
 	s := newStage(m, name, cur)
 	if err := os.MkdirAll(s.dir(), 0o700); err != nil {
@@ -161,12 +160,12 @@ func (m *Manager) Create(name string) (*Stage, error) {
 // taken refuses a name a version or a stage has. Called with mu held.
 func (m *Manager) taken(name string) error {
 	if _, ok := m.stages[name]; ok {
-		return fmt.Errorf("stage %s: %w", name, syscall.EEXIST)
+		return fmt.Errorf("stage %s: %w", name, ErrExist)
 	}
 	if _, ok, err := m.f.Version(name); err != nil {
 		return err
 	} else if ok || name == versions.FirstVersion {
-		return fmt.Errorf("stage %s: a version has that name: %w", name, syscall.EEXIST)
+		return fmt.Errorf("stage %s: a version has that name: %w", name, ErrExist)
 	}
 	return nil
 }
@@ -174,26 +173,26 @@ func (m *Manager) taken(name string) error {
 func validName(name string) error {
 	if name == "" || name == "." || name == ".." || name == versions.FirstVersion || strings.HasPrefix(name, ".") ||
 		strings.ContainsAny(name, "/\x00") || len(name) > 255 {
-		return fmt.Errorf("stage %q: not a valid version name: %w", name, syscall.EINVAL)
+		return fmt.Errorf("stage %q: not a valid version name: %w", name, ErrInvalid)
 	}
 	return nil
 }
 
 // Remove discards the stage called name, which must be empty (rm -r empties it first):
-// ENOTEMPTY otherwise.
+// ErrNotEmpty otherwise.
 func (m *Manager) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.stages[name]
 	if s == nil {
-		return fmt.Errorf("stage %s: %w", name, syscall.ENOENT)
+		return fmt.Errorf("stage %s: %w", name, ErrNotExist)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ents, err := s.list(""); err != nil {
 		return err
 	} else if len(ents) > 0 {
-		return fmt.Errorf("stage %s: %w", name, syscall.ENOTEMPTY)
+		return fmt.Errorf("stage %s: %w", name, ErrNotEmpty)
 	}
 	s.discard()
 	delete(m.stages, name)
@@ -202,7 +201,7 @@ func (m *Manager) Remove(name string) error {
 
 // Commit commits the stage called name as one version called version ("" for a default
 // name) on the stage's base, makes it current, and ends the stage. A taken name is
-// EEXIST, and the stage stays as it was, as it does when the commit fails.
+// ErrExist, and the stage stays as it was, as it does when the commit fails.
 func (m *Manager) Commit(name, version string) (commit.Result, error) {
 	s, err := m.toCommit(name, version)
 	if err != nil {
@@ -225,7 +224,7 @@ func (m *Manager) Commit(name, version string) (commit.Result, error) {
 		}
 		s.mu.Unlock()
 		if errors.Is(err, commit.ErrExists) {
-			return commit.Result{}, fmt.Errorf("stage %s: %w: %w", name, err, syscall.EEXIST)
+			return commit.Result{}, fmt.Errorf("stage %s: %w: %w", name, err, ErrExist)
 		}
 		return commit.Result{}, err
 	}
@@ -248,7 +247,7 @@ func (m *Manager) toCommit(name, version string) (*Stage, error) {
 	defer m.mu.Unlock()
 	s := m.stages[name]
 	if s == nil {
-		return nil, fmt.Errorf("stage %s: %w", name, syscall.ENOENT)
+		return nil, fmt.Errorf("stage %s: %w", name, ErrNotExist)
 	}
 	if version == "" {
 		return s, nil
@@ -257,12 +256,12 @@ func (m *Manager) toCommit(name, version string) (*Stage, error) {
 		return nil, err
 	}
 	if _, ok := m.stages[version]; ok && version != name {
-		return nil, fmt.Errorf("version %s: a stage has that name: %w", version, syscall.EEXIST)
+		return nil, fmt.Errorf("version %s: a stage has that name: %w", version, ErrExist)
 	}
 	if _, ok, err := m.f.Version(version); err != nil {
 		return nil, err
 	} else if ok {
-		return nil, fmt.Errorf("version %s: %w", version, syscall.EEXIST)
+		return nil, fmt.Errorf("version %s: %w", version, ErrExist)
 	}
 	return s, nil
 }
@@ -356,7 +355,7 @@ func (s *Stage) kind(p string) (h5.Kind, error) {
 	switch {
 	case s.gone:
 		// Committed or discarded: a node the kernel still holds must not show the base.
-		return h5.KindMissing, fmt.Errorf("stage %s: committed or discarded: %w", s.name, syscall.ESTALE)
+		return h5.KindMissing, fmt.Errorf("stage %s: committed or discarded: %w", s.name, ErrStale)
 	case p == "" || s.groups[p]:
 		return h5.KindGroup, nil
 	case s.datasets[p] != nil:
@@ -405,7 +404,7 @@ func (s *Stage) list(dir string) ([]Entry, error) {
 		return nil, err
 	}
 	if k != h5.KindGroup {
-		return nil, fmt.Errorf("%s: %w", dir, syscall.ENOTDIR)
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotDir)
 	}
 	seen := map[string]bool{}
 	var out []Entry
@@ -459,10 +458,10 @@ func (s *Stage) creatable(p string) error {
 	if k, err := s.kind(p); err != nil {
 		return err
 	} else if k != h5.KindMissing {
-		return fmt.Errorf("%s: %w", p, syscall.EEXIST)
+		return fmt.Errorf("%s: %w", p, ErrExist)
 	}
 	if p == "versions" || p == "__tmp__" {
-		return fmt.Errorf("%s: a name versioned-hdf5 reserves at the top level: %w", p, syscall.EINVAL)
+		return fmt.Errorf("%s: a name versioned-hdf5 reserves at the top level: %w", p, ErrInvalid)
 	}
 	return nil
 }
@@ -495,35 +494,35 @@ func (s *Stage) changed(undo func()) error {
 	return nil
 }
 
-// expect checks that p is a want (h5.KindGroup or h5.KindDataset): ENOENT if it is
-// missing, ENOTDIR or EISDIR if it is the other kind. Called with mu held.
+// expect checks that p is a want (h5.KindGroup or h5.KindDataset): ErrNotExist if it is
+// missing, ErrNotDir or ErrIsDir if it is the other kind. Called with mu held.
 func (s *Stage) expect(p string, want h5.Kind) error {
 	k, err := s.kind(p)
 	switch {
 	case err != nil:
 		return err
 	case k == h5.KindMissing:
-		return fmt.Errorf("%s: %w", p, syscall.ENOENT)
+		return fmt.Errorf("%s: %w", p, ErrNotExist)
 	case k != want && want == h5.KindGroup:
-		return fmt.Errorf("%s: %w", p, syscall.ENOTDIR)
+		return fmt.Errorf("%s: %w", p, ErrNotDir)
 	case k != want:
-		return fmt.Errorf("%s: %w", p, syscall.EISDIR)
+		return fmt.Errorf("%s: %w", p, ErrIsDir)
 	}
 	return nil
 }
 
-// exists checks that p is a group or a dataset of the stage (ENOENT if not). Called with
+// exists checks that p is a group or a dataset of the stage (ErrNotExist if not). Called with
 // mu held.
 func (s *Stage) exists(p string) error {
 	if k, err := s.kind(p); err != nil {
 		return err
 	} else if k == h5.KindMissing {
-		return fmt.Errorf("%s: %w", p, syscall.ENOENT)
+		return fmt.Errorf("%s: %w", p, ErrNotExist)
 	}
 	return nil
 }
 
-// Rmdir removes an empty group (ENOTEMPTY otherwise).
+// Rmdir removes an empty group (ErrNotEmpty otherwise).
 func (s *Stage) Rmdir(p string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -531,12 +530,12 @@ func (s *Stage) Rmdir(p string) error {
 		return err
 	}
 	if p == "" {
-		return fmt.Errorf("the stage's root: %w", syscall.EBUSY)
+		return fmt.Errorf("the stage's root: %w", ErrBusy)
 	}
 	if ents, err := s.list(p); err != nil {
 		return err
 	} else if len(ents) > 0 {
-		return fmt.Errorf("%s: %w", p, syscall.ENOTEMPTY)
+		return fmt.Errorf("%s: %w", p, ErrNotEmpty)
 	}
 	wasGroup, wasRemoved, attrs := s.groups[p], s.removed[p], s.attrs[p]
 	delete(s.groups, p)
@@ -703,7 +702,7 @@ func (s *Stage) stored(p string) (*Spec, error) {
 }
 
 // SetSpec describes a dataset created in the stage (user.vh5fs.create). Only a dataset
-// nothing was written to yet takes one (EINVAL otherwise); its data starts as the spec's
+// nothing was written to yet takes one (ErrInvalid otherwise); its data starts as the spec's
 // shape of fill values.
 //
 // At a path that held a dataset, fields left out take the values that versioned-hdf5
@@ -754,7 +753,7 @@ func (s *Stage) open(p string) (*Dataset, error) {
 	if k, err := s.kind(p); err != nil {
 		return nil, err
 	} else if k != h5.KindDataset {
-		return nil, fmt.Errorf("%s: %w", p, syscall.ENOENT)
+		return nil, fmt.Errorf("%s: %w", p, ErrNotExist)
 	}
 	h, err := writefile.OpenFile(s.m.c, s.base, p)
 	if err != nil {
@@ -781,17 +780,17 @@ func (s *Stage) SetBase(version string) error {
 	if _, ok, err := s.m.f.Version(version); err != nil {
 		return err
 	} else if !ok {
-		return fmt.Errorf("version %s: %w", version, syscall.ENOENT)
+		return fmt.Errorf("version %s: %w", version, ErrNotExist)
 	}
 	if len(s.removed) > 0 || len(s.groups) > 0 || len(s.attrs) > 0 {
-		return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, syscall.EBUSY)
+		return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, ErrBusy)
 	}
 	for _, d := range s.datasets {
 		arr, release := d.Hold()
 		changed := d.changed(arr)
 		release()
 		if changed {
-			return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, syscall.EBUSY)
+			return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, ErrBusy)
 		}
 	}
 	old, oldDatasets := s.base, s.datasets
@@ -899,7 +898,7 @@ func (s *Stage) SetAttr(p, name string, value []byte) error {
 	})
 }
 
-// RemoveAttr removes HDF5 attribute name of the object at p (ENODATA if it has none).
+// RemoveAttr removes HDF5 attribute name of the object at p (xattrs.ErrMissing if it has none).
 func (s *Stage) RemoveAttr(p, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -908,7 +907,7 @@ func (s *Stage) RemoveAttr(p, name string) error {
 		return err
 	}
 	if !slices.ContainsFunc(attrs, func(a Attr) bool { return a.Name == name }) {
-		return fmt.Errorf("%s: attribute %s: %w", p, name, syscall.ENODATA)
+		return fmt.Errorf("%s: attribute %s: %w", p, name, xattrs.ErrMissing)
 	}
 	m := s.attrs[p]
 	if m == nil {
@@ -1075,7 +1074,7 @@ func attrChanges(m map[string]json.RawMessage) []commit.AttrChange {
 }
 
 // discard ends the stage in memory: its staged data goes, and every call on it answers
-// ESTALE. Called with s.mu held.
+// ErrStale. Called with s.mu held.
 func (s *Stage) discard() {
 	s.gone = true
 	for _, d := range s.datasets {

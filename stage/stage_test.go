@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -115,7 +114,7 @@ func TestGoldenStage(t *testing.T) {
 			require.Equal(t, e.BaseVersion, res.Base)
 			require.Empty(t, m.Names())
 			_, err = st.List("")
-			require.ErrorIs(t, err, syscall.ESTALE, "a committed stage shows nothing, not its base")
+			require.ErrorIs(t, err, ErrStale, "a committed stage shows nothing, not its base")
 			_, err = os.Stat(Dir(file) + "/golden")
 			require.ErrorIs(t, err, os.ErrNotExist, "a committed stage leaves no files")
 			cur, err := f.CurrentVersion()
@@ -152,25 +151,25 @@ func TestTreeOperations(t *testing.T) {
 		do   func() error
 		want error
 	}{
-		{"a stage of a version's name", func() error { _, err := m.Create("r1"); return err }, syscall.EEXIST},
-		{"a stage of a stage's name", func() error { _, err := m.Create("s"); return err }, syscall.EEXIST},
-		{"an invalid stage name", func() error { _, err := m.Create("a/b"); return err }, syscall.EINVAL},
-		{"mkdir of a dataset's name", func() error { return st.Mkdir("prices") }, syscall.EEXIST},
-		{"mkdir in a missing group", func() error { return st.Mkdir("no/such") }, syscall.ENOENT},
-		{"rmdir of a group with a dataset", func() error { return st.Rmdir("old") }, syscall.ENOTEMPTY},
-		{"rmdir of a dataset", func() error { return st.Rmdir("prices") }, syscall.ENOTDIR},
-		{"unlink of a group", func() error { return st.Unlink("old") }, syscall.EISDIR},
-		{"unlink of nothing", func() error { return st.Unlink("nothing") }, syscall.ENOENT},
-		{"create over a dataset", func() error { _, err := st.Create("volume"); return err }, syscall.EEXIST},
-		{"a reserved top-level name", func() error { return st.Mkdir("versions") }, syscall.EINVAL},
-		{"a spec for a base dataset", func() error { return st.SetSpec("prices", []byte(`{"dtype": "<f8"}`)) }, syscall.EINVAL},
-		{"an attribute of null", func() error { return st.SetAttr("prices", "a", []byte(`null`)) }, syscall.EINVAL},
-		{"an attribute of a broken list", func() error { return st.SetAttr("prices", "a", []byte(`[1, 2`)) }, syscall.EINVAL},
-		{"an attribute of a ragged list", func() error { return st.SetAttr("prices", "a", []byte(`[[1], [2, 3]]`)) }, syscall.EINVAL},
-		{"a reserved attribute", func() error { return st.SetAttr("prices", "raw_data", []byte(`"x"`)) }, syscall.EINVAL},
-		{"removing a missing attribute", func() error { return st.RemoveAttr("prices", "nope") }, syscall.ENODATA},
-		{"discarding a stage with datasets", func() error { return m.Remove("s") }, syscall.ENOTEMPTY},
-		{"rebasing onto a missing version", func() error { return st.SetBase("nope") }, syscall.ENOENT},
+		{"a stage of a version's name", func() error { _, err := m.Create("r1"); return err }, ErrExist},
+		{"a stage of a stage's name", func() error { _, err := m.Create("s"); return err }, ErrExist},
+		{"an invalid stage name", func() error { _, err := m.Create("a/b"); return err }, ErrInvalid},
+		{"mkdir of a dataset's name", func() error { return st.Mkdir("prices") }, ErrExist},
+		{"mkdir in a missing group", func() error { return st.Mkdir("no/such") }, ErrNotExist},
+		{"rmdir of a group with a dataset", func() error { return st.Rmdir("old") }, ErrNotEmpty},
+		{"rmdir of a dataset", func() error { return st.Rmdir("prices") }, ErrNotDir},
+		{"unlink of a group", func() error { return st.Unlink("old") }, ErrIsDir},
+		{"unlink of nothing", func() error { return st.Unlink("nothing") }, ErrNotExist},
+		{"create over a dataset", func() error { _, err := st.Create("volume"); return err }, ErrExist},
+		{"a reserved top-level name", func() error { return st.Mkdir("versions") }, ErrInvalid},
+		{"a spec for a base dataset", func() error { return st.SetSpec("prices", []byte(`{"dtype": "<f8"}`)) }, ErrInvalid},
+		{"an attribute of null", func() error { return st.SetAttr("prices", "a", []byte(`null`)) }, ErrInvalid},
+		{"an attribute of a broken list", func() error { return st.SetAttr("prices", "a", []byte(`[1, 2`)) }, ErrInvalid},
+		{"an attribute of a ragged list", func() error { return st.SetAttr("prices", "a", []byte(`[[1], [2, 3]]`)) }, ErrInvalid},
+		{"a reserved attribute", func() error { return st.SetAttr("prices", "raw_data", []byte(`"x"`)) }, ErrInvalid},
+		{"removing a missing attribute", func() error { return st.RemoveAttr("prices", "nope") }, xattrs.ErrMissing},
+		{"discarding a stage with datasets", func() error { return m.Remove("s") }, ErrNotEmpty},
+		{"rebasing onto a missing version", func() error { return st.SetBase("nope") }, ErrNotExist},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -202,9 +201,9 @@ func TestTreeOperations(t *testing.T) {
 	require.Equal(t, int64(16), again.Size())
 	require.NoError(t, st.Unlink("old/early"))
 	_, err = early.WriteAt([]byte{1}, 0)
-	require.ErrorIs(t, err, syscall.ESTALE)
+	require.ErrorIs(t, err, ErrStale)
 	_, err = early.ReadAt(make([]byte, 1), 0)
-	require.ErrorIs(t, err, syscall.ESTALE)
+	require.ErrorIs(t, err, ErrStale)
 
 	// A created file is 1-D bytes until described, and takes no description after a write.
 	d, err := st.Create("old/notes")
@@ -213,8 +212,8 @@ func TestTreeOperations(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(5), d.Size())
 	require.Equal(t, "|u1", d.Spec().DType)
-	require.ErrorIs(t, st.SetSpec("old/notes", []byte(`{"dtype": "<f8"}`)), syscall.EINVAL)
-	require.ErrorIs(t, st.SetBase("r1"), syscall.EBUSY, "a changed stage is not rebased")
+	require.ErrorIs(t, st.SetSpec("old/notes", []byte(`{"dtype": "<f8"}`)), ErrInvalid)
+	require.ErrorIs(t, st.SetBase("r1"), ErrBusy, "a changed stage is not rebased")
 
 	// Attributes: the base's, with the stage's changes.
 	require.NoError(t, st.SetAttr("volume", "unit", []byte(`"shares"`)))
@@ -238,11 +237,11 @@ func TestTreeOperations(t *testing.T) {
 	require.NoError(t, n.Unlink("old/x"))
 	require.NoError(t, n.Mkdir("old/x"))
 	_, err = n.Create("old/x/y")
-	require.ErrorIs(t, err, syscall.EINVAL, "inside old/x's data group")
+	require.ErrorIs(t, err, ErrInvalid, "inside old/x's data group")
 	require.NoError(t, n.Rmdir("old/x"))
 	require.NoError(t, n.Rmdir("old"))
 	_, err = n.Create("old")
-	require.ErrorIs(t, err, syscall.EINVAL, "around old/x's data group")
+	require.ErrorIs(t, err, ErrInvalid, "around old/x's data group")
 
 	// Discarding: empty the stage, then remove it.
 	for _, p := range []string{"old/notes", "prices", "volume"} {
@@ -284,7 +283,7 @@ func TestSpecs(t *testing.T) {
 		t.Run(c.json, func(t *testing.T) {
 			s, err := ParseSpec([]byte(c.json))
 			if !c.ok {
-				require.ErrorIs(t, err, syscall.EINVAL)
+				require.ErrorIs(t, err, ErrInvalid)
 				return
 			}
 			require.NoError(t, err)
@@ -474,7 +473,7 @@ func TestRecreate(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			require.ErrorIs(t, err, syscall.EINVAL)
+			require.ErrorIs(t, err, ErrInvalid)
 			require.Contains(t, err.Error(), c.want)
 		})
 	}

@@ -5,6 +5,20 @@ import (
 	"time"
 )
 
+// The timeouts of every mount: how long the kernel may keep entries and attributes.
+// Read-write mounts also give 0 to dataset files' attributes (datasetNode.attrTimeout)
+// and to everything inside a stage (stage.go).
+const (
+	// ImmutableTimeout is how long the kernel keeps the entries and attributes of
+	// committed versions, which never change (the benchmark's loopback uses it too).
+	ImmutableTimeout = time.Hour
+	// mutableTimeout is that of nodes that can change: the root, versions/, current and
+	// the plain tree.
+	mutableTimeout = time.Second
+	// liveTimeout replaces mutableTimeout in live mounts.
+	liveTimeout time.Duration = 0
+)
+
 // Live mounts (-o live, versions.OpenLive). What changes here:
 //
 //   - Every request holds the file (versions.File.Hold) so that a reopen waits for it, and
@@ -19,7 +33,6 @@ import (
 //     the dataset grow: a read past the size it saw at open is answered from the new extent.
 //     Committed versions keep their long timeouts and page cache: they never change.
 //   - Reads of the plain tree are never spliced from the file: libhdf5 reads them.
-const liveTimeout time.Duration = 0
 
 // hold marks a request in progress (see versions.File.Hold).
 func (m *mount) hold() func() { return m.file.Hold() }
