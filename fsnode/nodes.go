@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,6 +30,7 @@ type mount struct {
 
 	linksMu sync.Mutex        // a leaf
 	links   map[string]string // links made in the root, by name: the version each names (current.go)
+	removed map[string]bool   // HDF5 paths rm took out of a version being deleted (manage.go); GUARDED_BY(linksMu)
 }
 
 // ino derives a stable inode number from a node kind and HDF5 path. 1 is the root.
@@ -311,6 +313,9 @@ func (n *groupNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		return nil, badName(name)
 	}
 	defer n.m.enter()()
+	if n.m.isRemoved(joinPath(n.path, name)) {
+		return nil, syscall.ENOENT
+	}
 	in, errn := lookupChild(ctx, &n.Inode, n.m, n.path, name, n, out)
 	return in, n.m.staleOr(n.path, n.immutable, errn)
 }
@@ -323,6 +328,7 @@ func (n *groupNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	if errn != 0 {
 		return nil, n.m.staleOr(n.path, n.immutable, errn)
 	}
+	list = slices.DeleteFunc(list, func(e fuse.DirEntry) bool { return n.m.isRemoved(joinPath(n.path, e.Name)) })
 	return fs.NewListDirStream(list), 0
 }
 
