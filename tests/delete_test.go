@@ -217,3 +217,21 @@ func TestKillDuringDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestCmdDeleteStageBase: a version a saved stage is based on is refused, naming the
+// stage; the file is left as it was.
+func TestCmdDeleteStageBase(t *testing.T) {
+	file := copyPath(t, fixturePath("golden_delete_middle-before.h5"))
+	m := mount(t, file, "rw")
+	require.NoError(t, os.Mkdir(m.Dir+"/stage/work", 0o755))
+	m.unmount(t)
+	orig, err := os.ReadFile(file)
+	require.NoError(t, err)
+	_, stderr, code := vh5fsRun(t, "delete", file, "v2", "v4")
+	require.Equal(t, 1, code, stderr)
+	require.True(t, strings.HasPrefix(stderr, "vh5fs: "+file+": version v4 is the base of stage work ("), stderr)
+	require.Contains(t, stderr, "commit or remove the stage first; nothing deleted")
+	now, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, orig, now)
+}
