@@ -156,7 +156,7 @@ func printPlan(w io.Writer, file string, p *lifecycle.Plan, vs []versions.Versio
 	for _, v := range vs {
 		stamps[v.Name] = v.Timestamp
 	}
-	fmt.Fprintf(w, "%s: %s %d of %d versions:\n", file, would("deleted", "delete"), len(p.Delete), len(vs))
+	fmt.Fprintf(w, "%s: %s %d of %s:\n", file, would("deleted", "delete"), len(p.Delete), plural(int64(len(vs)), "version"))
 	for _, v := range p.Delete {
 		fmt.Fprintf(w, "  %s  %s\n", v, stamps[v])
 	}
@@ -176,12 +176,20 @@ func printPlan(w io.Writer, file string, p *lifecycle.Plan, vs []versions.Versio
 			groups = append(groups, g.Path)
 		}
 	}
-	fmt.Fprintf(w, "%s %d chunks; %s %d of the %d kept in the data groups compacted\n",
-		would("dropped", "drop"), dropped, would("moved", "move"), moved, kept)
+	fmt.Fprintf(w, "%s %s; %s %d of the %d kept in the data groups compacted\n",
+		would("dropped", "drop"), plural(dropped, "chunk"), would("moved", "move"), moved, kept)
 	if len(groups) > 0 {
 		fmt.Fprintf(w, "%s data groups: %s\n", would("dropped", "drop"), strings.Join(groups, " "))
 	}
 	fmt.Fprintf(w, "%s %s of chunk data (the file keeps its size)\n", would("freed", "free"), byteSize(p.FreedBytes))
+}
+
+// plural is "1 chunk", "2 chunks".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // byteSize is n in B, KiB, MiB, ... with one decimal.
