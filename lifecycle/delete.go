@@ -43,6 +43,7 @@ type Group struct {
 
 	chunks  []int64           // raw_data's chunk dims
 	extents map[int64][]int64 // Compact: the extent mapped from each kept slot
+	rows    []byte            // Compact: hash_table's new rows; nil if it stays as it is
 }
 
 // Relink is a kept version whose prev_version changes.
@@ -276,6 +277,9 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string) (*Group, 
 			if err != nil {
 				return nil, fmt.Errorf("version %s: %w", v, err)
 			}
+			if !slices.Equal(m.VCount, m.SrcCount) {
+				return nil, fmt.Errorf("version %s: mapping %v/%v reads %v elements", v, m.VStart, m.VCount, m.SrcCount)
+			}
 			if e, ok := g.extents[s]; ok && !slices.Equal(e, m.SrcCount) {
 				return nil, fmt.Errorf("slot %d is mapped with extents %v and %v", s, e, m.SrcCount)
 			}
@@ -294,6 +298,14 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string) (*Group, 
 			if s != int64(j) {
 				g.Moves++
 			}
+		}
+		if g.Moves > 0 && !info.Type.Raw {
+			// Variable-length elements are references into global heaps; moving them raw is
+			// not proven safe yet.
+			return nil, fmt.Errorf("moving chunks of %s elements is not supported", info.Type.DType)
+		}
+		if g.rows, err = newHashRows(h, versions.DataRoot+"/"+rel+"/hash_table", g); err != nil {
+			return nil, err
 		}
 	}
 	// What the dropped slots take in the file.
@@ -329,31 +341,51 @@ func Delete(f *versions.File, names []string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := f.HDF5()
+	if err := execute(f.HDF5(), p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// failAt, in tests, makes execute fail at the named point ("body", "publish").
+var failAt = func(string) error { return nil }
+
+// execute writes plan p in one sync. A failure before the sync abandons every write
+// (h5.File.Abandon): the file stays as it was, and takes no more writes until reopened.
+func execute(h *h5.File, p *Plan) (err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, h5.ErrStopped) {
+			h.Abandon()
+			err = fmt.Errorf("%w; nothing deleted", err)
+		}
+	}()
 	// The body: every listed version reads as before once it is applied.
 	for _, v := range p.Delete {
 		if err := h.Unlink(versions.VersionsGroup + "/" + v); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, r := range p.Relinks {
 		if err := h.SetAttrString(versions.VersionsGroup+"/"+r.Version, "prev_version", r.To); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if p.NewCurrent != p.Current {
 		if err := h.SetAttrString(versions.VersionsGroup, "current_version", p.NewCurrent); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	if err := failAt("body"); err != nil {
+		return err
+	}
 	if err := h.FlushBody(); err != nil {
-		return nil, err
+		return err
 	}
 	// The publish: the compaction.
 	var kept []string
 	ms, err := h.Members(versions.VersionsGroup)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, m := range ms {
 		if m.Kind == h5.KindGroup && m.Name != versions.FirstVersion {
@@ -370,16 +402,16 @@ func Delete(f *versions.File, names []string) (*Plan, error) {
 			err = compact(h, g, kept)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("data group %s: %w", g.Path, err)
+			return fmt.Errorf("data group %s: %w", g.Path, err)
 		}
 	}
 	if err := h.CheckMappingLists(); err != nil {
-		return nil, err
+		return err
 	}
-	if err := h.FlushSync(); err != nil {
-		return nil, err
+	if err := failAt("publish"); err != nil {
+		return err
 	}
-	return p, nil
+	return h.FlushSync()
 }
 
 // compact moves g's kept chunks down, shrinks raw_data, rewrites hash_table and replaces
@@ -392,11 +424,6 @@ func compact(h *h5.File, g *Group, kept []string) error {
 	}
 	defer raw.Close()
 	info := raw.Info()
-	if g.Moves > 0 && !info.Type.Raw {
-		// Variable-length elements are references into global heaps; moving them raw is
-		// not proven safe yet.
-		return fmt.Errorf("moving chunks of %s elements is not supported", info.Type.DType)
-	}
 	newSlot := make(map[int64]int64, len(g.Kept))
 	for j, s := range g.Kept {
 		newSlot[s] = int64(j)
@@ -411,7 +438,7 @@ func compact(h *h5.File, g *Group, kept []string) error {
 			return err
 		}
 	}
-	if err := rewriteHashTable(h, dir+"/hash_table", g); err != nil {
+	if err := writeHashRows(h, dir+"/hash_table", g.rows); err != nil {
 		return err
 	}
 	for _, v := range kept {
@@ -516,27 +543,28 @@ func writeFill(raw *h5.Dataset, start, chunks []int64) error {
 
 const hashRow = 48 // hash_table rows: 32-byte digest, int64 start, int64 stop
 
-// rewriteHashTable gives hash_table one row per kept slot, in new-slot order: the old
-// row's digest, the new start and stop (from the mapped extent), as the library's
-// rebuilt table has them (a digest met twice keeps its first row, with the later slot).
-func rewriteHashTable(h *h5.File, p string, g *Group) error {
+// newHashRows returns hash_table's rows after the compaction, one per kept slot in
+// new-slot order: the old row's digest, the new start and stop (from the mapped extent),
+// as the library's rebuilt table has them (a digest met twice keeps its first row, with
+// the later slot); nil if the table stays as it is (rows and size).
+func newHashRows(h *h5.File, p string, g *Group) ([]byte, error) {
 	ht, err := h.OpenDataset(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer ht.Close()
 	a, ok, err := h.Attr(p, "largest_index")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	largest, isInt := a.Value.(int64)
 	if !ok || !isInt || largest < 0 || largest > ht.Info().Shape[0] {
-		return fmt.Errorf("hash_table has no usable largest_index")
+		return nil, fmt.Errorf("hash_table has no usable largest_index")
 	}
 	old := make([]byte, largest*hashRow)
 	if largest > 0 {
 		if err := ht.ReadBox([]int64{0}, []int64{largest}, []int64{largest}, []int64{0}, old); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	byStart := make(map[int64]int64, largest)
@@ -544,13 +572,13 @@ func rewriteHashTable(h *h5.File, p string, g *Group) error {
 		byStart[int64(binary.LittleEndian.Uint64(old[i*hashRow+32:]))] = i
 	}
 	c0 := g.chunks[0]
-	var rows []byte
+	rows := []byte{}
 	seen := map[string]int{}
 	for j, s := range g.Kept {
 		start, stop := s*c0, s*c0+g.extents[s][0]
 		i, ok := byStart[start]
 		if !ok || int64(binary.LittleEndian.Uint64(old[i*hashRow+40:])) != stop {
-			return fmt.Errorf("hash_table has no row for slot %d (rows %d to %d)", s, start, stop)
+			return nil, fmt.Errorf("hash_table has no row for slot %d (rows %d to %d)", s, start, stop)
 		}
 		digest := old[i*hashRow : i*hashRow+32]
 		row := make([]byte, 0, hashRow)
@@ -564,11 +592,25 @@ func rewriteHashTable(h *h5.File, p string, g *Group) error {
 		seen[string(digest)] = len(rows) / hashRow
 		rows = append(rows, row...)
 	}
-	n := int64(len(rows) / hashRow)
-	size := max(n, 1) // the library's table starts with one (zero) row
-	if n == largest && size == ht.Info().Shape[0] && bytes.Equal(rows, old) {
+	if int64(len(rows)/hashRow) == largest && max(largest, 1) == ht.Info().Shape[0] && bytes.Equal(rows, old) {
+		return nil, nil
+	}
+	return rows, nil
+}
+
+// writeHashRows gives hash_table rows (nil: leave it) and largest_index; the table keeps
+// at least one row, zero when there is none, as the library creates it.
+func writeHashRows(h *h5.File, p string, rows []byte) error {
+	if rows == nil {
 		return nil
 	}
+	ht, err := h.OpenDataset(p)
+	if err != nil {
+		return err
+	}
+	defer ht.Close()
+	n := int64(len(rows) / hashRow)
+	size := max(n, 1)
 	if size != ht.Info().Shape[0] {
 		if err := ht.SetExtent([]int64{size}); err != nil {
 			return err
@@ -608,9 +650,6 @@ func remapVersion(h *h5.File, raw *h5.Dataset, v string, g *Group, newSlot map[i
 		j, ok := newSlot[s]
 		if !ok {
 			return fmt.Errorf("slot %d of %s is not kept", s, vpath)
-		}
-		if !slices.Equal(m.VCount, m.SrcCount) {
-			return fmt.Errorf("mapping %v/%v reads %v elements", m.VStart, m.VCount, m.SrcCount)
 		}
 		changed = changed || j != s
 		src := make([]int64, len(g.chunks))

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/versions"
@@ -205,4 +207,49 @@ func TestDeleteRefuses(t *testing.T) {
 	defer f.Close()
 	_, err = Delete(f, []string{"v2"})
 	require.ErrorContains(t, err, "not open for writing")
+}
+
+// TestDeleteFailsWhole: a deletion that fails before its sync, after the body or after
+// the whole publish was written, leaves the file as it was (no journal, every version as
+// before), and the same deletion then succeeds once the file is opened again.
+func TestDeleteFailsWhole(t *testing.T) {
+	d := fixture.Delete{}
+	dels, err := fixture.Deletes()
+	require.NoError(t, err)
+	for _, x := range dels {
+		if x.Name == "golden_delete_several" {
+			d = x
+		}
+	}
+	require.NotEmpty(t, d.Name)
+	for _, point := range []string{"body", "publish"} {
+		t.Run(point, func(t *testing.T) {
+			file := fixture.Copy(t, d.Before)
+			f, err := versions.OpenRW(file)
+			require.NoError(t, err)
+			injected := errors.New("injected failure")
+			failAt = func(p string) error {
+				if p == point {
+					return injected
+				}
+				return nil
+			}
+			defer func() { failAt = func(string) error { return nil } }()
+			_, err = Delete(f, d.Names)
+			require.ErrorIs(t, err, injected)
+			require.ErrorContains(t, err, "nothing deleted")
+			f.Close() // the driver stopped: the close writes nothing
+			failAt = func(string) error { return nil }
+			_, err = os.Stat(file + h5.JournalSuffix)
+			require.ErrorIs(t, err, os.ErrNotExist)
+			require.NoError(t, conform.Files(file, d.Before))
+
+			f, err = versions.OpenRW(file)
+			require.NoError(t, err)
+			_, err = Delete(f, d.Names)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			require.NoError(t, conform.Files(file, d.After))
+		})
+	}
 }

@@ -19,7 +19,11 @@
 // Then every kept version whose prev_version was deleted is relinked to its nearest kept
 // ancestor, current_version moves to the nearest kept ancestor of the current version,
 // and the deleted version groups are unlinked. __first_version__ and unknown names are
-// refused before anything is written.
+// refused before anything is written, as are files the deletion cannot complete (a slot
+// mapped with two extents, a kept slot without its hash row, chunks of variable-length
+// strings that would have to move): PlanDelete reads and checks everything first.
+// Should a write fail anyway before the sync, Delete abandons every write of it
+// (h5.File.Abandon): the file stays as it was.
 //
 // Chunks move as they are stored (H5Dread_chunk, H5Dwrite_chunk): never decoded or
 // encoded again. An unfiltered edge chunk that moves gets the fill value outside its

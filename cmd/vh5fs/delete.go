@@ -135,9 +135,8 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if err != nil {
-		if !*dry {
-			err = fmt.Errorf("%w (if a journal %s is left, 'vh5fs fsck --repair %s' completes the deletion)", err, filepath.Base(file)+h5.JournalSuffix, file)
-		}
+		// A failed sync says what the file holds and how to recover; any other failure
+		// left the file as it was ("nothing deleted").
 		return fail(stderr, file, err)
 	}
 	printPlan(stdout, file, p, vs, *dry)
