@@ -48,6 +48,8 @@ func TestCmdDelete(t *testing.T) {
 		{"nothing before", several, []string{"--before", "2020-01-01"}, 0, []string{"no version to delete (5 kept)"}, "", ""},
 		{"first version", middle, []string{"__first_version__"}, 1, nil, "%s: cannot delete __first_version__; nothing deleted", ""},
 		{"unknown", middle, []string{"v2", "v9"}, 1, nil, `%s: no such version: "v9"; nothing deleted`, ""},
+		{"strings", fixturePath("strings.h5"), []string{"s1"}, 1, nil,
+			"%s: data group names: moving chunks of O elements is not supported; nothing deleted", ""},
 		{"names and policy", middle, []string{"v2", "--keep-last", "1"}, 2, nil, "delete: name versions or give a policy, not both", ""},
 		{"two policies", middle, []string{"--keep-last", "1", "--before", "2024-01-02"}, 2, nil, "delete: --keep-last, --keep-every and --before are alternatives", ""},
 		{"nothing named", middle, nil, 2, nil, "delete: needs the VERSIONs to delete", ""},

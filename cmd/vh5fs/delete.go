@@ -130,13 +130,12 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 	} else {
 		p, err = lifecycle.Delete(f, names)
 	}
-	if errors.Is(err, lifecycle.ErrFirstVersion) || errors.Is(err, lifecycle.ErrNoVersion) {
-		fmt.Fprintf(stderr, "vh5fs: %s: %v; nothing deleted\n", file, err)
-		return 1
-	}
 	if err != nil {
 		// A failed sync says what the file holds and how to recover; any other failure
-		// left the file as it was ("nothing deleted").
+		// left the file as it was.
+		if !*dry && !errors.Is(err, h5.ErrStopped) && !strings.HasSuffix(err.Error(), "nothing deleted") {
+			err = fmt.Errorf("%w; nothing deleted", err)
+		}
 		return fail(stderr, file, err)
 	}
 	printPlan(stdout, file, p, vs, *dry)
