@@ -84,7 +84,7 @@ func (c *Committer) renameVersion(old, new string) error {
 	if err != nil {
 		return err
 	}
-	if err := h.MoveLink(versions.VersionsGroup+"/"+old, versions.VersionsGroup+"/"+new); err != nil {
+	if err := h.Move(versions.VersionsGroup+"/"+old, versions.VersionsGroup+"/"+new); err != nil {
 		return err
 	}
 	for _, m := range members {

@@ -96,7 +96,7 @@ func TestReadmeRecipes(t *testing.T) {
 			checkRecipe(t, r, string(out), data, mnt)
 		})
 	}
-	require.Equal(t, 6, ran, "recipes run")
+	require.Equal(t, 7, ran, "recipes run")
 }
 
 // checkRecipe checks the effects a recipe promises, by what it does.
@@ -132,6 +132,12 @@ c = v["calib"]
 print(v.attrs["current_version"], c.attrs["prev_version"], c["temp"].attrs["unit"], c["temp"][0, 0], c["offsets"][()].sum())`, data)
 		require.Equal(t, "calib r5 K 0.0 55.5\n", got)
 		require.False(t, isMountpoint(t, mnt), "umount")
+	case strings.Contains(s, "vh5fs delete"):
+		require.Contains(t, out, "data.h5: would delete 3 of 5 versions:\n  r1  ")
+		require.Contains(t, out, "data.h5: deleted 2 of 5 versions:\n  r2  2024-01-01 02:00:00.000000+0000\n  r3  ")
+		require.Contains(t, out, "relinked r4: prev_version r3 -> r1\n")
+		require.Regexp(t, `(?m)^r5  .*\nr4  .*\nr1  `, out, "the log after")
+		require.Contains(t, out, "ok: 3 versions checked\n")
 	case r.kind == "live":
 		require.Contains(t, out, "user.vh5fs.live.writer=\"swmr-writing\"")
 		require.Regexp(t, `(?m)^0000000 +1 +2\b`, out, "od of the growing dataset")

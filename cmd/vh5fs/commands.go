@@ -82,7 +82,8 @@ stopped) from the journal it left beside the file, FILE.vh5fs-journal, as a read
 does; if another program wrote to the file since, it leaves the file and the journal alone
 and says so. --discard-journal then removes the journal instead, dropping that commit.
 `, runFsck},
-		"refs": {refsUsage, runRefs},
+		"refs":   {refsUsage, runRefs},
+		"delete": {deleteUsage, runDelete},
 	}
 }
 

@@ -4,6 +4,7 @@
 //	vh5fs mount [-o OPTIONS] FILE MOUNTPOINT   serve in the foreground until unmounted
 //	vh5fs FILE MOUNTPOINT -o OPTIONS           as mount.fuse3 runs it (daemon.go)
 //	vh5fs log|ls|info|diff|fsck ...            inspect the file (commands.go)
+//	vh5fs delete FILE VERSION...               delete versions (delete.go)
 //	vh5fs --version
 //
 // Ctrl-C, SIGTERM and `fusermount3 -u MOUNTPOINT` unmount cleanly.
@@ -53,6 +54,10 @@ const usage = `usage:
                                              an interrupted commit, --discard-journal drops it
   vh5fs refs FILE [VERSION] [--at TIME] [--all] [--url URL] [-o OUT.json]
                                              Zarr references for Dask/xarray
+  vh5fs delete [-n] FILE VERSION...
+  vh5fs delete [-n] FILE --keep-last N | --keep-every N | --before TIME
+                                             delete versions as versioned-hdf5's
+                                             delete_versions does; -n: what would go
   vh5fs compact FILE [-o OUT]                rewrite FILE without the space nothing uses
   vh5fs help [COMMAND]
   vh5fs --version

@@ -1,0 +1,677 @@
+package lifecycle
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// ErrFirstVersion and ErrNoVersion are the refusals of Delete (wrapped with the name).
+var (
+	ErrFirstVersion = errors.New("cannot delete " + versions.FirstVersion)
+	ErrNoVersion    = errors.New("no such version")
+)
+
+// Action is what a deletion does to one data group.
+type Action int
+
+// Actions.
+const (
+	Keep    Action = iota // no deleted version holds data of it: left alone
+	Drop                  // no kept version holds it: the data group is unlinked
+	Compact               // kept chunks move down, raw_data and hash_table shrink
+)
+
+func (a Action) String() string { return [...]string{"keep", "drop", "compact"}[a] }
+
+// Group is the plan of one data group.
+type Group struct {
+	Path       string  // relative to /_version_data, e.g. "g/y"
+	Action     Action  //
+	Slots      int64   // raw_data's slots before
+	Kept       []int64 // Compact: the old slot of each new slot, ascending
+	Moves      int     // Compact: kept chunks whose slot changes
+	Dropped    int64   // slots no kept version maps (Compact), or every slot (Drop)
+	FreedBytes int64   // their stored bytes
+
+	chunks  []int64           // raw_data's chunk dims
+	extents map[int64][]int64 // Compact: the extent mapped from each kept slot
+	rows    []byte            // Compact: hash_table's new rows; nil if it stays as it is
+}
+
+// Relink is a kept version whose prev_version changes.
+type Relink struct{ Version, From, To string }
+
+// Plan is what deleting versions does to a file.
+type Plan struct {
+	Delete     []string // the versions deleted, as given (duplicates dropped)
+	Current    string   // current_version before
+	NewCurrent string   // and after
+	Relinks    []Relink // in version name order
+	Groups     []Group  // every data group, in name order
+	FreedBytes int64    // stored bytes of the chunks dropped
+}
+
+// Moves counts the chunks that change slot.
+func (p *Plan) Moves() int {
+	n := 0
+	for _, g := range p.Groups {
+		n += g.Moves
+	}
+	return n
+}
+
+// PlanDelete computes what deleting names from f does, reading only. It refuses
+// __first_version__ (ErrFirstVersion) and names that are no version group (ErrNoVersion).
+func PlanDelete(f *versions.File, names []string) (*Plan, error) {
+	if !f.Versioned() {
+		return nil, fmt.Errorf("%s is not a versioned-hdf5 file", f.Path())
+	}
+	h := f.HDF5()
+	members, err := h.Members(versions.VersionsGroup)
+	if err != nil {
+		return nil, err
+	}
+	all := map[string]bool{}
+	var order []string // every version group but __first_version__, by name
+	for _, m := range members {
+		if m.Name == versions.FirstVersion {
+			all[m.Name] = true
+			continue
+		}
+		if m.Kind == h5.KindGroup {
+			all[m.Name] = true
+			order = append(order, m.Name)
+		}
+	}
+	p := &Plan{}
+	del := map[string]bool{}
+	for _, n := range names {
+		switch {
+		case n == versions.FirstVersion:
+			return nil, ErrFirstVersion
+		case !all[n]:
+			return nil, fmt.Errorf("%w: %q", ErrNoVersion, n)
+		case !del[n]:
+			del[n] = true
+			p.Delete = append(p.Delete, n)
+		}
+	}
+	prev := func(v string) (string, error) {
+		a, ok, err := h.Attr(versions.VersionsGroup+"/"+v, "prev_version")
+		s, isStr := a.Value.(string)
+		switch {
+		case err != nil:
+			return "", err
+		case !ok || !isStr:
+			return "", fmt.Errorf("version %q has no prev_version", v)
+		}
+		return s, nil
+	}
+	// The nearest kept ancestor of v (v itself if kept), as the library walks it.
+	kept := func(v string) (string, error) {
+		for seen := 0; del[v]; seen++ {
+			if seen > len(del) {
+				return "", fmt.Errorf("prev_version of %q loops", v)
+			}
+			var err error
+			if v, err = prev(v); err != nil {
+				return "", err
+			}
+		}
+		return v, nil
+	}
+	cur, ok, err := h.Attr(versions.VersionsGroup, "current_version")
+	if err != nil {
+		return nil, err
+	}
+	if p.Current, _ = cur.Value.(string); !ok || p.Current == "" {
+		return nil, fmt.Errorf("%s has no current_version", versions.VersionsGroup)
+	}
+	if p.NewCurrent, err = kept(p.Current); err != nil {
+		return nil, err
+	}
+	var keptVersions []string
+	for _, v := range order {
+		if del[v] {
+			continue
+		}
+		keptVersions = append(keptVersions, v)
+		from, err := prev(v)
+		if err != nil {
+			return nil, err
+		}
+		to, err := kept(from)
+		if err != nil {
+			return nil, err
+		}
+		if to != from {
+			p.Relinks = append(p.Relinks, Relink{v, from, to})
+		}
+	}
+	groups, err := dataGroups(h, versions.DataRoot, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		pg, err := planGroup(h, g, p.Delete, keptVersions)
+		if err != nil {
+			return nil, fmt.Errorf("data group %s: %w", g, err)
+		}
+		p.Groups = append(p.Groups, *pg)
+		p.FreedBytes += pg.FreedBytes
+	}
+	return p, nil
+}
+
+// dataGroups lists the data groups under dir (rel: its path below /_version_data) as the
+// library's walk finds them: groups holding a member named raw_data, by name.
+func dataGroups(h *h5.File, dir, rel string) ([]string, error) {
+	members, err := h.Members(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range members {
+		if m.Kind != h5.KindGroup || (dir == versions.DataRoot && m.Name == "versions") {
+			continue
+		}
+		k, err := h.Kind(dir + "/" + m.Name + "/raw_data")
+		if err != nil {
+			return nil, err
+		}
+		if k != h5.KindMissing {
+			out = append(out, rel+m.Name)
+			continue
+		}
+		sub, err := dataGroups(h, dir+"/"+m.Name, rel+m.Name+"/")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sub...)
+	}
+	return out, nil
+}
+
+// versionDataset opens version v's dataset at rel, nil if v holds no dataset there.
+func versionDataset(h *h5.File, v, rel string) (*h5.Dataset, error) {
+	p := versions.VersionsGroup + "/" + v + "/" + rel
+	k, err := h.Kind(p)
+	if err != nil || k != h5.KindDataset {
+		return nil, err
+	}
+	return h.OpenDataset(p)
+}
+
+// slotOf returns the raw_data slot a mapping reads and its extent, checking that it is
+// one whole-slot corner as the library writes it.
+func slotOf(m h5.Mapping, chunks []int64) (int64, error) {
+	if len(m.SrcStart) != len(chunks) || len(m.SrcCount) != len(chunks) {
+		return 0, fmt.Errorf("mapping of rank %d for chunks %v", len(m.SrcStart), chunks)
+	}
+	for i, s := range m.SrcStart {
+		if (i == 0 && s%chunks[0] != 0) || (i > 0 && s != 0) || m.SrcCount[i] > chunks[i] {
+			return 0, fmt.Errorf("mapping from %v/%v is not a chunk slot's corner", m.SrcStart, m.SrcCount)
+		}
+	}
+	return m.SrcStart[0] / chunks[0], nil
+}
+
+func planGroup(h *h5.File, rel string, deleted, keptVersions []string) (*Group, error) {
+	g := &Group{Path: rel}
+	holds := false
+	for _, v := range deleted {
+		d, err := versionDataset(h, v, rel)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			continue
+		}
+		shape := d.Info().Shape
+		d.Close()
+		if len(shape) == 0 || shape[0] > 0 {
+			holds = true
+			break
+		}
+	}
+	if !holds {
+		return g, nil
+	}
+	raw, err := h.OpenDataset(versions.DataRoot + "/" + rel + "/raw_data")
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
+	info := raw.Info()
+	if info.Layout != h5.Chunked || len(info.Chunks) == 0 || len(info.Shape) != len(info.Chunks) {
+		return nil, fmt.Errorf("raw_data is not chunked")
+	}
+	g.chunks = info.Chunks
+	g.Slots = info.Shape[0] / info.Chunks[0]
+	g.extents = map[int64][]int64{}
+	inKept := false
+	for _, v := range keptVersions {
+		d, err := versionDataset(h, v, rel)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			continue
+		}
+		inKept = true
+		maps, err := d.Mappings()
+		d.Close()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range maps {
+			s, err := slotOf(m, g.chunks)
+			if err != nil {
+				return nil, fmt.Errorf("version %s: %w", v, err)
+			}
+			if !slices.Equal(m.VCount, m.SrcCount) {
+				return nil, fmt.Errorf("version %s: mapping %v/%v reads %v elements", v, m.VStart, m.VCount, m.SrcCount)
+			}
+			if e, ok := g.extents[s]; ok && !slices.Equal(e, m.SrcCount) {
+				return nil, fmt.Errorf("slot %d is mapped with extents %v and %v", s, e, m.SrcCount)
+			}
+			g.extents[s] = m.SrcCount
+		}
+	}
+	if !inKept {
+		g.Action = Drop
+	} else {
+		g.Action = Compact
+		for s := range g.extents {
+			g.Kept = append(g.Kept, s)
+		}
+		sort.Slice(g.Kept, func(i, j int) bool { return g.Kept[i] < g.Kept[j] })
+		for j, s := range g.Kept {
+			if s != int64(j) {
+				g.Moves++
+			}
+		}
+		if g.Moves > 0 && !info.Type.Raw {
+			// Variable-length elements are references into global heaps; moving them raw is
+			// not proven safe yet.
+			return nil, fmt.Errorf("moving chunks of %s elements is not supported", info.Type.DType)
+		}
+		if g.rows, err = newHashRows(h, versions.DataRoot+"/"+rel+"/hash_table", g); err != nil {
+			return nil, err
+		}
+	}
+	// What the dropped slots take in the file.
+	var coords [][]int64
+	for s := int64(0); s < g.Slots; s++ {
+		if _, ok := g.extents[s]; ok && g.Action == Compact {
+			continue
+		}
+		c := make([]int64, len(g.chunks))
+		c[0] = s * g.chunks[0]
+		coords = append(coords, c)
+	}
+	g.Dropped = int64(len(coords))
+	infos, err := raw.ChunkInfo(coords)
+	if err != nil {
+		return nil, err
+	}
+	for _, ci := range infos {
+		if ci.Offset >= 0 {
+			g.FreedBytes += ci.Size
+		}
+	}
+	return g, nil
+}
+
+// Delete deletes versions from f (open read-write) as PlanDelete planned them, in one
+// journaled sync (see the package doc), and returns the plan.
+func Delete(f *versions.File, names []string) (*Plan, error) {
+	if !f.Writable() {
+		return nil, fmt.Errorf("%s is not open for writing", f.Path())
+	}
+	p, err := PlanDelete(f, names)
+	if err != nil {
+		return nil, err
+	}
+	if err := execute(f.HDF5(), p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// failAt, in tests, makes execute fail at the named point ("body", "publish").
+var failAt = func(string) error { return nil }
+
+// execute writes plan p in one sync. A failure before the sync abandons every write
+// (h5.File.Abandon): the file stays as it was, and takes no more writes until reopened.
+func execute(h *h5.File, p *Plan) (err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, h5.ErrStopped) {
+			h.Abandon()
+			err = fmt.Errorf("%w; nothing deleted", err)
+		}
+	}()
+	// The body: every listed version reads as before once it is applied.
+	for _, v := range p.Delete {
+		if err := h.Unlink(versions.VersionsGroup + "/" + v); err != nil {
+			return err
+		}
+	}
+	for _, r := range p.Relinks {
+		if err := h.SetAttrString(versions.VersionsGroup+"/"+r.Version, "prev_version", r.To); err != nil {
+			return err
+		}
+	}
+	if p.NewCurrent != p.Current {
+		if err := h.SetAttrString(versions.VersionsGroup, "current_version", p.NewCurrent); err != nil {
+			return err
+		}
+	}
+	if err := failAt("body"); err != nil {
+		return err
+	}
+	if err := h.FlushBody(); err != nil {
+		return err
+	}
+	// The publish: the compaction.
+	var kept []string
+	ms, err := h.Members(versions.VersionsGroup)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.Kind == h5.KindGroup && m.Name != versions.FirstVersion {
+			kept = append(kept, m.Name)
+		}
+	}
+	for i := range p.Groups {
+		g := &p.Groups[i]
+		var err error
+		switch g.Action {
+		case Drop:
+			err = h.Unlink(versions.DataRoot + "/" + g.Path)
+		case Compact:
+			err = compact(h, g, kept)
+		}
+		if err != nil {
+			return fmt.Errorf("data group %s: %w", g.Path, err)
+		}
+	}
+	if err := h.CheckMappingLists(); err != nil {
+		return err
+	}
+	if err := failAt("publish"); err != nil {
+		return err
+	}
+	return h.FlushSync()
+}
+
+// compact moves g's kept chunks down, shrinks raw_data, rewrites hash_table and replaces
+// the virtual datasets of the kept versions whose mappings change.
+func compact(h *h5.File, g *Group, kept []string) error {
+	dir := versions.DataRoot + "/" + g.Path
+	raw, err := h.OpenDataset(dir + "/raw_data")
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	info := raw.Info()
+	newSlot := make(map[int64]int64, len(g.Kept))
+	for j, s := range g.Kept {
+		newSlot[s] = int64(j)
+	}
+	if err := moveChunks(raw, g); err != nil {
+		return err
+	}
+	dims := slices.Clone(info.Shape)
+	dims[0] = int64(len(g.Kept)) * g.chunks[0]
+	if !slices.Equal(dims, info.Shape) {
+		if err := raw.SetExtent(dims); err != nil {
+			return err
+		}
+	}
+	if err := writeHashRows(h, dir+"/hash_table", g.rows); err != nil {
+		return err
+	}
+	for _, v := range kept {
+		if err := remapVersion(h, raw, v, g, newSlot); err != nil {
+			return fmt.Errorf("version %s: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// moveChunks copies each kept chunk whose slot changes to its new slot, in ascending
+// order: new slot j < old slot s_j, and every slot below j was written already, so a
+// chunk is always read before its slot is written over.
+func moveChunks(raw *h5.Dataset, g *Group) error {
+	info := raw.Info()
+	rank := len(g.chunks)
+	itemSize := int64(info.Type.Size)
+	unfiltered := len(info.Filters) == 0
+	var buf []byte
+	for j, s := range g.Kept {
+		if s == int64(j) {
+			continue
+		}
+		from := make([]int64, rank)
+		from[0] = s * g.chunks[0]
+		to := make([]int64, rank)
+		to[0] = int64(j) * g.chunks[0]
+		ci, err := raw.ChunkInfo([][]int64{from})
+		if err != nil {
+			return err
+		}
+		if ci[0].Offset < 0 {
+			// Mapped but never written: it reads as the fill value, and so must slot j.
+			if err := writeFill(raw, to, g.chunks); err != nil {
+				return err
+			}
+			continue
+		}
+		if int64(cap(buf)) < ci[0].Size {
+			buf = make([]byte, ci[0].Size)
+		}
+		b := buf[:ci[0].Size]
+		mask, err := raw.ReadChunk(from, b)
+		if err != nil {
+			return err
+		}
+		if unfiltered && mask == 0 && int64(len(b)) == itemSize*product(g.chunks) {
+			padFill(b, g.chunks, g.extents[s], info.Fill, itemSize)
+		}
+		if err := raw.WriteChunk(to, mask, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func product(v []int64) int64 {
+	n := int64(1)
+	for _, x := range v {
+		n *= x
+	}
+	return n
+}
+
+// padFill sets every element of the unfiltered chunk b (dims chunks) outside the corner
+// extent to fill: what the library writes around an edge chunk it moves.
+func padFill(b []byte, chunks, extent []int64, fill []byte, itemSize int64) {
+	if slices.Equal(chunks, extent) || len(fill) != int(itemSize) {
+		return
+	}
+	idx := make([]int64, len(chunks))
+	for off := int64(0); off < int64(len(b)); off += itemSize {
+		inside := true
+		for i := range idx {
+			if idx[i] >= extent[i] {
+				inside = false
+				break
+			}
+		}
+		if !inside {
+			copy(b[off:off+itemSize], fill)
+		}
+		for i := len(idx) - 1; i >= 0; i-- {
+			if idx[i]++; idx[i] < chunks[i] {
+				break
+			}
+			idx[i] = 0
+		}
+	}
+}
+
+// writeFill stores a whole chunk of the fill value at start, through libhdf5's pipeline.
+func writeFill(raw *h5.Dataset, start, chunks []int64) error {
+	info := raw.Info()
+	if !info.Type.Raw || len(info.Fill) != info.Type.Size {
+		return fmt.Errorf("slot at row %d is mapped but not stored", start[0])
+	}
+	n := product(chunks)
+	b := bytes.Repeat(info.Fill, int(n))
+	return raw.WriteBox(start, chunks, chunks, make([]int64, len(chunks)), b)
+}
+
+const hashRow = 48 // hash_table rows: 32-byte digest, int64 start, int64 stop
+
+// newHashRows returns hash_table's rows after the compaction, one per kept slot in
+// new-slot order: the old row's digest, the new start and stop (from the mapped extent),
+// as the library's rebuilt table has them (a digest met twice keeps its first row, with
+// the later slot); nil if the table stays as it is (rows and size).
+func newHashRows(h *h5.File, p string, g *Group) ([]byte, error) {
+	ht, err := h.OpenDataset(p)
+	if err != nil {
+		return nil, err
+	}
+	defer ht.Close()
+	a, ok, err := h.Attr(p, "largest_index")
+	if err != nil {
+		return nil, err
+	}
+	largest, isInt := a.Value.(int64)
+	if !ok || !isInt || largest < 0 || largest > ht.Info().Shape[0] {
+		return nil, fmt.Errorf("hash_table has no usable largest_index")
+	}
+	old := make([]byte, largest*hashRow)
+	if largest > 0 {
+		if err := ht.ReadBox([]int64{0}, []int64{largest}, []int64{largest}, []int64{0}, old); err != nil {
+			return nil, err
+		}
+	}
+	byStart := make(map[int64]int64, largest)
+	for i := int64(0); i < largest; i++ {
+		byStart[int64(binary.LittleEndian.Uint64(old[i*hashRow+32:]))] = i
+	}
+	c0 := g.chunks[0]
+	rows := []byte{}
+	seen := map[string]int{}
+	for j, s := range g.Kept {
+		start, stop := s*c0, s*c0+g.extents[s][0]
+		i, ok := byStart[start]
+		if !ok || int64(binary.LittleEndian.Uint64(old[i*hashRow+40:])) != stop {
+			return nil, fmt.Errorf("hash_table has no row for slot %d (rows %d to %d)", s, start, stop)
+		}
+		digest := old[i*hashRow : i*hashRow+32]
+		row := make([]byte, 0, hashRow)
+		row = append(row, digest...)
+		row = binary.LittleEndian.AppendUint64(row, uint64(int64(j)*c0))
+		row = binary.LittleEndian.AppendUint64(row, uint64(int64(j)*c0+g.extents[s][0]))
+		if k, dup := seen[string(digest)]; dup {
+			copy(rows[k*hashRow:], row)
+			continue
+		}
+		seen[string(digest)] = len(rows) / hashRow
+		rows = append(rows, row...)
+	}
+	if int64(len(rows)/hashRow) == largest && max(largest, 1) == ht.Info().Shape[0] && bytes.Equal(rows, old) {
+		return nil, nil
+	}
+	return rows, nil
+}
+
+// writeHashRows gives hash_table rows (nil: leave it) and largest_index; the table keeps
+// at least one row, zero when there is none, as the library creates it.
+func writeHashRows(h *h5.File, p string, rows []byte) error {
+	if rows == nil {
+		return nil
+	}
+	ht, err := h.OpenDataset(p)
+	if err != nil {
+		return err
+	}
+	defer ht.Close()
+	n := int64(len(rows) / hashRow)
+	size := max(n, 1)
+	if size != ht.Info().Shape[0] {
+		if err := ht.SetExtent([]int64{size}); err != nil {
+			return err
+		}
+	}
+	if n == 0 {
+		rows = make([]byte, hashRow)
+	}
+	if err := ht.WriteBox([]int64{0}, []int64{size}, []int64{size}, []int64{0}, rows); err != nil {
+		return err
+	}
+	return h.SetAttrInt64(p, "largest_index", n)
+}
+
+// remapVersion replaces version v's virtual dataset of g by one reading the new slots, if
+// any of its chunks moved: created beside it (_tmp_NAME), given its attributes, then moved
+// over it, as the library does.
+func remapVersion(h *h5.File, raw *h5.Dataset, v string, g *Group, newSlot map[int64]int64) error {
+	d, err := versionDataset(h, v, g.Path)
+	if err != nil || d == nil {
+		return err
+	}
+	vpath := d.Path()
+	maps, err := d.Mappings()
+	info := d.Info()
+	d.Close()
+	if err != nil {
+		return err
+	}
+	changed := false
+	blocks := make([]h5.VirtualBlock, len(maps))
+	for i, m := range maps {
+		s, err := slotOf(m, g.chunks)
+		if err != nil {
+			return err
+		}
+		j, ok := newSlot[s]
+		if !ok {
+			return fmt.Errorf("slot %d of %s is not kept", s, vpath)
+		}
+		changed = changed || j != s
+		src := make([]int64, len(g.chunks))
+		src[0] = j * g.chunks[0]
+		blocks[i] = h5.VirtualBlock{VStart: m.VStart, Count: m.VCount, SrcStart: src}
+	}
+	if !changed {
+		return nil
+	}
+	var fill []byte
+	if info.Type.Raw {
+		fill = info.Fill
+	}
+	tmp := path.Join(path.Dir(vpath), "_tmp_"+path.Base(vpath))
+	if err := h.CreateVirtual(tmp, raw, info.Shape, fill, blocks); err != nil {
+		return err
+	}
+	if err := h.CopyAttrs(vpath, tmp); err != nil {
+		return err
+	}
+	if err := h.Unlink(vpath); err != nil {
+		return err
+	}
+	return h.Move(tmp, vpath)
+}

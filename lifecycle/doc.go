@@ -1,0 +1,58 @@
+// Package lifecycle changes which versions a versioned-hdf5 file holds: Delete removes
+// versions as versioned-hdf5's delete_versions does, with the same result in the file.
+//
+// # What a deletion does
+//
+// For each data group P (every group under /_version_data holding raw_data, the versions
+// group left out), in name order:
+//
+//   - if no deleted version holds P as a dataset with a non-empty axis 0, P is left alone
+//     (its raw_data keeps chunks only deleted versions used, as the library leaves them);
+//   - else, if no kept version holds P, the data group is unlinked;
+//   - else the slots the kept versions map are kept: sorted by old slot, the j-th moves to
+//     slot j (only those whose slot changes are written), raw_data shrinks to the kept
+//     slots, hash_table is rewritten with one row per kept slot in new-slot order (old
+//     digest, new start and stop) and largest_index, and every kept version's virtual
+//     dataset whose mappings change is created again with the new source slots, its
+//     shape, fill value and attributes (unlinked and replaced as the library does).
+//
+// Then every kept version whose prev_version was deleted is relinked to its nearest kept
+// ancestor, current_version moves to the nearest kept ancestor of the current version,
+// and the deleted version groups are unlinked. __first_version__ and unknown names are
+// refused before anything is written, as are files the deletion cannot complete (a slot
+// mapped with two extents, a kept slot without its hash row, chunks of variable-length
+// strings that would have to move): PlanDelete reads and checks everything first.
+// Should a write fail anyway before the sync, Delete abandons every write of it
+// (h5.File.Abandon): the file stays as it was.
+//
+// Chunks move as they are stored (H5Dread_chunk, H5Dwrite_chunk): never decoded or
+// encoded again. An unfiltered edge chunk that moves gets the fill value outside its
+// extent, as the library writes it; a filtered one keeps the padding it has (the fill
+// value in every chunk versioned-hdf5 master and vh5fs write). Virtual datasets whose
+// mappings do not change are not created again (the library recreates them all, with
+// raw_data's new shape as the mappings' source extent, which no reader uses): the work
+// follows the chunks that move. Memory holds the slot list of one data group, one
+// version's mappings and one chunk at a time, plus the bytes the sync holds (below).
+//
+// # One journaled sync, in two parts
+//
+// The whole deletion is one h5.File.FlushSync: a kill at any moment leaves the file as it
+// was, or (once the journal is durable) the deletion complete after recovery (vh5fs fsck
+// --repair, or the next read-write open). Its two parts are ordered for readers of other
+// programs that open the file before a repair:
+//
+//   - the body: the deleted version groups unlinked, prev_version relinked,
+//     current_version moved. Applied and fsynced first, it leaves a file in which every
+//     listed version reads exactly as before (its chunks have not moved), as after
+//     `del vfile[name]` with the links repaired;
+//   - the publish: the compaction (chunk moves, raw_data and hash_table resized and
+//     rewritten, virtual datasets replaced, data groups dropped).
+//
+// Chunk slots and the mappings that name them live in different objects, so no order of
+// writes makes the compaction readable at every moment: only a kill inside the publish's
+// apply (between the bsync and async steps of the sync) can leave a kept version whose
+// chunks moved reading wrong data, until the repair completes it. The other order would
+// leave that state durable after the body. The driver holds every write of the publish in
+// memory until the sync (and the journal holds them twice), so memory and journal grow
+// with the bytes of the chunks that move.
+package lifecycle

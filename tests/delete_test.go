@@ -1,0 +1,239 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/internal/conform"
+)
+
+// TestCmdDelete: `vh5fs delete` deletes what it is told, or what a policy picks, as
+// versioned-hdf5 does (the goldens); -n changes nothing; refusals are one line, exit 1 or
+// 2, and leave the file as it was.
+func TestCmdDelete(t *testing.T) {
+	middle := fixturePath("golden_delete_middle-before.h5")   // v1 -> v2 -> v3 -> v4
+	several := fixturePath("golden_delete_several-before.h5") // v1 .. v5, one a day
+	for _, c := range []struct {
+		name  string
+		src   string
+		args  []string // after FILE
+		code  int
+		out   []string // lines stdout must hold
+		err   string   // stderr's start, after "vh5fs: "
+		after string   // the golden the file must equal ("" : the file must not change)
+	}{
+		{"dry run", middle, []string{"-n", "v2"}, 0, []string{
+			"would delete 1 of 4 versions:", "  v2  2024-01-02 00:00:00.000000+0000",
+			"would relink v3: prev_version v2 -> v1",
+			"would drop 2 chunks; would move 6 of the 13 kept in the data groups compacted",
+			"would free 60 B of chunk data (the file keeps its size)"}, "", ""},
+		{"middle", middle, []string{"v2"}, 0, []string{"deleted 1 of 4 versions:", "relinked v3: prev_version v2 -> v1"}, "",
+			"golden_delete_middle-after.h5"},
+		{"several", several, []string{"v2", "v4", "v5"}, 0, []string{
+			"moved current_version: v5 -> v3", "dropped data groups: tmp/z"}, "", "golden_delete_several-after.h5"},
+		{"keep last", several, []string{"--keep-last", "2", "-n"}, 0, []string{"would delete 3 of 5 versions:",
+			"  v1  2024-01-01 00:00:00.000000+0000", "  v3  2024-01-03 00:00:00.000000+0000"}, "", ""},
+		{"keep every", several, []string{"--keep-every", "2", "-n"}, 0, []string{"would delete 2 of 5 versions:",
+			"  v2  2024-01-02 00:00:00.000000+0000", "  v4  2024-01-04 00:00:00.000000+0000"}, "", ""},
+		{"before", several, []string{"--before", "2024-01-03", "-n"}, 0, []string{"would delete 2 of 5 versions:",
+			"  v1  2024-01-01 00:00:00.000000+0000", "  v2  2024-01-02 00:00:00.000000+0000"}, "", ""},
+		{"nothing before", several, []string{"--before", "2020-01-01"}, 0, []string{"no version to delete (5 kept)"}, "", ""},
+		{"first version", middle, []string{"__first_version__"}, 1, nil, "%s: cannot delete __first_version__; nothing deleted", ""},
+		{"unknown", middle, []string{"v2", "v9"}, 1, nil, `%s: no such version: "v9"; nothing deleted`, ""},
+		{"strings", fixturePath("strings.h5"), []string{"s1"}, 1, nil,
+			"%s: data group names: moving chunks of O elements is not supported; nothing deleted", ""},
+		{"names and policy", middle, []string{"v2", "--keep-last", "1"}, 2, nil, "delete: name versions or give a policy, not both", ""},
+		{"two policies", middle, []string{"--keep-last", "1", "--before", "2024-01-02"}, 2, nil, "delete: --keep-last, --keep-every and --before are alternatives", ""},
+		{"nothing named", middle, nil, 2, nil, "delete: needs the VERSIONs to delete", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := copyPath(t, c.src)
+			orig, err := os.ReadFile(file)
+			require.NoError(t, err)
+			stdout, stderr, code := vh5fsRun(t, append([]string{"delete", file}, c.args...)...)
+			require.Equal(t, c.code, code, "stdout %s\nstderr %s", stdout, stderr)
+			lines := strings.Split(stdout, "\n")
+			for _, want := range c.out {
+				require.True(t, slices.ContainsFunc(lines, func(l string) bool { return strings.HasSuffix(l, want) }),
+					"no line %q in\n%s", want, stdout)
+			}
+			if c.err != "" {
+				want := "vh5fs: " + c.err
+				if strings.Contains(c.err, "%s") {
+					want = "vh5fs: " + fmt.Sprintf(c.err, file)
+				}
+				require.True(t, strings.HasPrefix(stderr, want), "stderr %q, want %q", stderr, want)
+				require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+			}
+			if c.after == "" {
+				now, err := os.ReadFile(file)
+				require.NoError(t, err)
+				require.Equal(t, orig, now, "the file is untouched")
+				return
+			}
+			require.NoError(t, conform.Files(file, fixturePath(c.after)))
+			_, _, code = vh5fsRun(t, "fsck", file)
+			require.Equal(t, 0, code)
+		})
+	}
+}
+
+// TestCmdDeleteMounted: a file mounted read-write (or read-only) is refused, naming the
+// mount, and left as it was; after the unmount the deletion goes through.
+func TestCmdDeleteMounted(t *testing.T) {
+	for _, opt := range []string{"rw", "ro"} {
+		t.Run(opt, func(t *testing.T) {
+			file := copyPath(t, fixturePath("golden_delete_middle-before.h5"))
+			m := mount(t, file, opt)
+			orig, err := os.ReadFile(file)
+			require.NoError(t, err)
+			_, stderr, code := vh5fsRun(t, "delete", file, "v2")
+			require.Equal(t, 1, code, stderr)
+			mode := map[string]string{"rw": "read-write", "ro": "read-only"}[opt]
+			require.True(t, strings.HasPrefix(stderr, fmt.Sprintf("vh5fs: %s: in use by the %s vh5fs mount at %s (pid ", file, mode, m.Dir)), stderr)
+			require.Contains(t, stderr, "unmount it first (umount "+m.Dir+")")
+			require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+			now, err := os.ReadFile(file)
+			require.NoError(t, err)
+			require.Equal(t, orig, now)
+			m.unmount(t)
+			_, stderr, code = vh5fsRun(t, "delete", file, "v2")
+			require.Equal(t, 0, code, stderr)
+			require.NoError(t, conform.Files(file, fixturePath("golden_delete_middle-after.h5")))
+		})
+	}
+}
+
+// TestKillDuringDelete kills `vh5fs delete` just before each system call of its sync in
+// turn (h5.SyncKillEnv), until one run completes. After each kill, before any repair,
+// h5py reads the file as any program would: without a whole journal beside it (the kill
+// came before the commit point) it reads exactly the original; with one, it lists the
+// original versions or the kept ones, and while it lists a deleted version (the body not
+// applied) every version reads as before. The one state allowed to read wrong is a kill
+// inside the publish's apply, the compaction half written (see package lifecycle); such
+// kills are counted. Then `vh5fs fsck --repair` leaves the file entirely old (no journal)
+// or entirely new (conform.Files against an uninterrupted deletion), and finds it sound.
+func TestKillDuringDelete(t *testing.T) {
+	for _, d := range []struct{ golden, del string }{
+		{"golden_delete_middle", "v2"},
+		{"golden_delete_several", "v2,v4,v5"},
+	} {
+		t.Run(d.golden, func(t *testing.T) {
+			t.Parallel()
+			base := fixturePath(d.golden + "-before.h5")
+			names := strings.Split(d.del, ",")
+			old := digestLines(t, base)
+			ref := copyPath(t, base)
+			_, stderr, code := vh5fsRun(t, append([]string{"delete", ref}, names...)...)
+			require.Equal(t, 0, code, stderr)
+			require.NoError(t, conform.Files(ref, fixturePath(d.golden+"-after.h5")))
+			deleted := map[string]bool{}
+			for _, n := range names {
+				deleted[n] = true
+			}
+			// The original's lines of the kept versions, prev_version aside.
+			keptData, kept := map[string]bool{}, map[string]bool{}
+			for _, l := range old {
+				f := strings.Fields(l)
+				if !deleted[f[0]] {
+					keptData[f[0]+" "+strings.Join(f[2:], " ")] = true
+					kept[f[0]] = true
+				}
+			}
+			newLines := digestLines(t, ref)
+
+			kills, journals, torn := 0, 0, 0
+			for n := 1; ; n++ {
+				file := copyPath(t, base)
+				cmd := exec.Command(vh5fsBin, append([]string{"delete", file}, names...)...)
+				cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", h5.SyncKillEnv, n))
+				out, err := cmd.CombinedOutput()
+				if err == nil {
+					require.NoError(t, conform.Files(file, ref), "run %d, not killed", n)
+					break
+				}
+				var ee *exec.ExitError
+				require.ErrorAs(t, err, &ee, "%s", out)
+				require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal(), "kill %d: %s", n, out)
+				kills++
+				st, err := os.Stat(file + h5.JournalSuffix)
+				journal := err == nil && st.Size() > 0
+				lines, failed := committedLines(t, file)
+				finished := false // the journal removed: the deletion complete
+				switch {
+				case !journal:
+					require.Empty(t, failed, "kill %d: no journal, yet h5py cannot read the file", n)
+					finished = slices.Equal(newLines, lines)
+					require.True(t, finished || slices.Equal(old, lines), "kill %d: no journal, yet the file reads neither old nor new: %v", n, lines)
+				default:
+					journals++
+					listsDeleted := false
+					for _, l := range lines {
+						listsDeleted = listsDeleted || deleted[strings.Fields(l)[0]]
+					}
+					right := true
+					for _, l := range lines {
+						f := strings.Fields(l)
+						if deleted[f[0]] {
+							require.Contains(t, old, l, "kill %d: deleted version %s reads wrong before it goes", n, f[0])
+						} else if !keptData[f[0]+" "+strings.Join(f[2:], " ")] {
+							right = false
+						}
+					}
+					for _, u := range failed {
+						// "unreadable VERSION/PATH: ..." or "unreadable file: ...": while the
+						// body's apply unlinks the deleted versions, they (or a link name
+						// half written) may fail to open; a kept version may not.
+						what := strings.SplitN(strings.TrimPrefix(u, "unreadable "), ":", 2)[0]
+						if v := strings.SplitN(what, "/", 2)[0]; what == "file" || kept[v] {
+							right = false
+						}
+					}
+					if !right {
+						require.False(t, listsDeleted, "kill %d: the body is not applied, yet a kept version reads wrong: %v %v", n, lines, failed)
+						torn++
+					}
+				}
+				out, err = exec.Command(vh5fsBin, "fsck", "--repair", file).CombinedOutput()
+				require.NoError(t, err, "kill %d: fsck --repair: %s", n, out)
+				if journal || finished {
+					require.NoError(t, conform.Files(file, ref), "kill %d, after repair: not the deletion", n)
+					require.Equal(t, newLines, digestLines(t, file))
+				} else {
+					require.NoError(t, conform.Files(file, base), "kill %d, after repair: not the original", n)
+				}
+				_, err = os.Stat(file + h5.JournalSuffix)
+				require.ErrorIs(t, err, os.ErrNotExist)
+			}
+			t.Logf("%d kills over the deletion's sync (%d with a whole journal, %d of them inside the publish's apply reading a kept version wrong or not at all before the repair); every repair left the file old or new",
+				kills, journals, torn)
+			require.Greater(t, kills, 8, "the kills cover the sync's steps")
+		})
+	}
+}
+
+// TestCmdDeleteStageBase: a version a saved stage is based on is refused, naming the
+// stage; the file is left as it was.
+func TestCmdDeleteStageBase(t *testing.T) {
+	file := copyPath(t, fixturePath("golden_delete_middle-before.h5"))
+	m := mount(t, file, "rw")
+	require.NoError(t, os.Mkdir(m.Dir+"/stage/work", 0o755))
+	m.unmount(t)
+	orig, err := os.ReadFile(file)
+	require.NoError(t, err)
+	_, stderr, code := vh5fsRun(t, "delete", file, "v2", "v4")
+	require.Equal(t, 1, code, stderr)
+	require.True(t, strings.HasPrefix(stderr, "vh5fs: "+file+": version v4 is the base of stage work ("), stderr)
+	require.Contains(t, stderr, "commit or remove the stage first; nothing deleted")
+	now, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, orig, now)
+}
