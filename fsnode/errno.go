@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/lifecycle"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/xattrs"
@@ -25,6 +26,8 @@ var errnos = []struct {
 	{commit.ErrBusy, syscall.EBUSY},
 	{commit.ErrFirst, syscall.EPERM},
 	{commit.ErrName, syscall.EINVAL},
+	{lifecycle.ErrNoVersion, syscall.ENOENT},
+	{lifecycle.ErrFirstVersion, syscall.EPERM},
 	{stage.ErrNotExist, syscall.ENOENT},
 	{stage.ErrExist, syscall.EEXIST},
 	{stage.ErrInvalid, syscall.EINVAL},

@@ -67,7 +67,7 @@ func (m *mount) refusal(op, mp string) string {
 	switch op {
 	case "unlink", "rmdir":
 		if version {
-			return "versions are immutable and are not deleted through the mount (versioned-hdf5's delete_versions deletes them)"
+			return "a version is a directory: rmdir MNT/versions/NAME (or rm -r) deletes it as versioned-hdf5's delete_versions does"
 		}
 		return "versions are immutable: nothing in them is deleted" + instead("rm MNT/stage/NAME/PATH (rmdir for a group)")
 	case "rename":

@@ -23,7 +23,7 @@ func TestRefusal(t *testing.T) {
 	m := &mount{}
 	for _, c := range []struct{ op, path, want string }{
 		{"unlink", "versions/v2/counts", "versions are immutable: nothing in them is deleted"},
-		{"rmdir", "versions/v2", "versions are immutable and are not deleted through the mount"},
+		{"rmdir", "versions/v2", "rmdir MNT/versions/NAME (or rm -r) deletes it"},
 		{"rename", "versions/v2", "a version is renamed only within versions/"},
 		{"rename", "versions/v2/counts", "nothing in them is renamed"},
 		{"mkdir", "versions/new", "a new version is made by committing a stage"},

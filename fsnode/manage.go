@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/lifecycle"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -20,6 +21,35 @@ import (
 // the mount's view of the version only (groupNode.Unlink, Rmdir), the version itself
 // changes at the rmdir of its directory. Until then, and after a remount, the file holds
 // it whole. Moving current is current.go's.
+
+var _ fs.NodeRmdirer = (*versionsNode)(nil)
+
+// Rmdir of versions/NAME deletes the version as versioned-hdf5's delete_versions does
+// (package lifecycle), returning once durable: its children's prev_version and, if it
+// was current, current_version go to its nearest kept ancestor, and the chunks no kept
+// version uses are dropped. Refused (EBUSY) while files are open for writing or stages
+// are saved: both record raw_data slots, which a deletion moves.
+func (n *versionsNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if n.m.commit == nil {
+		return n.frozenDir.Rmdir(ctx, name)
+	}
+	if errn := n.m.busy("deleting a version", ""); errn != 0 {
+		return errn
+	}
+	var plan *lifecycle.Plan
+	err := n.m.commit.Rewrite(func(f *versions.File) (err error) {
+		plan, err = lifecycle.Delete(f, []string{name})
+		return err
+	})
+	if err != nil {
+		en := errno(err)
+		slog.Warn("version not deleted", "version", name, "errno", en, "err", err)
+		return en
+	}
+	n.m.forgetRemoved(name)
+	slog.Info("version deleted", "version", name, "current", plan.NewCurrent, "chunks_moved", plan.Moves(), "bytes_freed", plan.FreedBytes)
+	return 0
+}
 
 var _ fs.NodeRenamer = (*versionsNode)(nil)
 
@@ -33,7 +63,7 @@ func (n *versionsNode) Rename(ctx context.Context, name string, newParent fs.Ino
 	if newParent.EmbeddedInode() != &n.Inode || flags&^unix.RENAME_NOREPLACE != 0 {
 		return n.frozenDir.Rename(ctx, name, newParent, newName, flags)
 	}
-	if errn := n.m.busy("rename", name); errn != 0 {
+	if errn := n.m.busy("renaming a version", name); errn != 0 {
 		return errn
 	}
 	if err := n.m.commit.RenameVersion(name, newName); err != nil {
@@ -41,6 +71,7 @@ func (n *versionsNode) Rename(ctx context.Context, name string, newParent fs.Ino
 		slog.Warn("version not renamed", "version", name, "to", newName, "errno", en, "err", err)
 		return en
 	}
+	n.m.forgetRemoved(name)
 	slog.Info("version renamed", "version", name, "to", newName)
 	// The kernel moves the version's dentry, whose nodes name the old path: have it look
 	// the version up again (asynchronously: it may hold locks on our behalf now).
@@ -67,15 +98,23 @@ func (m *mount) staleOr(path string, immutable bool, errn syscall.Errno) syscall
 	return errn
 }
 
-// busy refuses op on a version a stage is based on, with a log line that names them.
+// busy refuses op on version (every version: "") while a stage is based on it (on any
+// version: a deletion moves the raw_data slots stages record), with a log line that names
+// the stages.
 func (m *mount) busy(op, version string) syscall.Errno {
-	bases, err := stage.Bases(m.file.Path())
+	saved, err := stage.Saved(m.file.Path())
 	if err != nil {
 		slog.Error("stages not read", "err", err)
 		return syscall.EIO
 	}
-	if names := bases[version]; len(names) > 0 {
-		slog.Warn("refused: "+op+" of a version a stage is based on; commit the stage (mv MNT/stage/NAME MNT/versions/) or discard it (rm -r MNT/stage/NAME) first",
+	var names []string
+	for _, s := range saved {
+		if version == "" || s.Base == version {
+			names = append(names, s.Name)
+		}
+	}
+	if len(names) > 0 {
+		slog.Warn("refused: "+op+" while stages are based on the file's versions; commit each stage (mv MNT/stage/NAME MNT/versions/) or discard it (rm -r MNT/stage/NAME) first",
 			"version", version, "stages", strings.Join(names, ","))
 		return syscall.EBUSY
 	}

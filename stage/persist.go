@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/staged"
@@ -411,35 +410,6 @@ func Saved(file string) ([]Summary, error) {
 		sort.Strings(s.Changed)
 		sort.Strings(s.Attrs)
 		out = append(out, s)
-	}
-	return out, nil
-}
-
-// Bases lists the stages kept beside file (Dir) by their base versions: version ->
-// stage names. A version a stage is based on must stay (and keep its name) until the
-// stage is committed or discarded. Stages whose stage.json cannot be read are skipped.
-func Bases(file string) (map[string][]string, error) {
-	dir := Dir(file)
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("stages of %s: %w", file, err)
-	}
-	out := map[string][]string{}
-	for _, e := range ents {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "stage.json"))
-		if err != nil {
-			continue
-		}
-		var t savedTree
-		if json.Unmarshal(b, &t) == nil && t.Base != "" {
-			out[t.Base] = append(out[t.Base], e.Name())
-		}
 	}
 	return out, nil
 }

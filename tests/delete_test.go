@@ -220,8 +220,9 @@ func TestKillDuringDelete(t *testing.T) {
 	}
 }
 
-// TestCmdDeleteStageBase: a version a saved stage is based on is refused, naming the
-// stage; the file is left as it was.
+// TestCmdDeleteStageBase: a deletion while a stage is saved beside the file is refused,
+// naming the stage (and its base, when that is deleted): stages record the raw_data slots
+// a deletion moves. The file is left as it was.
 func TestCmdDeleteStageBase(t *testing.T) {
 	file := copyPath(t, fixturePath("golden_delete_middle-before.h5"))
 	m := mount(t, file, "rw")
@@ -231,8 +232,11 @@ func TestCmdDeleteStageBase(t *testing.T) {
 	require.NoError(t, err)
 	_, stderr, code := vh5fsRun(t, "delete", file, "v2", "v4")
 	require.Equal(t, 1, code, stderr)
-	require.True(t, strings.HasPrefix(stderr, "vh5fs: "+file+": version v4 is the base of stage work ("), stderr)
-	require.Contains(t, stderr, "commit or remove the stage first; nothing deleted")
+	require.True(t, strings.HasPrefix(stderr, "vh5fs: "+file+": stage work ("), stderr)
+	require.Contains(t, stderr, ") is based on version v4: commit or remove the stage first; nothing deleted")
+	_, stderr, code = vh5fsRun(t, "delete", file, "v2")
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, ") records raw_data slots a deletion moves: commit or remove the stage first; nothing deleted")
 	now, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Equal(t, orig, now)

@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 )
 
@@ -80,4 +82,60 @@ func TestRenameVersion(t *testing.T) {
 		chain = append(chain, e.Name)
 	}
 	require.Equal(t, []string{"r5", "r4", "mid", "two", "r1"}, chain)
+}
+
+// TestDeleteThroughMount: rmdir MNT/versions/X, and rm -r of it, delete the version as
+// versioned-hdf5's delete_versions does (every delete golden without a commit on top,
+// compared whole); current follows; a stage or a file open for writing makes it EBUSY,
+// and __first_version__ cannot be named.
+func TestDeleteThroughMount(t *testing.T) {
+	goldens, err := fixture.Deletes()
+	require.NoError(t, err)
+	ran := 0
+	for _, g := range goldens {
+		if g.Commit != nil {
+			continue
+		}
+		ran++
+		t.Run(g.Name, func(t *testing.T) {
+			file := fixture.Copy(t, g.Before)
+			m := mount(t, file, "rw")
+			for i, v := range g.Names {
+				dir := filepath.Join(m.Dir, "versions", v)
+				if i%2 == 0 {
+					out, err := exec.Command("rm", "-r", dir).CombinedOutput()
+					require.NoError(t, err, "rm -r: %s", out)
+				} else {
+					require.NoError(t, syscall.Rmdir(dir))
+				}
+				_, err := os.Stat(dir)
+				require.ErrorIs(t, err, syscall.ENOENT)
+			}
+			cur, err := os.Readlink(filepath.Join(m.Dir, "current"))
+			require.NoError(t, err)
+			require.Equal(t, "versions/"+g.CurrentAfter, cur)
+			m.unmount(t)
+			require.NoError(t, conform.Files(file, g.After))
+		})
+	}
+	require.Greater(t, ran, 3)
+
+	file := fixture.Copy(t, filepath.Join(fixture.Dir(), "golden_delete_middle-before.h5"))
+	m := mount(t, file, "rw")
+	v2 := filepath.Join(m.Dir, "versions", "v2")
+	f, err := os.OpenFile(filepath.Join(m.Dir, "versions", "v3", "x"), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	require.ErrorIs(t, syscall.Rmdir(v2), syscall.EBUSY, "a file open for writing")
+	require.NoError(t, f.Close())
+	require.NoError(t, os.Mkdir(filepath.Join(m.Dir, "stage", "s"), 0o755))
+	require.ErrorIs(t, syscall.Rmdir(v2), syscall.EBUSY, "a stage")
+	require.NoError(t, os.RemoveAll(filepath.Join(m.Dir, "stage", "s")))
+	require.ErrorIs(t, syscall.Rmdir(filepath.Join(m.Dir, "versions", "__first_version__")), syscall.ENOENT)
+	// rm of a dataset alone takes it out of view only: the version stays in the file.
+	require.NoError(t, os.Remove(filepath.Join(v2, "x")))
+	_, err = os.Stat(filepath.Join(v2, "x"))
+	require.ErrorIs(t, err, syscall.ENOENT)
+	m.unmount(t)
+	require.Contains(t, versionDigests(t, file), "v2")
+	require.Contains(t, m.stderr.String(), "takes them out of this mount's view only")
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -202,20 +203,21 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%.1f %s", v, []string{"KiB", "MiB", "GiB", "TiB", "PiB"}[unit])
 }
 
-// checkStages refuses to delete a version a saved stage is based on: its commit would
-// find no base.
+// checkStages refuses a deletion while a stage is saved beside the file: a stage records
+// the raw_data slots of its base's chunks, which a deletion moves (and its base may be
+// among the deleted).
 func checkStages(file string, names []string) error {
 	stages, err := stage.Saved(file)
 	if err != nil {
 		return fmt.Errorf("%s: reading its stages (%s): %w", file, stage.Dir(file), err)
 	}
 	for _, s := range stages {
-		for _, n := range names {
-			if s.Base == n {
-				return fmt.Errorf("%s: version %s is the base of stage %s (%s): commit or remove the stage first; nothing deleted",
-					file, n, s.Name, stage.Dir(file))
-			}
+		why := "records raw_data slots a deletion moves"
+		if slices.Contains(names, s.Base) {
+			why = "is based on version " + s.Base
 		}
+		return fmt.Errorf("%s: stage %s (%s) %s: commit or remove the stage first; nothing deleted",
+			file, s.Name, stage.Dir(file), why)
 	}
 	return nil
 }
