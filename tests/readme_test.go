@@ -96,7 +96,7 @@ func TestReadmeRecipes(t *testing.T) {
 			checkRecipe(t, r, string(out), data, mnt)
 		})
 	}
-	require.Equal(t, 7, ran, "recipes run")
+	require.Equal(t, 8, ran, "recipes run")
 }
 
 // checkRecipe checks the effects a recipe promises, by what it does.
@@ -131,6 +131,15 @@ v = f["_version_data/versions"]
 c = v["calib"]
 print(v.attrs["current_version"], c.attrs["prev_version"], c["temp"].attrs["unit"], c["temp"][0, 0], c["offsets"][()].sum())`, data)
 		require.Equal(t, "calib r5 K 0.0 55.5\n", got)
+		require.False(t, isMountpoint(t, mnt), "umount")
+	case strings.Contains(s, "ln -sfn versions/r3"):
+		require.Regexp(t, `data\.h5: [0-9.]+ KiB -> [0-9.]+ KiB`, out, "compact's sizes")
+		require.NotContains(t, out, "r4", "r4, renamed r4-bad, is deleted")
+		got := run(t, python(t), "-c", `import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+v = f["_version_data/versions"]
+print(v.attrs["current_version"], v["r5"].attrs["prev_version"], sorted(k for k in v if k != "__first_version__"))`, data)
+		require.Equal(t, "r3 r3 ['r1', 'r2', 'r3', 'r5']\n", got)
 		require.False(t, isMountpoint(t, mnt), "umount")
 	case strings.Contains(s, "vh5fs delete"):
 		require.Contains(t, out, "data.h5: would delete 3 of 5 versions:\n  r1  ")
