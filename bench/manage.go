@@ -105,3 +105,96 @@ with h5py.File(sys.argv[1], "r+") as f:
     f.flush()
     raw.resize((n,))
 `
+
+// benchDelete times deleting versions of a file of -delete-versions versions of a dataset
+// of -delete-chunks 1 KiB chunks (each version rewriting one chunk): most of them (all
+// but every 10th, as --keep-every 10 picks) and one in the middle, by `vh5fs delete` and
+// by versioned-hdf5's delete_versions where importable, each on a fresh copy; time and
+// peak RSS, medians of reps.
+func benchDelete(cache, vh5fs string, reps, chunks, nversions int) error {
+	if chunks <= 0 || nversions <= 0 {
+		return nil
+	}
+	file, err := cached(filepath.Join(cache, fmt.Sprintf("delete-%d-%d.h5", chunks, nversions)), func(tmp string) error {
+		return run("/usr/bin/python3", "tests/py/make_versioned.py", tmp, "--shape", strconv.Itoa(chunks*chunkElems),
+			"--chunks", strconv.Itoa(chunkElems), "--versions", strconv.Itoa(nversions))
+	})
+	if err != nil {
+		return err
+	}
+	var most []string
+	for k := range nversions {
+		if (nversions-1-k)%10 != 0 {
+			most = append(most, "v"+strconv.Itoa(k))
+		}
+	}
+	lib := versionedHDF5Available()
+	fmt.Printf("\ndelete versions of %d (a dataset of %d chunks), medians of %d, each on a fresh copy\n", nversions, chunks, reps)
+	for _, c := range []struct {
+		what  string
+		names []string
+	}{
+		{fmt.Sprintf("%d of %d", len(most), nversions), most},
+		{fmt.Sprintf("1 of %d", nversions), []string{"v" + strconv.Itoa(nversions/2)}},
+	} {
+		var ours, theirs []time.Duration
+		var ourRSS, theirRSS int64
+		for range reps {
+			d, rss, err := timedOnCopy(file, func(work string) *exec.Cmd {
+				return exec.Command(vh5fs, append([]string{"delete", work}, c.names...)...)
+			})
+			if err != nil {
+				return err
+			}
+			ours, ourRSS = append(ours, d), max(ourRSS, rss)
+			if !lib {
+				continue
+			}
+			d, rss, err = timedOnCopy(file, func(work string) *exec.Cmd {
+				return exec.Command("/usr/bin/python3", append([]string{"-c", libraryDelete, work}, c.names...)...)
+			})
+			if err != nil {
+				return err
+			}
+			theirs, theirRSS = append(theirs, d), max(theirRSS, rss)
+		}
+		self := func(d time.Duration) time.Duration { return d }
+		o := median(ours, self)
+		fmt.Printf("  delete %-12s vh5fs %9s  peak RSS %4d MiB", c.what, ms(o), ourRSS>>20)
+		if lib {
+			l := median(theirs, self)
+			fmt.Printf("   versioned-hdf5 %9s  peak RSS %4d MiB   %.1fx faster (target >= 10x)\n", ms(l), theirRSS>>20, float64(l)/float64(o))
+		} else {
+			fmt.Printf("   versioned-hdf5: not measured (import versioned_hdf5 fails)\n")
+		}
+	}
+	return nil
+}
+
+// timedOnCopy copies file, runs the command cmd makes for the copy, and returns its time
+// and peak RSS.
+func timedOnCopy(file string, cmd func(work string) *exec.Cmd) (time.Duration, int64, error) {
+	work, cleanup, err := workCopy(file)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cleanup()
+	c := cmd(work)
+	start := time.Now()
+	if b, err := c.CombinedOutput(); err != nil {
+		return 0, 0, fmt.Errorf("%v: %v: %s", c.Args[:2], err, b)
+	}
+	d := time.Since(start)
+	var rss int64
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss << 10
+	}
+	return d, rss, nil
+}
+
+// libraryDelete deletes the versions named after the file with versioned-hdf5.
+const libraryDelete = `import sys, h5py
+from versioned_hdf5 import delete_versions
+with h5py.File(sys.argv[1], "r+") as f:
+    delete_versions(f, sys.argv[2:])
+`
