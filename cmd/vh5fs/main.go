@@ -54,6 +54,9 @@ const usage = `usage:
   vh5fs refs FILE [VERSION] [--at TIME] [--all] [--url URL] [-o OUT.json]
                                              Zarr references for Dask/xarray
   vh5fs compact FILE [-o OUT]                rewrite FILE without the space nothing uses
+  vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
+               [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n]
+                                             change a dataset's storage in every version
   vh5fs help [COMMAND]
   vh5fs --version
 
