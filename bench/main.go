@@ -68,6 +68,8 @@ func main() {
 	small := flag.Int("small-size", 256, "write suite: MiB of each dd bs=4K over a version, uncompressed and gzip+shuffle (0: none)")
 	writeReps := flag.Int("write-reps", 3, "write suite: runs per row")
 	compactSize := flag.Int("compact-size", 4096, "manage suite: MiB of live raw_data chunks in the file compacted (0: none)")
+	modifySize := flag.Int("modify-size", 1024, "manage suite: MiB of the dataset vh5fs modify rechunks (0: none)")
+	modifyLibTimeout := flag.Duration("modify-lib-timeout", 30*time.Minute, "manage suite: when versioned-hdf5's modify_metadata is stopped")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := os.MkdirAll(*cache, 0o755); err != nil {
@@ -113,6 +115,9 @@ func main() {
 		}
 		if *suite == "all" || *suite == "manage" {
 			if err := benchManage(*cache, *vh5fs, *writeReps, *compactSize); err != nil {
+				fatal(err)
+			}
+			if err := benchModify(*cache, *vh5fs, *writeReps, *modifySize, *modifyLibTimeout); err != nil {
 				fatal(err)
 			}
 		}
