@@ -198,7 +198,7 @@ func File(file, dataset string, o Options, dryRun bool) (Result, error) {
 type modification struct {
 	Plan
 	f        *versions.File
-	datasets []*versions.Dataset // of Versions, loaded before anything is written
+	shapes   [][]int64 // of the dataset in each of Versions
 	from, to elemType
 	conv     *converter
 }
@@ -233,26 +233,27 @@ func plan(f *versions.File, file, dataset string, o Options) (*modification, err
 		if !d.Type.Raw || len(d.Shape) == 0 || d.RawDataset() == nil {
 			return nil, fmt.Errorf("%s in version %s: not a chunked versioned dataset of fixed-size elements: %w", dataset, v, ErrUnsupported)
 		}
+		if len(m.Versions) == 0 {
+			if m.Old, err = oldSpec(d.RawDataset().Info()); err != nil {
+				return nil, fmt.Errorf("%s: %w", dataset, err)
+			}
+		}
+		if len(d.Shape) != len(m.Old.Chunks) || d.Type.DType != m.Old.DType {
+			return nil, fmt.Errorf("%s in version %s: shape %v or dtype %s does not match its raw_data's", dataset, v, d.Shape, d.Type.DType)
+		}
 		m.Versions = append(m.Versions, v)
-		m.datasets = append(m.datasets, d)
+		m.shapes = append(m.shapes, d.Shape)
+		// Its chunk map is read again when its turn comes: memory holds one version's.
+		f.Forget(v)
 	}
 	if len(m.Versions) == 0 {
 		return nil, fmt.Errorf("no version holds a dataset %s", dataset)
-	}
-	raw := m.datasets[0].RawDataset().Info()
-	if m.Old, err = oldSpec(raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", dataset, err)
 	}
 	if k, err := h.Kind(versions.DataRoot + "/" + dataset + "/hash_table"); err != nil || k != h5.KindDataset {
 		return nil, fmt.Errorf("%s: its data group has no hash_table", dataset)
 	}
 	if a, ok, err := h.Attr(versions.DataRoot+"/"+dataset+"/hash_table", "largest_index"); err == nil && ok {
 		m.OldSlots, _ = a.Value.(int64)
-	}
-	for i, d := range m.datasets {
-		if len(d.Shape) != len(m.Old.Chunks) || d.Type.DType != m.Old.DType {
-			return nil, fmt.Errorf("%s in version %s: shape %v or dtype %s does not match its raw_data's", dataset, m.Versions[i], d.Shape, d.Type.DType)
-		}
 	}
 	if err := m.newSpec(o); err != nil {
 		return nil, err

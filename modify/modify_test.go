@@ -217,3 +217,34 @@ func TestRefusals(t *testing.T) {
 		require.ErrorContains(t, err, "stages are kept beside the file (s1)")
 	})
 }
+
+// TestBandsReadOnce: a band of new chunks whose source chunks an earlier version had
+// already is mapped without being read again, with the same result (TestGolden).
+func TestBandsReadOnce(t *testing.T) {
+	m := golden(t, "golden_modify_rechunk_1d")
+	file := fixture.Copy(t, m.Before)
+	res, err := File(file, "x", Options{Chunks: []int64{6}}, false)
+	require.NoError(t, err)
+	var total, chunks int64
+	for _, s := range lengths(t, m.Before, res.Versions) {
+		total += s * 8
+		chunks += (s + 5) / 6
+	}
+	require.Equal(t, chunks, res.Chunks, "every chunk of every version mapped")
+	require.Less(t, res.Read, total, "bands shared with an earlier version are not read again")
+	checkGolden(t, file, m)
+}
+
+// lengths is the length of x in each of the versions of file before.
+func lengths(t *testing.T, before string, vs []string) []int64 {
+	f, err := versions.Open(before)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []int64
+	for _, v := range vs {
+		d, err := f.Dataset(versions.VersionsGroup + "/" + v + "/x")
+		require.NoError(t, err)
+		out = append(out, d.Shape[0])
+	}
+	return out
+}

@@ -28,7 +28,8 @@ type writer struct {
 	slots    map[[32]byte]int64 // digest -> slot
 	rows     []byte             // hash_table rows, hashRowBytes each, in slot order
 	pending  []pendingChunk     // new chunks not written yet, in slot order
-	// memo maps a band's source (memoKey) to the new slots of its chunks.
+	extent   int64              // raw_data's extent, in slots
+	// memo maps a band's source (sources.key) to the new slots of its chunks.
 	memo map[[32]byte][]int64 // GUARDED_BY(mu)
 	mu   sync.Mutex           // guards memo and res.Read between the cutters and the deduplicator
 	res  *Result
@@ -77,8 +78,8 @@ func (m *modification) run(res *Result, progress func(done, total int64)) error 
 		res:      res,
 	}
 	var total int64
-	for _, d := range m.datasets {
-		total += bands(d.Shape, w.chunks)
+	for _, shape := range m.shapes {
+		total += bands(shape, w.chunks)
 	}
 	report := func() {
 		if progress != nil {
@@ -88,15 +89,22 @@ func (m *modification) run(res *Result, progress func(done, total int64)) error 
 	final := versions.DataRoot + "/" + m.Dataset
 	src := raw.SourceAs(final + "/raw_data")
 	vds := make([]string, len(m.Versions))
-	for i, d := range m.datasets {
+	for i, v := range m.Versions {
+		// The old version's objects are untouched until the publish: loading them now
+		// reads what they held at the start.
+		d, err := m.f.Dataset(versions.VersionsGroup + "/" + v + "/" + m.Dataset)
+		if err != nil {
+			return fmt.Errorf("version %s: %w", v, err)
+		}
 		slots, err := w.version(d, report)
 		if err != nil {
-			return fmt.Errorf("version %s: %w", m.Versions[i], err)
+			return fmt.Errorf("version %s: %w", v, err)
 		}
 		vds[i] = scratch + "/vds" + strconv.Itoa(i)
 		if err := w.virtual(src, d, vds[i], slots); err != nil {
-			return fmt.Errorf("version %s: %w", m.Versions[i], err)
+			return fmt.Errorf("version %s: %w", v, err)
 		}
+		m.f.Forget(v)
 	}
 	if err := w.finish(group + "/hash_table"); err != nil {
 		return err
@@ -395,10 +403,7 @@ func (w *writer) flush() error {
 	if len(w.pending) == 0 {
 		return nil
 	}
-	n := int64(len(w.rows) / hashRowBytes)
-	dims := slices.Clone(w.chunks)
-	dims[0] = n * w.chunks[0]
-	if err := w.raw.SetExtent(dims); err != nil {
+	if err := w.grow(int64(len(w.rows)/hashRowBytes), false); err != nil {
 		return err
 	}
 	pend := w.pending
@@ -430,12 +435,34 @@ func (w *writer) flush() error {
 	return nil
 }
 
-// finish writes the hash_table rows, then largest_index.
+// grow makes raw_data hold n slots: at least n (twice what it held, when that is more:
+// each resize costs libhdf5 a walk of its chunk index and memory), exactly n when exact.
+func (w *writer) grow(n int64, exact bool) error {
+	if n <= w.extent && !exact || n == w.extent {
+		return nil
+	}
+	if !exact {
+		n = max(n, 2*w.extent)
+	}
+	dims := slices.Clone(w.chunks)
+	dims[0] = n * w.chunks[0]
+	if err := w.raw.SetExtent(dims); err != nil {
+		return err
+	}
+	w.extent = n
+	return nil
+}
+
+// finish sets raw_data's extent to its slots, then writes the hash_table rows, then
+// largest_index.
 func (w *writer) finish(table string) error {
 	if err := w.flush(); err != nil {
 		return err
 	}
 	n := int64(len(w.rows) / hashRowBytes)
+	if err := w.grow(n, true); err != nil {
+		return err
+	}
 	if n == 0 {
 		return nil
 	}
