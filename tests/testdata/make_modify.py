@@ -14,13 +14,14 @@ versioned-hdf5 drops the user attributes of the dataset in every version it rewr
 vh5fs keeps them (the before-file's attributes, raw_data and chunks aside, are the
 expected ones).
 
-Writes, per golden NAME: NAME-before.h5, NAME-after.h5, their manifests (NAME-*.json, the
+Writes, per golden NAME (every one, or those named on the command line): NAME-before.h5, NAME-after.h5, their manifests (NAME-*.json, the
 format of fixtures/README.md) and NAME.modify.json: the dataset, the call's keyword
 arguments (kwargs) and the same call as `vh5fs modify` arguments (args).
 """
 import hashlib
 import json
 import shutil
+import sys
 from datetime import datetime, timezone
 
 import h5py
@@ -29,6 +30,7 @@ from versioned_hdf5 import VersionedHDF5File
 from versioned_hdf5.replay import modify_metadata
 
 OUT = "fixtures"
+ONLY = sys.argv[1:]  # golden names to write (all when none given)
 
 
 def ts(day, hour=0):
@@ -98,6 +100,8 @@ def manifest(path):
 
 
 def golden(name, description, build, dataset, kwargs, args):
+    if ONLY and name not in ONLY:
+        return
     before, after = f"{OUT}/{name}-before.h5", f"{OUT}/{name}-after.h5"
     with h5py.File(before, "w") as f:
         build(VersionedHDF5File(f))
@@ -195,3 +199,5 @@ golden("golden_modify_dtype", "<f8 -> <f4",
        floats, "f", {"dtype": "<f4"}, ["--dtype", "<f4"])
 golden("golden_modify_fill", "fill value 0 -> -1: stored zeros become -1",
        floats, "f", {"fillvalue": -1.0}, ["--fillvalue", "-1"])
+golden("golden_modify_lzf", "gzip + shuffle -> LZF, shuffle kept",
+       gzip_1d, "s", {"compression": "lzf", "compression_opts": None}, ["--compression", "lzf"])
