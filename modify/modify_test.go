@@ -248,3 +248,35 @@ func lengths(t *testing.T, before string, vs []string) []int64 {
 	}
 	return out
 }
+
+// TestFailureHalfway: a modify that fails in the middle of its swap leaves the file as
+// it was: nothing it wrote reaches the file, not even at the close.
+func TestFailureHalfway(t *testing.T) {
+	m := golden(t, "golden_modify_rechunk_2d")
+	file := fixture.Copy(t, m.Before)
+	before, err := os.ReadFile(file)
+	require.NoError(t, err)
+	failHook = func(step string) error {
+		if step == "swapped v2" {
+			return fmt.Errorf("injected")
+		}
+		return nil
+	}
+	defer func() { failHook = nil }()
+	_, err = File(file, "g/z", Options{Chunks: []int64{5, 3}}, false)
+	require.ErrorContains(t, err, "injected")
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, before, after[:len(before)], "the file's bytes are as they were")
+	for _, v := range []string{"v1", "v2", "v3", "v4"} {
+		got, err := conform.Tree(file, v)
+		require.NoError(t, err)
+		want, err := conform.Tree(m.Before, v)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+	failHook = nil
+	_, err = File(file, "g/z", Options{Chunks: []int64{5, 3}}, false)
+	require.NoError(t, err, "a later modify goes through")
+	checkGolden(t, file, m)
+}

@@ -53,13 +53,24 @@ type band struct {
 
 func workers() int { return runtime.GOMAXPROCS(0) }
 
-func (m *modification) run(res *Result, progress func(done, total int64)) error {
+// failHook, set by tests, makes the run fail where it returns an error.
+var failHook func(step string) error
+
+func (m *modification) run(res *Result, progress func(done, total int64)) (err error) {
 	h := m.f.HDF5()
 	if k, err := h.Kind(scratch); err != nil {
 		return err
 	} else if k != h5.KindMissing {
 		return fmt.Errorf("%s exists (left by an interrupted modify_metadata?): remove it first", scratch)
 	}
+	// A failure leaves the file as it was: nothing written here reaches it at the close.
+	defer func() {
+		if err != nil {
+			if cerr := h.Cancel(); cerr != nil {
+				err = fmt.Errorf("%w; then: %v", err, cerr)
+			}
+		}
+	}()
 	group := scratch + "/data"
 	if err := h.CreateDataGroup(group, m.New); err != nil {
 		return err
@@ -124,6 +135,11 @@ func (m *modification) run(res *Result, progress func(done, total int64)) error 
 		}
 		if err := h.MoveLink(vds[i], p); err != nil {
 			return err
+		}
+		if failHook != nil {
+			if err := failHook("swapped " + v); err != nil {
+				return err
+			}
 		}
 	}
 	for _, name := range []string{"raw_data", "hash_table"} {
