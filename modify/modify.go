@@ -149,7 +149,7 @@ func onOff(b bool) string {
 // at path with the changes o asks for, in every version holding it, and syncs once. With
 // dryRun it only plans: nothing is written. It refuses a file with stages kept beside it
 // (their chunks are based on the old storage) and, through HDF5's file locking, one another
-// program has open for writing.
+// program has open (a mount's view of the old storage would go stale).
 func File(file, dataset string, o Options, dryRun bool) (Result, error) {
 	start := time.Now()
 	dataset = strings.Trim(dataset, "/")

@@ -65,7 +65,8 @@ with h5py.File(path, "r+") as f:
 }
 
 // TestModifyRefused: bad options are usage errors (status 2), a dataset modify cannot
-// rewrite and a file a writer holds are refused (status 1); the file is left alone.
+// rewrite and a file a mount holds (read-write or read-only) are refused (status 1); the
+// file is left alone.
 func TestModifyRefused(t *testing.T) {
 	file := fixture.Copy(t, "testdata/fixtures/golden_modify_rechunk_2d-before.h5")
 	orig, err := os.ReadFile(file)
@@ -94,11 +95,13 @@ func TestModifyRefused(t *testing.T) {
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "variable-length strings")
 
-	m := mount(t, file, "rw")
-	_, stderr, code = vh5fsRun(t, "modify", file, "g/z", "--chunks", "5,3")
-	require.Equal(t, 1, code, stderr)
-	require.Contains(t, stderr, "vh5fs: "+file+": ")
-	m.unmount(t)
+	for _, opts := range []string{"rw", "ro"} {
+		m := mount(t, file, opts)
+		_, stderr, code = vh5fsRun(t, "modify", file, "g/z", "--chunks", "5,3")
+		require.Equal(t, 1, code, stderr)
+		require.Contains(t, stderr, "vh5fs: "+file+": in use by the vh5fs mount at "+m.Dir, opts)
+		m.unmount(t)
+	}
 	now, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Equal(t, orig, now)

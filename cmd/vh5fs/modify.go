@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/modify"
 )
@@ -28,8 +31,8 @@ a level is level 4, as in h5py.
 Memory stays bounded (one row of new chunks per core at a time); the rewrite happens in
 one journaled sync: a crash leaves the old file, or the new one once recovered (the next
 read-write open, or vh5fs fsck --repair). The old storage's space stays in the file until
-vh5fs compact. Refused while a writer has FILE open or stages are kept beside it, and for
-variable-length string datasets.
+vh5fs compact. Refused while another program has FILE open (a mount, read-only too, or
+h5py) or stages are kept beside it, and for variable-length string datasets.
 
   -n    print what would change; write nothing
 `, runModify}
@@ -59,6 +62,12 @@ func runModify(args []string, stdout, stderr io.Writer) int {
 	bar := &progressBar{w: stderr, name: "modify"}
 	if isTerminal(stderr) && !*dry {
 		o.Progress = func(done, total int64) { bar.update("rows of new chunks", done, total) }
+	}
+	if !*dry {
+		if err := checkModifiable(file); err != nil {
+			fmt.Fprintf(stderr, "vh5fs: %v\n", err)
+			return 1
+		}
 	}
 	res, err := modify.File(file, dataset, o, *dry)
 	bar.clear()
@@ -142,4 +151,37 @@ func modifyOptions(fl *flag.FlagSet, chunks, comp string, shuffle, noShuffle boo
 		o.FillValue = fill
 	}
 	return o, nil
+}
+
+// checkModifiable names who holds file's lock when modify cannot take it exclusively, as
+// libhdf5's read-write open must: any mount or HDF5 program with the file open (their
+// views of the old storage would go stale). nil when the lock is free, or when the open
+// is left to report what else is wrong.
+func checkModifiable(file string) error {
+	if v := strings.ToUpper(os.Getenv("HDF5_USE_FILE_LOCKING")); v == "FALSE" || v == "0" {
+		return nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		return nil
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		return nil
+	}
+	h, ok := conflictingHolder(file, true)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s: another process holds a lock on the file: modify needs the file to itself; close it there first", file)
+	case h.mountedAt != "":
+		return fmt.Errorf("%s: in use by the vh5fs mount at %s (pid %d): modify rewrites the file's storage, which the "+
+			"mount's view would miss; unmount it first (umount %s)", file, h.mountedAt, h.pid, h.mountedAt)
+	}
+	return fmt.Errorf("%s: another process has the file open (pid %d, %s): modify needs the file to itself; "+
+		"close it there first", file, h.pid, orUnknown(h.comm))
 }
