@@ -68,7 +68,7 @@ with h5py.File(path, "r+") as f:
 // rewrite and a file a mount holds (read-write or read-only) are refused (status 1); the
 // file is left alone.
 func TestModifyRefused(t *testing.T) {
-	file := fixture.Copy(t, "testdata/fixtures/golden_modify_rechunk_2d-before.h5")
+	file := fixture.Copy(t, "testdata/fixtures/modify/golden_modify_rechunk_2d-before.h5")
 	orig, err := os.ReadFile(file)
 	require.NoError(t, err)
 	for _, c := range []struct {
@@ -117,7 +117,7 @@ func TestModifyRefused(t *testing.T) {
 // far make, which `vh5fs fsck --repair` completes. After the repair every version reads
 // as before the modify, or every one as after it, and fsck finds nothing wrong.
 func TestModifyKill(t *testing.T) {
-	base := fixture.Copy(t, "testdata/fixtures/golden_modify_rechunk_2d-before.h5")
+	base := fixture.Copy(t, "testdata/fixtures/modify/golden_modify_rechunk_2d-before.h5")
 	args := []string{"g/z", "--chunks", "5,3", "--dtype", "<f4"}
 	old := digestLines(t, base)
 	ref := copyPath(t, base)

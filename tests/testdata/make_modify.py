@@ -1,4 +1,4 @@
-"""Writes the modify goldens in fixtures/ with versioned-hdf5 itself (issue 33).
+"""Writes the modify goldens in fixtures/modify/ with versioned-hdf5 itself (issue 33).
 
 Run from this directory with Debian's python3-h5py and a versioned-hdf5 (master after
 v2.4.0, data_version 4) importable; the files committed here were written by master
@@ -29,7 +29,7 @@ import numpy as np
 from versioned_hdf5 import VersionedHDF5File
 from versioned_hdf5.replay import modify_metadata
 
-OUT = "fixtures"
+OUT = "fixtures/modify"
 ONLY = sys.argv[1:]  # golden names to write (all when none given)
 
 
