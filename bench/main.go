@@ -70,6 +70,8 @@ func main() {
 	compactSize := flag.Int("compact-size", 4096, "manage suite: MiB of live raw_data chunks in the file compacted (0: none)")
 	deleteChunks := flag.Int("delete-chunks", 10000, "manage suite: chunks of the dataset whose versions are deleted (0: none)")
 	deleteVersions := flag.Int("delete-versions", 1000, "manage suite: versions of the file versions are deleted from")
+	modifySize := flag.Int("modify-size", 1024, "manage suite: MiB of the dataset vh5fs modify rechunks (0: none)")
+	modifyLibTimeout := flag.Duration("modify-lib-timeout", 30*time.Minute, "manage suite: when versioned-hdf5's modify_metadata is stopped")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := os.MkdirAll(*cache, 0o755); err != nil {
@@ -118,6 +120,9 @@ func main() {
 				fatal(err)
 			}
 			if err := benchDelete(*cache, *vh5fs, *writeReps, *deleteChunks, *deleteVersions); err != nil {
+				fatal(err)
+			}
+			if err := benchModify(*cache, *vh5fs, *writeReps, *modifySize, *modifyLibTimeout); err != nil {
 				fatal(err)
 			}
 		}

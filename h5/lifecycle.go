@@ -65,17 +65,3 @@ func (d *Dataset) ReadChunk(start []int64, buf []byte) (mask uint32, err error) 
 	}
 	return uint32(m), nil
 }
-
-// Abandon drops everything written since the last sync instead of making it durable:
-// the sync it starts fails before its commit point, so the file on disk stays as that
-// sync left it, and the driver stops (ErrStopped): the close writes nothing more. For an
-// operation that fails halfway through changes that must never reach the file partly
-// (the close would otherwise make them durable). A no-op for files not open read-write.
-func (f *File) Abandon() {
-	if !f.rw {
-		return
-	}
-	if f.InjectSyncFault("tail", false) == nil {
-		_ = f.FlushSync() // fails at once, by design
-	}
-}

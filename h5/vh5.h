@@ -148,6 +148,7 @@ int vh5j_fsync(hid_t file);
 int vh5j_dup_fd(hid_t file);
 int vh5j_failed(hid_t file);
 int vh5j_abandon(hid_t file);
+int vh5j_cancel(hid_t file);
 int vh5j_mark_publish(hid_t file);
 int vh5j_kill_at(hid_t file, unsigned long n);
 haddr_t vh5j_eoa(hid_t file);

@@ -893,6 +893,19 @@ int vh5j_failed(hid_t file) {
 	return f ? f->failed : 0;
 }
 
+// vh5j_cancel stops file's driver as a failed write would (ECANCELED): nothing written
+// since the last sync reaches the file, the close included. 0, or -1 (errno EBADF) if the
+// file is not open through the driver.
+int vh5j_cancel(hid_t file) {
+	jfile *f = jfile_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	if (!f->failed) f->failed = ECANCELED;
+	return 0;
+}
+
 // vh5j_abandon readies a stopped file for its close: the writes libhdf5 makes while
 // closing are dropped, as a stopped driver makes none, but answered as done, so that the
 // close completes. (libhdf5 1.10 keeps the identifier of a file whose close failed, with

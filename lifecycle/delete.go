@@ -350,12 +350,14 @@ func Delete(f *versions.File, names []string) (*Plan, error) {
 // failAt, in tests, makes execute fail at the named point ("body", "publish").
 var failAt = func(string) error { return nil }
 
-// execute writes plan p in one sync. A failure before the sync abandons every write
-// (h5.File.Abandon): the file stays as it was, and takes no more writes until reopened.
+// execute writes plan p in one sync. A failure before the sync cancels every write
+// (h5.File.Cancel): the file stays as it was, and takes no more writes until reopened.
 func execute(h *h5.File, p *Plan) (err error) {
 	defer func() {
 		if err != nil && !errors.Is(err, h5.ErrStopped) {
-			h.Abandon()
+			if cerr := h.Cancel(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
 			err = fmt.Errorf("%w; nothing deleted", err)
 		}
 	}()

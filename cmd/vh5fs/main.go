@@ -59,6 +59,9 @@ const usage = `usage:
                                              delete versions as versioned-hdf5's
                                              delete_versions does; -n: what would go
   vh5fs compact FILE [-o OUT]                rewrite FILE without the space nothing uses
+  vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
+               [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n]
+                                             change a dataset's storage in every version
   vh5fs help [COMMAND]
   vh5fs --version
 

@@ -15,7 +15,12 @@ def unreadable(what, e):
 
 
 def walk(group, prefix=""):
-    for name in group:
+    try:
+        names = list(group)
+    except Exception as e:  # noqa: BLE001 - a group whose links cannot be listed
+        unreadable(prefix.rstrip("/") or "group", e)
+        return
+    for name in names:
         try:
             obj = group[name]
         except Exception as e:  # noqa: BLE001 - any failure is reported, not raised

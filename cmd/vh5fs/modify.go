@@ -1,0 +1,187 @@
+package main
+
+// vh5fs modify: versioned-hdf5's modify_metadata from the command line.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vh5fs/vh5fs/modify"
+)
+
+func init() {
+	commands["modify"] = command{`usage: vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
+                    [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n]
+
+Changes how DATASET (a path inside the versions, e.g. grp/ds) is stored, in every version
+that holds it, as versioned-hdf5's modify_metadata does: each version is read and written
+again under the new chunk shape, compression, shuffle, dtype (e.g. <f4; numpy's casts) or
+fill value (elements equal to the old fill value take the new one), deduplicated into a
+new raw_data and hash_table; versions read as before otherwise. The dataset's attributes
+are kept (versioned-hdf5 drops them). Options not given keep their setting; gzip without
+a level is level 4, as in h5py.
+
+Memory stays bounded (one row of new chunks per core at a time); the rewrite happens in
+one journaled sync: a crash leaves the old file, or the new one once recovered (the next
+read-write open, or vh5fs fsck --repair). The old storage's space stays in the file until
+vh5fs compact. Refused while another program has FILE open (a mount, read-only too, or
+h5py) or stages are kept beside it, and for variable-length string datasets.
+
+  -n    print what would change; write nothing
+`, runModify}
+}
+
+func runModify(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("modify", flag.ContinueOnError)
+	chunks := fl.String("chunks", "", "new chunk shape, one number per axis: R[,C...]")
+	comp := fl.String("compression", "", "gzip[=LEVEL], lzf or none")
+	shuffle := fl.Bool("shuffle", false, "shuffle the bytes of elements before compressing")
+	noShuffle := fl.Bool("no-shuffle", false, "no shuffle filter")
+	dtype := fl.String("dtype", "", "new numpy dtype, e.g. <f4")
+	fill := fl.String("fillvalue", "", "new fill value")
+	dry := fl.Bool("n", false, "print what would change; write nothing")
+	ops, code := parseArgs("modify", fl, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(ops) != 2 {
+		return badUsage("modify", stderr, "needs FILE and DATASET")
+	}
+	file, dataset := ops[0], ops[1]
+	o, err := modifyOptions(fl, *chunks, *comp, *shuffle, *noShuffle, *dtype, *fill)
+	if err != nil {
+		return badUsage("modify", stderr, "%v", err)
+	}
+	bar := &progressBar{w: stderr, name: "modify"}
+	if isTerminal(stderr) && !*dry {
+		o.Progress = func(done, total int64) { bar.update("rows of new chunks", done, total) }
+	}
+	if !*dry {
+		if err := checkModifiable(file); err != nil {
+			fmt.Fprintf(stderr, "vh5fs: %v\n", err)
+			return 1
+		}
+	}
+	res, err := modify.File(file, dataset, o, *dry)
+	bar.clear()
+	if err != nil {
+		if !errors.Is(err, modify.ErrUnsupported) && isOptionError(err) {
+			return badUsage("modify", stderr, "%v", err)
+		}
+		return fail(stderr, file, fmt.Errorf("%s: %w", dataset, err))
+	}
+	changes := strings.Join(res.Changes(), "; ")
+	if changes == "" {
+		changes = "storage as it is"
+	}
+	if *dry {
+		fmt.Fprintf(stdout, "%s: would rewrite %s in %d versions (%s): %s; raw_data holds %d chunk slots\n",
+			file, dataset, len(res.Versions), strings.Join(res.Versions, ", "), changes, res.OldSlots)
+		return 0
+	}
+	fmt.Fprintf(stdout, "%s: rewrote %s in %d versions: %s; %d -> %d chunk slots, %s read, in %s\n",
+		file, dataset, len(res.Versions), changes, res.OldSlots, res.Slots, sizeString(res.Read), res.Elapsed.Round(1e6))
+	return 0
+}
+
+// isOptionError tells a refused option (usage, status 2) from a file that cannot be
+// modified (status 1): the engine names the option it refuses.
+func isOptionError(err error) bool {
+	return strings.HasPrefix(err.Error(), "--")
+}
+
+func modifyOptions(fl *flag.FlagSet, chunks, comp string, shuffle, noShuffle bool, dtype, fill string) (modify.Options, error) {
+	var o modify.Options
+	set := map[string]bool{}
+	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if len(set) == 0 || (len(set) == 1 && set["n"]) {
+		return o, errors.New("nothing to change: give --chunks, --compression, --shuffle, --no-shuffle, --dtype or --fillvalue")
+	}
+	if set["chunks"] {
+		for _, s := range strings.Split(chunks, ",") {
+			c, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil || c <= 0 {
+				return o, fmt.Errorf("--chunks %q: positive integers separated by commas, one per axis", chunks)
+			}
+			o.Chunks = append(o.Chunks, c)
+		}
+	}
+	if set["compression"] {
+		name, level, hasLevel := strings.Cut(comp, "=")
+		o.Compression, o.GzipLevel = name, -1
+		switch {
+		case name != "gzip" && name != "lzf" && name != "none":
+			return o, fmt.Errorf("--compression %q: not one of gzip[=LEVEL], lzf, none", comp)
+		case hasLevel && name != "gzip":
+			return o, fmt.Errorf("--compression %q: only gzip takes a level", comp)
+		case hasLevel:
+			n, err := strconv.Atoi(level)
+			if err != nil || n < 0 || n > 9 {
+				return o, fmt.Errorf("--compression %q: the gzip level is 0 to 9", comp)
+			}
+			o.GzipLevel = n
+		}
+	}
+	switch {
+	case set["shuffle"] && set["no-shuffle"]:
+		return o, errors.New("--shuffle and --no-shuffle together")
+	case set["shuffle"]:
+		o.Shuffle = &shuffle
+	case set["no-shuffle"]:
+		off := !noShuffle
+		o.Shuffle = &off
+	}
+	if set["dtype"] {
+		if dtype == "" {
+			return o, errors.New("--dtype: empty")
+		}
+		o.DType = dtype
+	}
+	if set["fillvalue"] {
+		if fill == "" {
+			return o, errors.New("--fillvalue: empty")
+		}
+		o.FillValue = fill
+	}
+	return o, nil
+}
+
+// checkModifiable names who holds file's lock when modify cannot take it exclusively, as
+// libhdf5's read-write open must: any mount or HDF5 program with the file open (their
+// views of the old storage would go stale). nil when the lock is free, or when the open
+// is left to report what else is wrong.
+func checkModifiable(file string) error {
+	if v := strings.ToUpper(os.Getenv("HDF5_USE_FILE_LOCKING")); v == "FALSE" || v == "0" {
+		return nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		return nil
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		return nil
+	}
+	h, ok := conflictingHolder(file, true)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s: another process holds a lock on the file: modify needs the file to itself; close it there first", file)
+	case h.mountedAt != "":
+		return fmt.Errorf("%s: in use by the vh5fs mount at %s (pid %d): modify rewrites the file's storage, which the "+
+			"mount's view would miss; unmount it first (umount %s)", file, h.mountedAt, h.pid, h.mountedAt)
+	}
+	return fmt.Errorf("%s: another process has the file open (pid %d, %s): modify needs the file to itself; "+
+		"close it there first", file, h.pid, orUnknown(h.comm))
+}

@@ -1,0 +1,282 @@
+package modify
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/internal/conform"
+	"github.com/vh5fs/vh5fs/internal/fixture"
+	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/xattrs"
+)
+
+// optionsOf turns a golden's vh5fs modify arguments into Options, as the command does.
+func optionsOf(t *testing.T, args []string) Options {
+	var o Options
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; a {
+		case "--chunks":
+			i++
+			for _, s := range strings.Split(args[i], ",") {
+				c, err := strconv.ParseInt(s, 10, 64)
+				require.NoError(t, err)
+				o.Chunks = append(o.Chunks, c)
+			}
+		case "--compression":
+			i++
+			o.Compression, o.GzipLevel = args[i], -1
+		case "--shuffle", "--no-shuffle":
+			b := a == "--shuffle"
+			o.Shuffle = &b
+		case "--dtype":
+			i++
+			o.DType = args[i]
+		case "--fillvalue":
+			i++
+			o.FillValue = args[i]
+		default:
+			t.Fatalf("argument %q", a)
+		}
+	}
+	return o
+}
+
+// TestGolden modifies each golden's before-file and compares every version with
+// versioned-hdf5's after-file: the tree, data, hash_table rows, slots and mappings;
+// the dataset's attributes are the before-file's (chunks aside), which versioned-hdf5
+// drops.
+func TestGolden(t *testing.T) {
+	ms, err := fixture.Modifies()
+	require.NoError(t, err)
+	require.NotEmpty(t, ms)
+	for _, m := range ms {
+		t.Run(m.Name, func(t *testing.T) {
+			file := fixture.Copy(t, m.Before)
+			res, err := File(file, m.Dataset, optionsOf(t, m.Args), false)
+			require.NoError(t, err)
+			require.NotEmpty(t, res.Versions)
+			checkGolden(t, file, m)
+		})
+	}
+}
+
+func checkGolden(t *testing.T, file string, m fixture.Modify) {
+	t.Helper()
+	man, err := fixture.Load(strings.TrimSuffix(m.After, ".h5") + ".json")
+	require.NoError(t, err)
+	for _, v := range man.VersionNames() {
+		got, err := conform.Tree(file, v)
+		require.NoError(t, err)
+		want, err := conform.Tree(m.After, v)
+		require.NoError(t, err)
+		require.Equal(t, withoutAttrs(want, m.Dataset), withoutAttrs(got, m.Dataset), "version %s", v)
+		if _, ok := man.Versions[slices.IndexFunc(man.Versions, func(x fixture.Version) bool { return x.Name == v })].Datasets[m.Dataset]; !ok {
+			continue
+		}
+		g, err := conform.Read(file, v, m.Dataset, 0)
+		require.NoError(t, err)
+		w, err := conform.Read(m.After, v, m.Dataset, 0)
+		require.NoError(t, err)
+		require.Empty(t, conform.Diff(g, w), "version %s", v)
+		require.Equal(t, keptAttrs(t, m.Before, v, m.Dataset, w), attrsOf(t, file, v, m.Dataset), "attributes in version %s", v)
+	}
+	f, err := versions.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	k, err := f.HDF5().Kind(scratch)
+	require.NoError(t, err)
+	require.Equal(t, h5.KindMissing, k, "the scratch group is gone")
+	members, err := f.HDF5().Members(versions.DataRoot + "/" + m.Dataset)
+	require.NoError(t, err)
+	require.Len(t, members, 2)
+}
+
+// withoutAttrs drops the attributes of dataset's lines from a conform.Tree.
+func withoutAttrs(tree, dataset string) string {
+	lines := strings.Split(tree, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, fmt.Sprintf("dataset %q ", dataset)) {
+			lines[i] = l[:strings.LastIndex(l, " attrs ")]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func attrsOf(t *testing.T, file, version, dataset string) map[string]string {
+	f, err := versions.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	as, err := f.Attrs(versions.VersionsGroup + "/" + version + "/" + dataset)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, a := range as {
+		out[a.Name] = fmt.Sprint(xattrs.AttrJSON(a))
+	}
+	return out
+}
+
+// keptAttrs is what vh5fs leaves on a version's dataset: the before-file's attributes
+// with chunks as the library wrote it.
+func keptAttrs(t *testing.T, before, version, dataset string, _ *conform.Commit) map[string]string {
+	want := attrsOf(t, before, version, dataset)
+	want["chunks"] = attrsOf(t, strings.Replace(before, "-before.h5", "-after.h5", 1), version, dataset)["chunks"]
+	return want
+}
+
+// TestDryRun: -n plans and writes nothing.
+func TestDryRun(t *testing.T) {
+	m := golden(t, "golden_modify_rechunk_1d")
+	file := fixture.Copy(t, m.Before)
+	before, err := os.ReadFile(file)
+	require.NoError(t, err)
+	res, err := File(file, "x", Options{Chunks: []int64{6}}, true)
+	require.NoError(t, err)
+	require.Equal(t, []string{"v1", "v2", "v3", "v5"}, res.Versions)
+	require.Equal(t, []string{"chunks (4,) -> (6,)"}, res.Changes())
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+}
+
+func golden(t *testing.T, name string) fixture.Modify {
+	ms, err := fixture.Modifies()
+	require.NoError(t, err)
+	for _, m := range ms {
+		if m.Name == name {
+			return m
+		}
+	}
+	t.Fatalf("no golden %s", name)
+	return fixture.Modify{}
+}
+
+// TestRefusals: bad options and unsupported datasets get one clear error, and the file
+// is not touched.
+func TestRefusals(t *testing.T) {
+	m := golden(t, "golden_modify_rechunk_2d")
+	for _, c := range []struct {
+		name, dataset string
+		o             Options
+		want          string
+	}{
+		{"rank", "g/z", Options{Chunks: []int64{4}}, "has 2 axes"},
+		{"zero", "g/z", Options{Chunks: []int64{0, 3}}, "must be positive"},
+		{"compression", "g/z", Options{Compression: "zstd"}, "not one of none"},
+		{"level", "g/z", Options{Compression: "gzip", GzipLevel: 12}, "0 to 9"},
+		{"dtype", "g/z", Options{DType: "<U4"}, "--dtype"},
+		{"fill", "g/z", Options{FillValue: "abc"}, "--fillvalue"},
+		{"missing", "g/nope", Options{}, "no version holds"},
+		{"path", "../x", Options{}, "not a path"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := fixture.Copy(t, m.Before)
+			before, err := os.ReadFile(file)
+			require.NoError(t, err)
+			_, err = File(file, c.dataset, c.o, false)
+			require.ErrorContains(t, err, c.want)
+			after, err := os.ReadFile(file)
+			require.NoError(t, err)
+			require.Equal(t, before, after)
+		})
+	}
+	t.Run("strings", func(t *testing.T) {
+		file := fixture.Copy(t, fixture.Dir()+"/strings.h5")
+		f, err := versions.Open(file)
+		require.NoError(t, err)
+		v, err := f.CurrentVersion()
+		require.NoError(t, err)
+		ents, err := f.List(versions.VersionsGroup + "/" + v)
+		require.NoError(t, err)
+		var vlen string
+		for _, e := range ents {
+			d, err := f.Dataset(versions.VersionsGroup + "/" + v + "/" + e.Name)
+			if err == nil && d.Strings {
+				vlen = e.Name
+			}
+		}
+		f.Close()
+		require.NotEmpty(t, vlen)
+		_, err = File(file, vlen, Options{Chunks: []int64{2}}, false)
+		require.ErrorIs(t, err, ErrUnsupported)
+		require.ErrorContains(t, err, "variable-length strings")
+	})
+	t.Run("stages", func(t *testing.T) {
+		file := fixture.Copy(t, m.Before)
+		dir := filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".vh5fs-stages", "s1")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "stage.json"), []byte(`{"base":"v1"}`), 0o644))
+		_, err := File(file, "g/z", Options{Chunks: []int64{5, 3}}, false)
+		require.ErrorContains(t, err, "stages are kept beside the file (s1)")
+	})
+}
+
+// TestBandsReadOnce: a band of new chunks whose source chunks an earlier version had
+// already is mapped without being read again, with the same result (TestGolden).
+func TestBandsReadOnce(t *testing.T) {
+	m := golden(t, "golden_modify_rechunk_1d")
+	file := fixture.Copy(t, m.Before)
+	res, err := File(file, "x", Options{Chunks: []int64{6}}, false)
+	require.NoError(t, err)
+	var total, chunks int64
+	for _, s := range lengths(t, m.Before, res.Versions) {
+		total += s * 8
+		chunks += (s + 5) / 6
+	}
+	require.Equal(t, chunks, res.Chunks, "every chunk of every version mapped")
+	require.Less(t, res.Read, total, "bands shared with an earlier version are not read again")
+	checkGolden(t, file, m)
+}
+
+// lengths is the length of x in each of the versions of file before.
+func lengths(t *testing.T, before string, vs []string) []int64 {
+	f, err := versions.Open(before)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []int64
+	for _, v := range vs {
+		d, err := f.Dataset(versions.VersionsGroup + "/" + v + "/x")
+		require.NoError(t, err)
+		out = append(out, d.Shape[0])
+	}
+	return out
+}
+
+// TestFailureHalfway: a modify that fails in the middle of its swap leaves the file as
+// it was: nothing it wrote reaches the file, not even at the close.
+func TestFailureHalfway(t *testing.T) {
+	m := golden(t, "golden_modify_rechunk_2d")
+	file := fixture.Copy(t, m.Before)
+	before, err := os.ReadFile(file)
+	require.NoError(t, err)
+	failHook = func(step string) error {
+		if step == "swapped v2" {
+			return fmt.Errorf("injected")
+		}
+		return nil
+	}
+	defer func() { failHook = nil }()
+	_, err = File(file, "g/z", Options{Chunks: []int64{5, 3}}, false)
+	require.ErrorContains(t, err, "injected")
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, before, after[:len(before)], "the file's bytes are as they were")
+	for _, v := range []string{"v1", "v2", "v3", "v4"} {
+		got, err := conform.Tree(file, v)
+		require.NoError(t, err)
+		want, err := conform.Tree(m.Before, v)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+	failHook = nil
+	_, err = File(file, "g/z", Options{Chunks: []int64{5, 3}}, false)
+	require.NoError(t, err, "a later modify goes through")
+	checkGolden(t, file, m)
+}
