@@ -125,9 +125,15 @@ func (c *Committer) CommitTree(t Tree) (Result, error) {
 		slog.Warn("the current version does not hold the changed datasets as the base does: committed a sibling off the base",
 			"version", res.Name, "base", t.Base, "current", head, "datasets", changePaths(t.Changes))
 	}
-	slog.Info("committed", "version", res.Name, "base", t.Base, "entries", len(t.Entries), "changes", changePaths(t.Changes),
+	logged := []any{"entries", len(t.Entries)}
+	if len(t.Changes) == 1 {
+		logged = []any{"dataset", t.Changes[0].Path}
+	} else if len(t.Changes) > 1 {
+		logged = []any{"datasets", changePaths(t.Changes)}
+	}
+	slog.Info("committed", append(append([]any{"version", res.Name, "base", t.Base}, logged...),
 		"written", res.Written, "ahead", res.Ahead, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
-		"plan", res.Plan, "data", res.Data, "table", res.Table, "group", res.Group, "sync", res.Sync)
+		"plan", res.Plan, "data", res.Data, "table", res.Table, "group", res.Group, "sync", res.Sync)...)
 	return res, nil
 }
 
