@@ -168,8 +168,8 @@ func transpose8(x *[8]uint64) {
 // workers is how many chunks are hashed or encoded at once.
 func workers() int { return runtime.GOMAXPROCS(0) }
 
-// parallel runs fn(i) for i in [0, n) on every core and returns the first error.
-func parallel(n int, fn func(i int) error) error {
+// Parallel runs fn(i) for i in [0, n) on every core and returns the first error.
+func Parallel(n int, fn func(i int) error) error {
 	w := min(workers(), n)
 	if w <= 1 {
 		for i := range n {

@@ -148,7 +148,7 @@ func TestOrdered(t *testing.T) {
 		require.ErrorIs(t, err, boom, failAt)
 		require.Equal(t, produced.Load(), consumed.Load()+discarded.Load(), "%s: every result consumed or discarded", failAt)
 	}
-	require.ErrorIs(t, parallel(50, func(i int) error {
+	require.ErrorIs(t, Parallel(50, func(i int) error {
 		if i == 7 {
 			return boom
 		}

@@ -289,7 +289,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 			break
 		}
 	}
-	err = parallel(len(cands), func(i int) error {
+	err = Parallel(len(cands), func(i int) error {
 		cd := cands[i]
 		if cd.digest != nil { // equal digests are equal chunks, as for deduplication
 			sums[i] = digest{sum: *cd.digest, fill: slices.Equal(cd.trimmed, chunks) && *cd.digest == fillSum}

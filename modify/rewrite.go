@@ -345,7 +345,7 @@ func (w *writer) cut(d *versions.Dataset, src *sources, b int64, g []int64) (*ba
 	}
 	// Hash the chunks of a wide band on every core; a narrow one is one of many bands
 	// being cut at once.
-	err := parallel(int(n), func(k int) error {
+	err := commit.Parallel(int(n), func(k int) error {
 		bd.digests[k] = commit.Hash(bd.data[k], c, bd.trimmed[k], w.size)
 		return nil
 	})
@@ -426,7 +426,7 @@ func (w *writer) flush() error {
 	w.pending = nil
 	stored := make([][]byte, len(pend))
 	if w.enc != nil {
-		if err := parallel(len(pend), func(i int) error {
+		if err := commit.Parallel(len(pend), func(i int) error {
 			var err error
 			stored[i], err = w.enc(pend[i].data)
 			return err
@@ -539,50 +539,6 @@ func (w *writer) virtual(src *h5.Dataset, d *versions.Dataset, path string, slot
 		return err
 	}
 	return h.SetAttrInt64s(path, "chunks", w.chunks)
-}
-
-// parallel runs fn(i) for i in [0, n) on every core and returns the first error.
-func parallel(n int, fn func(i int) error) error {
-	nw := min(workers(), n)
-	if nw <= 1 {
-		for i := range n {
-			if err := fn(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		next int
-		ferr error
-	)
-	for range nw {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := ferr != nil
-				mu.Unlock()
-				if i >= n || stop {
-					return
-				}
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if ferr == nil {
-						ferr = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return ferr
 }
 
 // ordered runs produce(i) for i in [0, n) on every core, at most window results ahead of
