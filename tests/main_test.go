@@ -107,9 +107,29 @@ func python(t *testing.T) string {
 type mounted struct {
 	Dir    string
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *logBuffer
 	done   chan error
 }
+
+// logBuffer is a daemon's stderr, read while the daemon writes it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+func (b *logBuffer) String() string { return string(b.Bytes()) }
 
 // mount starts `vh5fs mount [-o opts] file MNT` and waits until the mount is live. The
 // mount is torn down (and must exit cleanly) when the test ends.
@@ -133,7 +153,7 @@ func vh5fsArgs(file, mnt string, opts ...string) []string {
 // the test ends.
 func startMount(t *testing.T, mnt string, argv []string, env ...string) *mounted {
 	t.Helper()
-	m := &mounted{Dir: mnt, cmd: exec.Command(argv[0], argv[1:]...), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	m := &mounted{Dir: mnt, cmd: exec.Command(argv[0], argv[1:]...), stderr: &logBuffer{}, done: make(chan error, 1)}
 	m.cmd.Stderr = m.stderr
 	m.cmd.Env = append(append(os.Environ(), "GOTRACEBACK=all"), env...)
 	require.NoError(t, m.cmd.Start())
@@ -150,8 +170,12 @@ func startMount(t *testing.T, mnt string, argv []string, env ...string) *mounted
 		live.Unlock()
 		m.done <- err
 	}()
+	// The daemon logs "mounted" once go-fuse has served its own first requests (a probe
+	// file it opens in the mount): a request of the test's that locks the root before that
+	// and outlives the daemon (killed by a crash test) would leave the probe, and so the
+	// daemon, stuck for good.
 	deadline := time.Now().Add(10 * time.Second)
-	for !isMountpoint(t, mnt) {
+	for !isMountpoint(t, mnt) || !strings.Contains(m.stderr.String(), "msg=mounted ") {
 		select {
 		case err := <-m.done:
 			t.Fatalf("vh5fs exited before mounting: %v\n%s", err, m.stderr)
