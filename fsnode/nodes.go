@@ -263,10 +263,12 @@ func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryO
 		return nil, syscall.ENOENT
 	}
 	n.m.dirAttr(&out.Attr, v.Time())
-	out.SetEntryTimeout(ImmutableTimeout)
+	// A version's content never changes, but in a live mount another process may delete
+	// or rename it: there the kernel asks again at every path walk.
+	out.SetEntryTimeout(n.m.timeoutFor(!n.m.live))
 	out.SetAttrTimeout(ImmutableTimeout)
 	child := &groupNode{m: n.m, frozenDir: frozenDir{n.m, v.Path()}, path: v.Path(), version: v.Name, immutable: true, mtime: v.Time()}
-	return n.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", v.Path())}), 0
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", v.Path()), Gen: versionGen(true, v.Time())}), 0
 }
 
 var _ fs.NodeReaddirer = (*versionsNode)(nil)
@@ -391,16 +393,27 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 		if e.IsGroup {
 			m.dirAttr(&out.Attr, mtime)
 			child := &groupNode{m: m, frozenDir: frozenDir{m, path}, path: path, immutable: immutable, mtime: mtime}
-			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", path)}), 0
+			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", path), Gen: versionGen(immutable, mtime)}), 0
 		}
 		child := &datasetNode{m: m, path: path, immutable: immutable, mtime: mtime}
 		if errn := child.fill(&out.Attr, nil); errn != 0 {
 			return nil, errn
 		}
 		out.SetAttrTimeout(child.attrTimeout())
-		return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino("dataset", path)}), 0
+		return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino("dataset", path), Gen: versionGen(immutable, mtime)}), 0
 	}
 	return nil, syscall.ENOENT
+}
+
+// versionGen is the generation of a node inside a version: its timestamp. A version
+// deleted or renamed and another committed under its name have the same paths, so the
+// same inode numbers, but not the same nodes: the kernel never serves one's cached pages
+// for the other.
+func versionGen(immutable bool, mtime time.Time) uint64 {
+	if !immutable {
+		return 0
+	}
+	return uint64(mtime.UnixNano())
 }
 
 func fileMtime(path string) time.Time {

@@ -31,7 +31,11 @@ const (
 //     tree's dataset files are opened with FOPEN_DIRECT_IO, so every read(2) and stat(2)
 //     reaches vh5fs, which refreshes the dataset before answering. An open descriptor sees
 //     the dataset grow: a read past the size it saw at open is answered from the new extent.
-//     Committed versions keep their long timeouts and page cache: they never change.
+//     Committed versions keep their long attribute timeouts and page cache: their content
+//     never changes. Their entries in versions/ have timeout 0 too, since another process
+//     may delete or rename them (nodes inside a version carry its timestamp as their
+//     generation, versionGen, so a version committed later under a freed name is new to
+//     the kernel).
 //   - Reads of the plain tree are never spliced from the file: libhdf5 reads them.
 
 // hold marks a request in progress (see versions.File.Hold).
