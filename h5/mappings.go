@@ -243,3 +243,70 @@ func (f *File) CheckMappingLists() error {
 	}
 	return nil
 }
+
+// VirtualMappings calls fn with each mapping of the virtual dataset at path, in order,
+// decoded from the file's bytes as the journal driver has them (h5meta), and returns the
+// dataset's shape: libhdf5, which opens a virtual dataset by building a selection for each
+// mapping, would take longer than the caller's whole work with them. The mapping handed to
+// fn shares memory with the next: fn must not keep its slices. The list's checksum is
+// verified last: on an error, whatever fn did with the mappings must be discarded. ok is
+// false where h5meta does not read the dataset (the file is not open through the journal
+// driver, a layout or selection it does not decode): then open it and use
+// Dataset.Mappings, after discarding what fn did. With fn nil it reads the shape alone (of
+// any dataset).
+func (f *File) VirtualMappings(path string, fn func(Mapping) error) (shape []int64, ok bool, err error) {
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return nil, false, err
+	}
+	meta, err := metadata(id)
+	if meta == nil || err != nil {
+		return nil, false, nil
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var addr C.haddr_t
+	if C.vh5_object_addr_by_name(id, cpath, &addr) < 0 {
+		return nil, false, fail("object address", path, nil)
+	}
+	shape, err = meta.Shape(uint64(addr))
+	if err == nil && fn == nil {
+		return shape, true, nil
+	}
+	var list *h5meta.MappingList
+	if err == nil {
+		list, err = meta.Mappings(uint64(addr))
+	}
+	if errors.Is(err, h5meta.ErrUnsupported) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, &Error{Op: "read mappings", Path: path, Err: err}
+	}
+	var fnErr error
+	err = list.Scan(func(b *h5meta.Batch) bool {
+		for i := range b.Len() {
+			m := b.Mapping(i)
+			fnErr = fn(Mapping{VStart: m.VStart, VCount: m.VCount, SrcFile: m.SrcFile, SrcDataset: m.SrcDataset,
+				SrcStart: m.SrcStart, SrcCount: m.SrcCount})
+			if fnErr != nil {
+				return false
+			}
+		}
+		return true
+	})
+	switch {
+	case fnErr != nil:
+		return nil, true, fnErr
+	case errors.Is(err, h5meta.ErrUnsupported):
+		return nil, false, nil
+	case err == nil:
+		err = list.Verify()
+	}
+	if err != nil {
+		return nil, true, &Error{Op: "read mappings", Path: path, Err: err}
+	}
+	return shape, true, nil
+}

@@ -2,10 +2,12 @@ package h5
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,6 +134,9 @@ func checkVirtual(t *testing.T, f *File, path string, blocks []VirtualBlock, src
 		require.Equal(t, Mapping{VStart: b.VStart, VCount: b.Count, SrcFile: ".", SrcDataset: src, SrcStart: b.SrcStart, SrcCount: b.Count}, m)
 	}
 	shape := d.Info().Shape
+	if f.rw {
+		requireVirtualMappings(t, f, path, ms, shape)
+	}
 	got := make([]byte, len(want))
 	require.NoError(t, d.ReadBox([]int64{0}, shape, shape, []int64{0}, got))
 	require.Equal(t, want, got)
@@ -218,4 +223,87 @@ func TestCreateVirtualByLibhdf5(t *testing.T) {
 			require.Equal(t, ms, mappings("/"+tc.name+"-copy"))
 		})
 	}
+}
+
+// requireVirtualMappings requires File.VirtualMappings to read the dataset at path as
+// libhdf5 reads it: mappings ms (copied: each call's slices are reused) and shape.
+func requireVirtualMappings(t *testing.T, f *File, path string, ms []Mapping, shape []int64) {
+	t.Helper()
+	var got []Mapping
+	gotShape, ok, err := f.VirtualMappings(path, func(m Mapping) error {
+		got = append(got, Mapping{VStart: slices.Clone(m.VStart), VCount: slices.Clone(m.VCount), SrcFile: m.SrcFile,
+			SrcDataset: m.SrcDataset, SrcStart: slices.Clone(m.SrcStart), SrcCount: slices.Clone(m.SrcCount)})
+		return nil
+	})
+	require.NoError(t, err, path)
+	require.True(t, ok, "%s: h5meta reads it", path)
+	require.Equal(t, ms, got, path)
+	require.Equal(t, shape, gotShape, path)
+	onlyShape, ok, err := f.VirtualMappings(path, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, shape, onlyShape)
+}
+
+// TestVirtualMappings: versioned-hdf5's virtual datasets read through h5meta as libhdf5
+// reads them, in a file open read-write; in one open read-only (not through the journal
+// driver) VirtualMappings declines. A failing fn stops the scan with its error.
+func TestVirtualMappings(t *testing.T) {
+	for _, name := range []string{"golden_delete_several-before.h5", "nested.h5", "basic_1d.h5"} {
+		t.Run(name, func(t *testing.T) {
+			path := copyFixture(t, name)
+			f, err := OpenRW(path)
+			require.NoError(t, err)
+			defer f.Close()
+			vs, err := f.Members("/_version_data/versions")
+			require.NoError(t, err)
+			n := 0
+			var walk func(dir string)
+			walk = func(dir string) {
+				ms, err := f.Members(dir)
+				require.NoError(t, err)
+				for _, m := range ms {
+					p := dir + "/" + m.Name
+					switch m.Kind {
+					case KindGroup:
+						walk(p)
+					case KindDataset:
+						d, err := f.OpenDataset(p)
+						require.NoError(t, err)
+						maps, err := d.Mappings()
+						require.NoError(t, err)
+						shape := d.Info().Shape
+						d.Close()
+						if len(maps) > 0 {
+							requireVirtualMappings(t, f, p, maps, shape)
+							n++
+						}
+					}
+				}
+			}
+			for _, v := range vs {
+				if v.Kind == KindGroup {
+					walk("/_version_data/versions/" + v.Name)
+				}
+			}
+			require.Positive(t, n, "the fixture has virtual datasets")
+		})
+	}
+	path := copyFixture(t, "basic_1d.h5")
+	f, err := Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	_, ok, err := f.VirtualMappings("/_version_data/versions/v1/x", func(Mapping) error { return nil })
+	require.NoError(t, err)
+	require.False(t, ok, "read-only: not through the journal driver")
+
+	rw, err := OpenRW(copyFixture(t, "basic_1d.h5"))
+	require.NoError(t, err)
+	defer rw.Close()
+	stop := errors.New("stop")
+	calls := 0
+	_, ok, err = rw.VirtualMappings("/_version_data/versions/v4/x", func(Mapping) error { calls++; return stop })
+	require.ErrorIs(t, err, stop)
+	require.True(t, ok)
+	require.Equal(t, 1, calls)
 }

@@ -200,14 +200,42 @@ func dataGroups(h *h5.File, dir, rel string) ([]string, error) {
 	return out, nil
 }
 
-// versionDataset opens version v's dataset at rel, nil if v holds no dataset there.
-func versionDataset(h *h5.File, v, rel string) (*h5.Dataset, error) {
+// eachMapping calls fn with each mapping of version v's dataset at rel and returns its
+// shape; present is false (fn not called) if v holds no dataset there. The mappings are
+// decoded from the file's bytes where h5meta reads them (h5.File.VirtualMappings), which
+// takes a fraction of what libhdf5 takes to open the dataset; else reset is called and
+// libhdf5 reads them. With fn nil it reads the shape alone.
+func eachMapping(h *h5.File, v, rel string, reset func(), fn func(h5.Mapping) error) (shape []int64, present bool, err error) {
 	p := versions.VersionsGroup + "/" + v + "/" + rel
 	k, err := h.Kind(p)
 	if err != nil || k != h5.KindDataset {
-		return nil, err
+		return nil, false, err
 	}
-	return h.OpenDataset(p)
+	shape, ok, err := h.VirtualMappings(p, fn)
+	if ok || err != nil {
+		return shape, true, err
+	}
+	if reset != nil {
+		reset()
+	}
+	d, err := h.OpenDataset(p)
+	if err != nil {
+		return nil, true, err
+	}
+	defer d.Close()
+	if fn == nil {
+		return d.Info().Shape, true, nil
+	}
+	maps, err := d.Mappings()
+	if err != nil {
+		return nil, true, err
+	}
+	for _, m := range maps {
+		if err := fn(m); err != nil {
+			return nil, true, err
+		}
+	}
+	return d.Info().Shape, true, nil
 }
 
 // slotOf returns the raw_data slot a mapping reads and its extent, checking that it is
@@ -228,16 +256,11 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string) (*Group, 
 	g := &Group{Path: rel}
 	holds := false
 	for _, v := range deleted {
-		d, err := versionDataset(h, v, rel)
+		shape, present, err := eachMapping(h, v, rel, nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		if d == nil {
-			continue
-		}
-		shape := d.Info().Shape
-		d.Close()
-		if len(shape) == 0 || shape[0] > 0 {
+		if present && (len(shape) == 0 || shape[0] > 0) {
 			holds = true
 			break
 		}
@@ -259,32 +282,27 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string) (*Group, 
 	g.extents = map[int64][]int64{}
 	inKept := false
 	for _, v := range keptVersions {
-		d, err := versionDataset(h, v, rel)
-		if err != nil {
-			return nil, err
-		}
-		if d == nil {
-			continue
-		}
-		inKept = true
-		maps, err := d.Mappings()
-		d.Close()
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range maps {
+		// A second pass (reset) finds the same extents: the checks are idempotent.
+		_, present, err := eachMapping(h, v, rel, func() {}, func(m h5.Mapping) error {
 			s, err := slotOf(m, g.chunks)
 			if err != nil {
-				return nil, fmt.Errorf("version %s: %w", v, err)
+				return err
 			}
 			if !slices.Equal(m.VCount, m.SrcCount) {
-				return nil, fmt.Errorf("version %s: mapping %v/%v reads %v elements", v, m.VStart, m.VCount, m.SrcCount)
+				return fmt.Errorf("mapping %v/%v reads %v elements", m.VStart, m.VCount, m.SrcCount)
 			}
 			if e, ok := g.extents[s]; ok && !slices.Equal(e, m.SrcCount) {
-				return nil, fmt.Errorf("slot %d is mapped with extents %v and %v", s, e, m.SrcCount)
+				return fmt.Errorf("slot %d is mapped with extents %v and %v", s, e, m.SrcCount)
 			}
-			g.extents[s] = m.SrcCount
+			if _, ok := g.extents[s]; !ok {
+				g.extents[s] = slices.Clone(m.SrcCount)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("version %s: %w", v, err)
 		}
+		inKept = inKept || present
 	}
 	if !inKept {
 		g.Action = Drop
@@ -631,20 +649,13 @@ func writeHashRows(h *h5.File, p string, rows []byte) error {
 // any of its chunks moved: created beside it (_tmp_NAME), given its attributes, then moved
 // over it, as the library does.
 func remapVersion(h *h5.File, raw *h5.Dataset, v string, g *Group, newSlot map[int64]int64) error {
-	d, err := versionDataset(h, v, g.Path)
-	if err != nil || d == nil {
-		return err
-	}
-	vpath := d.Path()
-	maps, err := d.Mappings()
-	info := d.Info()
-	d.Close()
-	if err != nil {
-		return err
-	}
+	vpath := versions.VersionsGroup + "/" + v + "/" + g.Path
+	rank := len(g.chunks)
+	var vs, cs, ss []int64 // the new mappings, flat (h5.File.CreateVirtualFlat)
 	changed := false
-	blocks := make([]h5.VirtualBlock, len(maps))
-	for i, m := range maps {
+	shape, present, err := eachMapping(h, v, g.Path, func() {
+		vs, cs, ss, changed = vs[:0], cs[:0], ss[:0], false
+	}, func(m h5.Mapping) error {
 		s, err := slotOf(m, g.chunks)
 		if err != nil {
 			return err
@@ -654,19 +665,18 @@ func remapVersion(h *h5.File, raw *h5.Dataset, v string, g *Group, newSlot map[i
 			return fmt.Errorf("slot %d of %s is not kept", s, vpath)
 		}
 		changed = changed || j != s
-		src := make([]int64, len(g.chunks))
-		src[0] = j * g.chunks[0]
-		blocks[i] = h5.VirtualBlock{VStart: m.VStart, Count: m.VCount, SrcStart: src}
-	}
-	if !changed {
+		vs, cs = append(vs, m.VStart...), append(cs, m.VCount...)
+		ss = append(ss, j*g.chunks[0])
+		ss = append(ss, make([]int64, rank-1)...)
 		return nil
+	})
+	if err != nil || !present || !changed {
+		return err
 	}
-	var fill []byte
-	if info.Type.Raw {
-		fill = info.Fill
-	}
+	// Slots move only for raw element types (planGroup), whose fill value raw_data's is.
+	info := raw.Info()
 	tmp := path.Join(path.Dir(vpath), "_tmp_"+path.Base(vpath))
-	if err := h.CreateVirtual(tmp, raw, info.Shape, fill, blocks); err != nil {
+	if err := h.CreateVirtualFlat(tmp, raw, shape, info.Fill, vs, cs, ss); err != nil {
 		return err
 	}
 	if err := h.CopyAttrs(vpath, tmp); err != nil {
