@@ -45,8 +45,11 @@ func (c *Committer) pinned(version string) bool {
 }
 
 // RenameVersion renames version old to new: its group, every prev_version that names it
-// and current_version if it is old, in one journaled sync (old or new, whatever the
-// crash). new must be a valid, free version name.
+// and current_version if it is old, in one journaled sync: old or new after any crash,
+// once recovered (the next read-write open, vh5fs fsck --repair). Another program that
+// opens the file after a crash inside the journal's apply, before that, may find it half
+// renamed: a prev_version naming new while the group is still old, or the reverse; the
+// data of every version is whole in any case. new must be a valid, free version name.
 func (c *Committer) RenameVersion(old, new string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

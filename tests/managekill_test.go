@@ -1,0 +1,161 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pkg/xattr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/h5"
+)
+
+// TestKillDuringManage kills a read-write mount just before each system call of the sync
+// of a rename (mv versions/v3 versions/r3) and of a revert (setfattr user.vh5fs.current)
+// in turn (h5.SyncKillEnv), until one run completes. After each kill, before any repair,
+// h5py reads the file as the original or as the changed one (every version, its parent,
+// its data, current_version), with one exception: a kill inside the journal's apply (a
+// whole journal beside the file) may leave the rename half written, names and the
+// attributes naming them each old or new, every version's data as before. `vh5fs fsck
+// --repair` then leaves the file old (no journal) or changed (a whole journal: the kill
+// came after the commit point).
+func TestKillDuringManage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mounts the file once per system call of the sync")
+	}
+	for _, tc := range []struct {
+		name string
+		op   func(mnt string) error
+		// renamed maps a name the operation changes to its new one, in any field of a line
+		renamed map[string]string
+	}{
+		{"rename", func(mnt string) error {
+			return os.Rename(filepath.Join(mnt, "versions", "v3"), filepath.Join(mnt, "versions", "r3"))
+		}, map[string]string{"v3": "r3"}},
+		{"revert", func(mnt string) error { return xattr.Set(mnt, "user.vh5fs.current", []byte("v2")) },
+			map[string]string{"current v4": "current v2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			base := fixturePath("golden_delete_middle-before.h5")
+			state := func(file string) ([]string, []string) {
+				lines, failed := committedLines(t, file)
+				return append(lines, "current "+currentOf(t, file)), failed
+			}
+			old, _ := state(base)
+			ref := copyPath(t, base)
+			_, killed := manageOnce(t, ref, "", tc.op)
+			require.False(t, killed)
+			changed, failed := state(ref)
+			require.Empty(t, failed)
+			require.NotEqual(t, old, changed, "the operation changes the file")
+
+			kills, journals, torn := 0, 0, 0
+			for n := 1; ; n++ {
+				file := copyPath(t, base)
+				opErr, killed := manageOnce(t, file, fmt.Sprint(n), tc.op)
+				if !killed {
+					require.NoError(t, opErr, "run %d, not killed", n)
+					lines, _ := state(file)
+					require.Equal(t, changed, lines, "run %d, not killed", n)
+					break
+				}
+				kills++
+				st, err := os.Stat(file + h5.JournalSuffix)
+				journal := err == nil && st.Size() > 0
+				if journal {
+					journals++
+				}
+				lines, failed := state(file)
+				require.Empty(t, failed, "kill %d: h5py cannot read the file before the repair", n)
+				if !slices.Equal(lines, old) && !slices.Equal(lines, changed) {
+					require.True(t, journal, "kill %d: no journal, yet the file reads neither old nor changed: %v", n, lines)
+					require.ElementsMatch(t, changed, renameFields(lines, tc.renamed), "kill %d, inside the apply: only names may be half changed", n)
+					torn++
+				}
+				if opErr == nil {
+					require.Equal(t, changed, lines, "kill %d: the operation returned, so it is durable", n)
+				}
+				out, err := exec.Command(vh5fsBin, "fsck", "--repair", file).CombinedOutput()
+				require.NoError(t, err, "kill %d: fsck --repair: %s", n, out)
+				lines, failed = state(file)
+				require.Empty(t, failed)
+				if journal {
+					require.Equal(t, changed, lines, "kill %d, after repair: a journal past its commit point is rolled forward", n)
+				} else {
+					require.True(t, slices.Equal(lines, old) || slices.Equal(lines, changed), "kill %d, after repair: %v", n, lines)
+				}
+				_, err = os.Stat(file + h5.JournalSuffix)
+				require.ErrorIs(t, err, os.ErrNotExist)
+			}
+			t.Logf("%d kills over the sync (%d with a whole journal, %d of them inside the apply leaving names half changed for h5py before the repair): every repair left the file old or changed", kills, journals, torn)
+			require.Greater(t, kills, 5, "the kills cover the sync's steps")
+		})
+	}
+}
+
+// manageOnce mounts file read-write (killed at the kill-th system call of its syncs, if
+// kill is not empty), runs op on the mount and unmounts: op's error, and whether the
+// kill came.
+func manageOnce(t *testing.T, file, kill string, op func(mnt string) error) (error, bool) {
+	mnt := t.TempDir()
+	var env []string
+	if kill != "" {
+		env = []string{h5.SyncKillEnv + "=" + kill}
+	}
+	m := startMount(t, mnt, vh5fsArgs(file, mnt, "rw"), env...)
+	opErr := op(mnt)
+	if kill == "" {
+		require.NoError(t, opErr)
+		m.unmount(t)
+		return nil, false
+	}
+	if opErr == nil { // the unmount's sync may meet the kill too
+		out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	err := m.wait(t)
+	if err == nil {
+		return opErr, false
+	}
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "the mount was killed")
+	require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal(), "%s", m.stderr)
+	exec.Command("fusermount3", "-uz", mnt).Run()
+	return opErr, true
+}
+
+// currentOf is the current_version attribute of file, as h5py reads it.
+func currentOf(t *testing.T, file string) string {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/python3", "-c",
+		`import sys, h5py; print(h5py.File(sys.argv[1], "r")["_version_data/versions"].attrs["current_version"])`, file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return strings.TrimSpace(string(out))
+}
+
+// renameFields is lines with each whole line, or space-separated field, that names a key
+// of renamed replaced by its value.
+func renameFields(lines []string, renamed map[string]string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if r, ok := renamed[l]; ok {
+			out[i] = r
+			continue
+		}
+		f := strings.Fields(l)
+		for j, x := range f {
+			if r, ok := renamed[x]; ok {
+				f[j] = r
+			}
+		}
+		out[i] = strings.Join(f, " ")
+	}
+	return out
+}
