@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"unsafe"
 
 	"github.com/vh5fs/vh5fs/h5meta"
@@ -244,16 +245,32 @@ func (f *File) CheckMappingLists() error {
 	return nil
 }
 
+// diskMetadata opens the metadata of a file libhdf5 has open without the journal driver,
+// from its bytes on disk, through a duplicate of its descriptor (close file once done).
+// Under the HDF5 lock.
+func diskMetadata(id C.hid_t, path string) (meta *h5meta.File, file *os.File, err error) {
+	fd, err := C.vh5j_dup_fd(id)
+	if fd < 0 {
+		return nil, nil, fmt.Errorf("%s: duplicating its descriptor: %w", path, err)
+	}
+	file = os.NewFile(uintptr(fd), path)
+	st, err := file.Stat()
+	if err == nil {
+		meta, err = h5meta.Open(file, st.Size())
+	}
+	return meta, file, err
+}
+
 // VirtualMappings calls fn with each mapping of the virtual dataset at path, in order,
-// decoded from the file's bytes as the journal driver has them (h5meta), and returns the
-// dataset's shape: libhdf5, which opens a virtual dataset by building a selection for each
-// mapping, would take longer than the caller's whole work with them. The mapping handed to
-// fn shares memory with the next: fn must not keep its slices. The list's checksum is
+// decoded from the file's bytes (h5meta: as the journal driver has them, held writes
+// included, or as they are on disk for a file open without it), and returns the dataset's
+// shape: libhdf5, which opens a virtual dataset by building a selection for each mapping,
+// would take longer than the caller's whole work with them. The mapping handed to fn
+// shares memory with the next: fn must not keep its slices. The list's checksum is
 // verified last: on an error, whatever fn did with the mappings must be discarded. ok is
-// false where h5meta does not read the dataset (the file is not open through the journal
-// driver, a layout or selection it does not decode): then open it and use
-// Dataset.Mappings, after discarding what fn did. With fn nil it reads the shape alone (of
-// any dataset).
+// false where h5meta does not read the dataset (a layout or selection it does not decode,
+// a file it cannot open): then open it and use Dataset.Mappings, after discarding what fn
+// did. With fn nil it reads the shape alone (of any dataset).
 func (f *File) VirtualMappings(path string, fn func(Mapping) error) (shape []int64, ok bool, err error) {
 	lock()
 	defer unlock()
@@ -262,6 +279,12 @@ func (f *File) VirtualMappings(path string, fn func(Mapping) error) (shape []int
 		return nil, false, err
 	}
 	meta, err := metadata(id)
+	if meta == nil && err == nil { // not open through the journal driver: nothing is held
+		var file *os.File
+		if meta, file, err = diskMetadata(id, f.path); file != nil {
+			defer file.Close()
+		}
+	}
 	if meta == nil || err != nil {
 		return nil, false, nil
 	}
