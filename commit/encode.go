@@ -212,13 +212,13 @@ func Parallel(n int, fn func(i int) error) error {
 	return ferr
 }
 
-// ordered runs produce(i) for i in [0, n) on every core and calls consume(i, result) in
+// Ordered runs produce(i) for i in [0, n) on every core and calls consume(i, result) in
 // order on the calling goroutine. At most window results are produced or in production
-// beyond the one consume holds: a slot is freed as consume takes a result, so producers
-// go on while it runs. It returns the first error of either; produce's results that
-// consume never saw go to discard.
-func ordered[T any](n, window int, produce func(i int) (T, error), consume func(i int, v T) error, discard func(T)) error {
-	if n <= 2 || workers() == 1 { // a small commit: no goroutines to start
+// beyond the one consume holds (memory follows window, not n): a slot is freed as consume
+// takes a result, so producers go on while it runs. It returns the first error of either;
+// produce's results that consume never saw go to discard (if not nil).
+func Ordered[T any](n, window int, produce func(i int) (T, error), consume func(i int, v T) error, discard func(T)) error {
+	if n <= 2 || workers() == 1 { // too little to start goroutines for
 		for i := range n {
 			v, err := produce(i)
 			if err != nil {
@@ -234,9 +234,11 @@ func ordered[T any](n, window int, produce func(i int) (T, error), consume func(
 		v   T
 		err error
 	}
-	results := make([]chan result, n)
-	for i := range results {
-		results[i] = make(chan result, 1)
+	// Job i's result goes to ring[i%window]: the slots keep at most window jobs between
+	// their start and their consume, so no two of them share a place.
+	ring := make([]chan result, window)
+	for i := range ring {
+		ring[i] = make(chan result, 1)
 	}
 	quit := make(chan struct{})
 	slots := make(chan struct{}, window)
@@ -263,14 +265,13 @@ func ordered[T any](n, window int, produce func(i int) (T, error), consume func(
 			defer wg.Done()
 			for i := range jobs {
 				v, err := produce(i)
-				results[i] <- result{v, err}
+				ring[i%window] <- result{v, err}
 			}
 		}()
 	}
 	var err error
-	i := 0
-	for ; i < n && err == nil; i++ {
-		r := <-results[i]
+	for i := 0; i < n && err == nil; i++ {
+		r := <-ring[i%window]
 		<-slots
 		if err = r.err; err == nil {
 			err = consume(i, r.v)
@@ -278,9 +279,9 @@ func ordered[T any](n, window int, produce func(i int) (T, error), consume func(
 	}
 	close(quit)
 	wg.Wait()
-	for ; i < n; i++ { // produced but not consumed
+	for _, c := range ring { // produced but not consumed
 		select {
-		case r := <-results[i]:
+		case r := <-c:
 			if r.err == nil && discard != nil {
 				discard(r.v)
 			}

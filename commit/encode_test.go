@@ -108,7 +108,7 @@ func TestOrdered(t *testing.T) {
 		var got []int
 		var mu sync.Mutex
 		ahead, maxAhead := 0, 0 // produce calls begun less consume calls begun
-		err := ordered(n, 5, func(i int) (int, error) {
+		err := Ordered(n, 5, func(i int) (int, error) {
 			mu.Lock()
 			ahead++
 			maxAhead = max(maxAhead, ahead)
@@ -132,7 +132,7 @@ func TestOrdered(t *testing.T) {
 	boom := errors.New("boom")
 	for _, failAt := range []string{"produce", "consume"} {
 		var produced, consumed, discarded atomic.Int64
-		err := ordered(100, 4, func(i int) (int, error) {
+		err := Ordered(100, 4, func(i int) (int, error) {
 			if failAt == "produce" && i == 10 {
 				return 0, boom
 			}

@@ -172,7 +172,7 @@ func (c *Committer) writeChunks(raw *h5.Dataset, fresh []newChunk, chunkBytes in
 		}
 		return write(i, s)
 	}
-	return ordered(len(fresh), 4*workers(), produce, consume, release)
+	return Ordered(len(fresh), 4*workers(), produce, consume, release)
 }
 
 // writebackBytes is how much a commit writes between two starts of the file's writeback.

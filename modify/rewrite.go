@@ -184,7 +184,7 @@ func (w *writer) version(d *versions.Dataset, report func()) ([]int64, error) {
 	perBand := chunkplan.Elements(g[1:])
 	out := make([]int64, 0, nb*perBand)
 	src := newSources(d, w.chunks)
-	err := ordered(int(nb), 2*workers(), func(b int) (*band, error) {
+	err := commit.Ordered(int(nb), 2*workers(), func(b int) (*band, error) {
 		return w.cut(d, src, int64(b), g)
 	}, func(b int, bd *band) error {
 		slots, err := w.dedup(bd)
@@ -195,7 +195,7 @@ func (w *writer) version(d *versions.Dataset, report func()) ([]int64, error) {
 		w.done++
 		report()
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -539,69 +539,4 @@ func (w *writer) virtual(src *h5.Dataset, d *versions.Dataset, path string, slot
 		return err
 	}
 	return h.SetAttrInt64s(path, "chunks", w.chunks)
-}
-
-// ordered runs produce(i) for i in [0, n) on every core, at most window results ahead of
-// consume, which it calls in order on the calling goroutine. It returns the first error.
-func ordered[T any](n, window int, produce func(i int) (T, error), consume func(i int, v T) error) error {
-	if n <= 1 || workers() == 1 {
-		for i := range n {
-			v, err := produce(i)
-			if err != nil {
-				return err
-			}
-			if err := consume(i, v); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ring := make([]chan result, window)
-	for i := range ring {
-		ring[i] = make(chan result, 1)
-	}
-	tokens := make(chan struct{}, window)
-	jobs := make(chan int)
-	quit := make(chan struct{})
-	go func() {
-		defer close(jobs)
-		for i := range n {
-			select {
-			case tokens <- struct{}{}:
-			case <-quit:
-				return
-			}
-			select {
-			case jobs <- i:
-			case <-quit:
-				return
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	for range min(workers(), n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				v, err := produce(i)
-				ring[i%window] <- result{v, err}
-			}
-		}()
-	}
-	var err error
-	for i := 0; i < n && err == nil; i++ {
-		r := <-ring[i%window]
-		<-tokens
-		if err = r.err; err == nil {
-			err = consume(i, r.v)
-		}
-	}
-	close(quit)
-	wg.Wait()
-	return err
 }
