@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/pkg/xattr"
@@ -104,31 +103,14 @@ func TestKillDuringManage(t *testing.T) {
 // kill is not empty), runs op on the mount and unmounts: op's error, and whether the
 // kill came.
 func manageOnce(t *testing.T, file, kill string, op func(mnt string) error) (error, bool) {
-	mnt := t.TempDir()
-	var env []string
-	if kill != "" {
-		env = []string{h5.SyncKillEnv + "=" + kill}
-	}
-	m := startMount(t, mnt, vh5fsArgs(file, mnt, "rw"), env...)
-	opErr := op(mnt)
+	m := mountKillable(t, file, kill)
+	opErr := op(m.Dir)
 	if kill == "" {
 		require.NoError(t, opErr)
 		m.unmount(t)
 		return nil, false
 	}
-	if opErr == nil { // the unmount's sync may meet the kill too
-		out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
-	err := m.wait(t)
-	if err == nil {
-		return opErr, false
-	}
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "the mount was killed")
-	require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal(), "%s", m.stderr)
-	exec.Command("fusermount3", "-uz", mnt).Run()
-	return opErr, true
+	return opErr, m.endKillable(t, opErr == nil)
 }
 
 // currentOf is the current_version attribute of file, as h5py reads it.

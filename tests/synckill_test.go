@@ -111,12 +111,8 @@ func killDuringSync(t *testing.T, base string, off, size int) {
 // writing size float64 elements at off, then unmounts: how many fsyncs returned, and
 // whether the kill came.
 func commitBands(t *testing.T, file string, off, size, commits int, kill string) (int, bool) {
-	mnt := t.TempDir()
-	var env []string
-	if kill != "" {
-		env = []string{h5.SyncKillEnv + "=" + kill}
-	}
-	m := startMount(t, mnt, vh5fsArgs(file, mnt, "rw"), env...)
+	m := mountKillable(t, file, kill)
+	mnt := m.Dir
 	done := 0
 	for ; done < commits; done++ {
 		rng := rand.New(rand.NewSource(int64(done)))
@@ -142,20 +138,39 @@ func commitBands(t *testing.T, file string, off, size, commits int, kill string)
 		m.unmount(t)
 		return done, false
 	}
-	if done == commits { // the unmount's sync may meet the kill too
-		out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput()
+	killed := m.endKillable(t, done == commits)
+	require.True(t, killed || done == commits, "the mount exited by itself")
+	return done, killed
+}
+
+// mountKillable mounts file read-write, the daemon killed just before the kill-th system
+// call of its syncs if kill is not empty (h5.SyncKillEnv).
+func mountKillable(t *testing.T, file, kill string) *mounted {
+	mnt := t.TempDir()
+	var env []string
+	if kill != "" {
+		env = []string{h5.SyncKillEnv + "=" + kill}
+	}
+	return startMount(t, mnt, vh5fsArgs(file, mnt, "rw"), env...)
+}
+
+// endKillable ends a mount of mountKillable's whose kill may or may not have come:
+// unmounts it first if unmount (its last sync may meet the kill too), then waits for the
+// daemon. true if it died of the kill (its mount is then detached), false if it exited.
+func (m *mounted) endKillable(t *testing.T, unmount bool) bool {
+	if unmount {
+		out, err := exec.Command("fusermount3", "-u", m.Dir).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}
 	err := m.wait(t)
 	if err == nil {
-		require.Equal(t, commits, done, "the mount exited by itself")
-		return done, false
+		return false
 	}
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "the mount was killed")
 	require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal(), "%s", m.stderr)
-	exec.Command("fusermount3", "-uz", mnt).Run()
-	return done, true
+	exec.Command("fusermount3", "-uz", m.Dir).Run()
+	return true
 }
 
 // committedLines is tests/py/committed_digests.py's lines for file's committed versions,
