@@ -34,9 +34,14 @@ type Progress func(done, total int64)
 type Result struct {
 	Before, After int64 // file sizes in bytes
 	Chunks        int64 // bytes of raw_data chunks copied, as stored
+	// Kept is set when a compaction in place was dropped because its copy was no smaller
+	// than the file (HDF5's own free space can outweigh what a small file loses): the file
+	// is left as it was, and After is the size the copy had.
+	Kept bool
 }
 
-// File compacts the HDF5 file at path into out ("" or path: in place). The file is
+// File compacts the HDF5 file at path into out ("" or path: in place; a copy no smaller
+// than the file is dropped, see Result.Kept). The file is
 // opened read-only, which HDF5's file locking refuses while a writer has it open (a
 // read-write mount, h5py in "a" mode) and which keeps writers out until the rename.
 func File(path, out string, progress Progress) (Result, error) {
@@ -59,6 +64,12 @@ func File(path, out string, progress Progress) (Result, error) {
 		return Result{}, err
 	}
 	res.Before = st.Size()
+	if out == path {
+		if st2, err := os.Stat(tmp); err == nil && st2.Size() >= res.Before {
+			res.After, res.Kept = st2.Size(), true
+			return res, os.Remove(tmp)
+		}
+	}
 	if err := publish(tmp, out, st); err != nil {
 		os.Remove(tmp)
 		return Result{}, err

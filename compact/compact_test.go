@@ -69,12 +69,40 @@ func TestCompactFixtures(t *testing.T) {
 				require.LessOrEqual(t, done, total)
 			})
 			require.NoError(t, err)
+			require.False(t, res2.Kept, "every fixture has space to reclaim")
 			require.Equal(t, res.Chunks, res2.Chunks)
 			checkManifest(t, file, m)
 			_, err = os.Stat(filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".vh5fs-compact"))
 			require.ErrorIs(t, err, os.ErrNotExist, "no temporary file left")
 		})
 	}
+}
+
+// TestCompactKeepsSmallFile: a file whose compacted copy would be no smaller (a small
+// file with little dead space: HDF5's free-space bookkeeping of the copy outweighs it) is
+// left as it was in place, byte for byte; to another path the copy is written all the
+// same.
+func TestCompactKeepsSmallFile(t *testing.T) {
+	file := fixture.Copy(t, filepath.Join(fixture.ModifyDir(), "golden_modify_dtype-before.h5"))
+	before, err := os.ReadFile(file)
+	require.NoError(t, err)
+	res, err := File(file, "", nil)
+	require.NoError(t, err)
+	require.True(t, res.Kept)
+	require.GreaterOrEqual(t, res.After, res.Before)
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+	_, err = os.Stat(filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".vh5fs-compact"))
+	require.ErrorIs(t, err, os.ErrNotExist, "no temporary file left")
+
+	out := filepath.Join(t.TempDir(), "out.h5")
+	res, err = File(file, out, nil)
+	require.NoError(t, err)
+	require.False(t, res.Kept)
+	st, err := os.Stat(out)
+	require.NoError(t, err)
+	require.Equal(t, res.After, st.Size())
 }
 
 // TestCompactRefusesWriter: a file open for writing (an exclusive HDF5 lock, as a

@@ -46,6 +46,11 @@ func runCompact(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, file, err)
 	}
+	if res.Kept {
+		fmt.Fprintf(stdout, "%s: %s, nothing to reclaim (a compacted copy takes %s): left as it was\n",
+			file, sizeString(res.Before), sizeString(res.After))
+		return 0
+	}
 	dst := file
 	if *out != "" {
 		dst = *out
