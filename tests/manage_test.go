@@ -2,6 +2,7 @@ package tests
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"os/exec"
@@ -138,4 +139,54 @@ func TestDeleteThroughMount(t *testing.T) {
 	m.unmount(t)
 	require.Contains(t, versionDigests(t, file), "v2")
 	require.Contains(t, m.stderr.String(), "takes them out of this mount's view only")
+}
+
+// TestReAddAfterDelete: a dataset a stage removed, whose every version is then deleted
+// (its data group goes, as versioned-hdf5 drops it), is created again by a later stage with
+// another dtype and shape: the path is free again. vh5fs log and diff follow the versions
+// left, and h5py reads the new dataset.
+func TestReAddAfterDelete(t *testing.T) {
+	file := copyPath(t, fixturePath("golden_delete_middle-before.h5"))
+	m := mount(t, file, "rw")
+	p := func(parts ...string) string { return filepath.Join(append([]string{m.Dir}, parts...)...) }
+	x := must(os.ReadFile(p("versions", "v4", "x")))
+
+	require.NoError(t, os.Mkdir(p("stage", "gone"), 0o755))
+	require.NoError(t, os.Remove(p("stage", "gone", "g", "y")))
+	require.NoError(t, os.Rename(p("stage", "gone"), p("versions", "gone")))
+	for _, v := range []string{"v1", "v2", "v3", "v4"} {
+		require.NoError(t, syscall.Rmdir(p("versions", v)), v)
+	}
+	require.Equal(t, []string{"gone"}, readDirNames(t, p("versions")))
+
+	require.NoError(t, os.Mkdir(p("stage", "back"), 0o755))
+	y := p("stage", "back", "g", "y")
+	require.NoError(t, os.WriteFile(y, nil, 0o644))
+	require.NoError(t, exec.Command("setfattr", "-n", "user.vh5fs.create", "-v",
+		`{"dtype":"<i4","shape":[0,3],"chunks":[4,3],"fillvalue":7}`, y).Run())
+	data := make([]byte, 0, 24)
+	for v := range int32(6) {
+		data = binary.LittleEndian.AppendUint32(data, uint32(v+1))
+	}
+	require.NoError(t, os.WriteFile(y, data, 0o644))
+	require.NoError(t, os.Rename(p("stage", "back"), p("versions", "back")))
+	require.Equal(t, data, must(os.ReadFile(p("versions", "back", "g", "y"))))
+	require.Equal(t, x, must(os.ReadFile(p("versions", "back", "x"))))
+	m.unmount(t)
+
+	out, stderr, code := vh5fsRun(t, "log", file)
+	require.Equal(t, 0, code, stderr)
+	var chain []string
+	for _, e := range parseLog(t, out) {
+		chain = append(chain, e.Name+"<"+e.Parent)
+	}
+	require.Equal(t, []string{"back<gone", "gone<__first_version__"}, chain)
+	out, stderr, code = vh5fsRun(t, "diff", file, "gone", "back")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "g/y")
+	got, err := exec.Command("/usr/bin/python3", "-c", `import sys, h5py
+y = h5py.File(sys.argv[1], "r")["_version_data/versions/back/g/y"]
+print(y.dtype, y.shape, y.fillvalue, y[()].ravel().tolist())`, file).CombinedOutput()
+	require.NoError(t, err, "%s", got)
+	require.Equal(t, "int32 (2, 3) 7 [1, 2, 3, 4, 5, 6]\n", string(got))
 }
