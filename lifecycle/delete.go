@@ -461,6 +461,9 @@ func compact(h *h5.File, g *Group, kept []string) error {
 	if err := writeHashRows(h, dir+"/hash_table", g.rows); err != nil {
 		return err
 	}
+	if g.Moves == 0 { // every kept chunk stays in its slot: no mapping changes
+		return nil
+	}
 	for _, v := range kept {
 		if err := remapVersion(h, raw, v, g, newSlot); err != nil {
 			return fmt.Errorf("version %s: %w", v, err)
