@@ -213,7 +213,7 @@ func (f *File) SetApplyLock(l sync.Locker) {
 
 // StartWriteback asks the kernel to begin writing the file's dirty pages to disk now and
 // returns without waiting for them: what a commit appends past the durable end goes to
-// the file at once (writes over the durable state are held in memory until the sync, so
+// the file at once (writes over the durable state are held until the sync, so
 // they are not among these pages), and writing it back while the commit goes on leaves
 // the sync's fsync less to wait for. Crash safety is unchanged: the kernel may write those
 // pages back at any time anyway. The HDF5 lock is held only to find the descriptor.

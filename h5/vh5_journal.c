@@ -1,6 +1,6 @@
 // The journal file driver: sec2's POSIX I/O, except that writes over bytes the file held at
-// its last sync ("base") are kept in memory until a sync, which makes them durable through
-// a redo journal, FILE.vh5fs-journal, in steps (vh5j_step, driven by h5/journal.go):
+// its last sync ("base") are held until a sync, which makes them durable through a redo
+// journal, FILE.vh5fs-journal, in steps (vh5j_step, driven by h5/journal.go):
 //
 //   tail     write what lies past base (held writes there, growth) to the file
 //   fsync    fsync the file: every new chunk and metadata block is durable, and nothing
@@ -37,6 +37,19 @@
 // The driver is fail-stop: after any error writing the file or the journal it writes nothing
 // more (every write, truncation and sync fails with the first error's errno), so the file on
 // disk stays at its last commit point, or at the one the journal holds, until recovery.
+//
+// Memory is bounded whatever the bytes a sync changes. Held writes keep their bytes in
+// memory up to a budget (HOLD_BUDGET, 32 MiB, of held bytes); beyond it they go to a spill
+// file, an unlinked file in the file's directory (O_TMPFILE, else mkostemp and unlink),
+// append-only, closed with the driver and emptied when a sync leaves nothing held. A sync's
+// plan keeps the range lists (where each range's bytes go in the journal, its apply rank)
+// and a copy of the held operations' descriptors: O(ranges + held writes), no bytes. Its
+// steps stream the bytes through one buffer of PIECE (8 MiB): the tail and the journal are
+// composed a piece at a time from the file, the held bytes and the spill file, the
+// journal's CRC updated piece by piece, and the apply and the publish read each range's new
+// bytes back from the journal, a piece at a time. Recovery holds the range list and four
+// buffers of RECOVER_PIECE (1 MiB). So besides the budget and the pieces, the driver's
+// memory is about 100 bytes per range and per held write.
 //
 // The driver writes no driver information into the superblock: the file stays an ordinary
 // HDF5 file for every other program.
