@@ -87,11 +87,18 @@ static const char legacy_magic[8] = {'V', 'H', '5', 'U', 'N', 'D', 'O', '1'};
 
 // Memory bounds (see the top). HOLD_BUDGET: held bytes kept in memory, the rest spilled;
 // PIECE: the bytes a sync's step composes, reads or writes at a time (its buffer);
-// RECOVER_PIECE: the same for recovery, which needs four such buffers.
+// RECOVER_PIECE: the same for recovery, which needs four such buffers. A test build may
+// set them (CGO_CFLAGS=-DHOLD_BUDGET=0 ...) to run a whole program spilled and streamed.
+#ifndef HOLD_BUDGET
 #define HOLD_BUDGET ((size_t)32 << 20)
-#define PIECE ((size_t)8 << 20)
+#endif
 #define PIECE_MIN ((size_t)256)  // room for the header, a range's and the first bytes of its new
+#ifndef PIECE
+#define PIECE ((size_t)8 << 20)
+#endif
+#ifndef RECOVER_PIECE
 #define RECOVER_PIECE ((size_t)1 << 20)
+#endif
 
 typedef struct {
 	haddr_t addr;         // a write: where; a truncation: the new length
@@ -140,7 +147,7 @@ static hid_t journal_driver = -1;
 
 // recover_piece is RECOVER_PIECE unless a test set it (vh5j_set_recover_piece); recovery
 // and the setter run under the HDF5 lock.
-static size_t recover_piece = RECOVER_PIECE;
+static size_t recover_piece = RECOVER_PIECE < PIECE_MIN ? PIECE_MIN : RECOVER_PIECE;
 
 static char *suffixed(const char *path, const char *suffix) {
 	size_t n = strlen(path), s = strlen(suffix);
@@ -880,7 +887,7 @@ static H5FD_t *j_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxa
 	}
 	f->fd = fd, f->dev = st.st_dev, f->ino = st.st_ino;
 	f->eof = f->base = f->limit = (haddr_t)st.st_size;
-	f->budget = HOLD_BUDGET, f->piece = PIECE, f->spill = -1;
+	f->budget = HOLD_BUDGET, f->piece = PIECE < PIECE_MIN ? PIECE_MIN : PIECE, f->spill = -1;
 	return &f->pub;
 }
 
@@ -1216,7 +1223,8 @@ uint64_t vh5j_spilled(hid_t file, size_t *held) {
 // vh5j_set_recover_piece makes recovery read and write piece bytes at a time (at least
 // PIECE_MIN; 0 restores the default): for tests, under the HDF5 lock.
 void vh5j_set_recover_piece(size_t piece) {
-	recover_piece = piece == 0 ? RECOVER_PIECE : piece < PIECE_MIN ? PIECE_MIN : piece;
+	if (piece == 0) piece = RECOVER_PIECE;
+	recover_piece = piece < PIECE_MIN ? PIECE_MIN : piece;
 }
 
 // Recovery. It keeps in memory the journal's range list and a few buffers of one piece
