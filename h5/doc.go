@@ -4,7 +4,8 @@
 // the HDF5 error stack, and the LZF filter (id 32000) on top of liblzf.
 //
 // Read-write files are opened through a redo-journal file driver (vh5_journal.c, journal.go):
-// writes over bytes the file held at its last sync wait in memory until FlushSync, which
+// writes over bytes the file held at its last sync are held (in memory up to a budget, the
+// rest in an unlinked spill file: memory stays bounded) until FlushSync, which
 // makes the new bytes past the old end durable, records the old and new bytes of every
 // range it will overwrite in a journal beside the file (the commit point), applies them and
 // removes the journal; so neither a killed process nor a power loss leaves the file torn or

@@ -213,7 +213,7 @@ func (f *File) SetApplyLock(l sync.Locker) {
 
 // StartWriteback asks the kernel to begin writing the file's dirty pages to disk now and
 // returns without waiting for them: what a commit appends past the durable end goes to
-// the file at once (writes over the durable state are held in memory until the sync, so
+// the file at once (writes over the durable state are held until the sync, so
 // they are not among these pages), and writing it back while the commit goes on leaves
 // the sync's fsync less to wait for. Crash safety is unchanged: the kernel may write those
 // pages back at any time anyway. The HDF5 lock is held only to find the descriptor.
@@ -395,4 +395,46 @@ func boolInt(b bool) C.int {
 		return 1
 	}
 	return 0
+}
+
+// setHoldBudget makes f's journal driver keep at most budget bytes of held writes in
+// memory, the rest in its spill file, and, with piece > 0, its syncs stream their bytes
+// piece bytes at a time (vh5_journal.c): for tests.
+func (f *File) setHoldBudget(budget, piece int) error {
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil {
+		return err
+	}
+	if rc, errno := C.vh5j_set_hold_budget(id, C.size_t(budget), C.size_t(piece)); rc < 0 {
+		return &Error{Op: "set the hold budget of", Path: f.path, Err: errno}
+	}
+	return nil
+}
+
+// spilled flushes libhdf5's buffers of f and reports how many bytes of held writes its
+// journal driver has written to its spill file since the open, and how many it holds in
+// memory now: for tests.
+func (f *File) spilled() (spilled uint64, held int, err error) {
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err == nil {
+		err = f.flushLocked(id)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	var h C.size_t
+	s := C.vh5j_spilled(id, &h)
+	return uint64(s), int(h), nil
+}
+
+// setRecoverPiece makes recovery read and write piece bytes at a time (0: the default):
+// for tests.
+func setRecoverPiece(piece int) {
+	lock()
+	defer unlock()
+	C.vh5j_set_recover_piece(C.size_t(piece))
 }

@@ -121,11 +121,20 @@ func restore(t *testing.T, path string, d disk) {
 }
 
 // openChanged opens a copy of basic_1d.h5 read-write and makes change in it, with a fault
-// set for its next sync: the file and a function closing it.
-func openChanged(t *testing.T, ft *fault) (string, *File, func() error) {
+// set for its next sync (and the driver's limits, if lim is not nil): the file and a
+// function closing it.
+func openChanged(t *testing.T, ft *fault, lim *limits) (string, *File, func() error) {
 	t.Helper()
 	path, f, src := openRW(t)
+	if lim != nil {
+		require.NoError(t, f.setHoldBudget(lim.budget, lim.piece))
+	}
 	change(t, f)
+	if lim != nil && lim.budget == 0 {
+		spilled, _, err := f.spilled()
+		require.NoError(t, err)
+		require.NotZero(t, spilled, "the change's held writes are spilled")
+	}
 	f.sync.fault = ft
 	return path, f, func() error {
 		src.Close()
@@ -177,62 +186,77 @@ func TestJournalFaults(t *testing.T) {
 		{stepAsync, true}:   {"after its commit point", true, "new", RecoveryApplied, "new"},
 		{stepRemove, true}:  {"after its commit point", true, "new", RecoveryApplied, "new"},
 	}
-	for _, crash := range []bool{false, true} {
-		for _, step := range order {
-			ft := fault{step, crash}
-			w := cases[ft]
-			name := steps[step].what + map[bool]string{false: " fails", true: " crash"}[crash]
-			t.Run(name, func(t *testing.T) {
-				open := openFiles()
-				path, f, closeFile := openChanged(t, &ft)
-				err := f.FlushSync()
-				if w.syncErr == "" {
+	for _, v := range variants {
+		for _, crash := range []bool{false, true} {
+			for _, step := range order {
+				ft := fault{step, crash}
+				w := cases[ft]
+				name := v.name + "/" + steps[step].what + map[bool]string{false: " fails", true: " crash"}[crash]
+				t.Run(name, func(t *testing.T) {
+					setRecoverPiece(v.recoverPiece)
+					defer setRecoverPiece(0)
+					open := openFiles()
+					path, f, closeFile := openChanged(t, &ft, v.lim)
+					err := f.FlushSync()
+					if w.syncErr == "" {
+						require.NoError(t, err)
+						require.NoError(t, f.Stopped())
+					} else {
+						require.ErrorIs(t, err, ErrStopped)
+						require.ErrorContains(t, err, w.syncErr)
+						require.ErrorIs(t, f.Stopped(), ErrStopped, "a commit asks before it writes")
+					}
+					require.Equal(t, w.journal, exists(path+JournalSuffix), "journal beside the file")
+					was := snapshot(t, path)
+					if w.syncErr != "" {
+						// Fail-stop: nothing more reaches the file, not even at close.
+						f.SetAttrInt64("/", "later", 1) // may stay in libhdf5's cache
+						require.ErrorIs(t, f.FlushSync(), ErrStopped)
+					}
+					err = closeFile()
+					if w.syncErr != "" {
+						require.ErrorIs(t, err, ErrStopped, "the close reports the stop")
+						require.Equal(t, was, snapshot(t, path), "the file or its journal changed after the failure")
+					} else {
+						require.NoError(t, err)
+					}
+					require.Equal(t, open, openFiles(), "libhdf5 lets go of the file at its close")
+					require.Equal(t, w.seen, observedUnrecovered(t, path), "before recovery")
+					if w.journal && w.syncErr != "" {
+						_, err := Open(path)
+						require.ErrorIs(t, err, ErrInterruptedCommit, "read-only opens refuse a file with a journal")
+					}
+					rec, err := Recover(path)
 					require.NoError(t, err)
-					require.NoError(t, f.Stopped())
-				} else {
-					require.ErrorIs(t, err, ErrStopped)
-					require.ErrorContains(t, err, w.syncErr)
-					require.ErrorIs(t, f.Stopped(), ErrStopped, "a commit asks before it writes")
-				}
-				require.Equal(t, w.journal, exists(path+JournalSuffix), "journal beside the file")
-				was := snapshot(t, path)
-				if w.syncErr != "" {
-					// Fail-stop: nothing more reaches the file, not even at close.
-					f.SetAttrInt64("/", "later", 1) // may stay in libhdf5's cache
-					require.ErrorIs(t, f.FlushSync(), ErrStopped)
-				}
-				err = closeFile()
-				if w.syncErr != "" {
-					require.ErrorIs(t, err, ErrStopped, "the close reports the stop")
-					require.Equal(t, was, snapshot(t, path), "the file or its journal changed after the failure")
-				} else {
+					require.Equal(t, w.recovery, rec)
+					require.False(t, exists(path+JournalSuffix), "recovery removes the journal")
+					require.Equal(t, w.after, observed(t, path))
+					rec, err = Recover(path)
 					require.NoError(t, err)
-				}
-				require.Equal(t, open, openFiles(), "libhdf5 lets go of the file at its close")
-				require.Equal(t, w.seen, observedUnrecovered(t, path), "before recovery")
-				if w.journal && w.syncErr != "" {
-					_, err := Open(path)
-					require.ErrorIs(t, err, ErrInterruptedCommit, "read-only opens refuse a file with a journal")
-				}
-				rec, err := Recover(path)
-				require.NoError(t, err)
-				require.Equal(t, w.recovery, rec)
-				require.False(t, exists(path+JournalSuffix), "recovery removes the journal")
-				require.Equal(t, w.after, observed(t, path))
-				rec, err = Recover(path)
-				require.NoError(t, err)
-				require.Equal(t, RecoveryNone, rec, "recovery is idempotent")
-			})
+					require.Equal(t, RecoveryNone, rec, "recovery is idempotent")
+				})
+			}
 		}
 	}
+}
+
+// variants run a test with the journal driver's defaults, and with every held byte spilled
+// and every step and recovery streaming the smallest pieces.
+var variants = []struct {
+	name         string
+	lim          *limits
+	recoverPiece int
+}{
+	{"default", nil, 0},
+	{"spilled", &limits{0, 1}, 1},
 }
 
 // crashed returns a file as a process killed just before the apply step leaves it (the
 // journal complete, the file not yet changed below its old end), that state, and the file
 // as the finished sync leaves it.
-func crashed(t *testing.T) (path string, atApply disk, done []byte) {
+func crashed(t *testing.T, lim *limits) (path string, atApply disk, done []byte) {
 	t.Helper()
-	path, f, closeFile := openChanged(t, &fault{stepApply, true})
+	path, f, closeFile := openChanged(t, &fault{stepApply, true}, lim)
 	require.Error(t, f.FlushSync())
 	closeFile()
 	atApply = snapshot(t, path)
@@ -265,7 +289,17 @@ func withBody(t *testing.T, d disk) []byte {
 // ranges hold any mixture of old sectors, sectors as the body left them and new ones (a
 // power loss in the apply or the publish) is completed.
 func TestJournalTornStates(t *testing.T) {
-	path, atApply, applied := crashed(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			setRecoverPiece(v.recoverPiece)
+			defer setRecoverPiece(0)
+			tornStates(t, v.lim)
+		})
+	}
+}
+
+func tornStates(t *testing.T, lim *limits) {
+	path, atApply, applied := crashed(t, lim)
 	body := withBody(t, atApply)
 	require.NotEqual(t, atApply.file, body, "the body changes the file")
 	require.NotEqual(t, applied[:len(body)], body, "the publish changes the file")
@@ -310,7 +344,7 @@ func TestJournalTornStates(t *testing.T) {
 // read-write opens refuse the file; discarding the journal keeps the other program's data.
 func TestJournalOtherWriter(t *testing.T) {
 	python := "/usr/bin/python3"
-	atApply, _, _ := crashed(t)
+	atApply, _, _ := crashed(t, nil)
 	out, err := exec.Command(python, "-c", `
 import sys, h5py, numpy as np
 with h5py.File(sys.argv[1], "r+") as f:
@@ -350,7 +384,7 @@ with h5py.File(sys.argv[1], "r") as f:
 // TestJournalReplacedFile: a journal whose file was replaced (another inode, same name) is
 // not replayed over it.
 func TestJournalReplacedFile(t *testing.T) {
-	atApply, _, _ := crashed(t)
+	atApply, _, _ := crashed(t, nil)
 	b, err := os.ReadFile(atApply)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(atApply+".new", b, 0o644)) // a new inode while the old one lives
@@ -459,7 +493,7 @@ func TestStartWriteback(t *testing.T) {
 // TestJournalEarlierFormat: a journal of an earlier vh5fs (VH5REDO1: one part, six header
 // words) left by a crash is still completed.
 func TestJournalEarlierFormat(t *testing.T) {
-	path, atApply, _ := crashed(t)
+	path, atApply, _ := crashed(t, nil)
 	j := atApply.journal
 	word := func(off int) uint64 { return binary.NativeEndian.Uint64(j[off:]) }
 	// The body's ranges as a journal of its own, in the earlier layout.

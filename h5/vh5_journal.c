@@ -1,6 +1,6 @@
 // The journal file driver: sec2's POSIX I/O, except that writes over bytes the file held at
-// its last sync ("base") are kept in memory until a sync, which makes them durable through
-// a redo journal, FILE.vh5fs-journal, in steps (vh5j_step, driven by h5/journal.go):
+// its last sync ("base") are held until a sync, which makes them durable through a redo
+// journal, FILE.vh5fs-journal, in steps (vh5j_step, driven by h5/journal.go):
 //
 //   tail     write what lies past base (held writes there, growth) to the file
 //   fsync    fsync the file: every new chunk and metadata block is durable, and nothing
@@ -38,8 +38,22 @@
 // more (every write, truncation and sync fails with the first error's errno), so the file on
 // disk stays at its last commit point, or at the one the journal holds, until recovery.
 //
+// Memory is bounded whatever the bytes a sync changes. Held writes keep their bytes in
+// memory up to a budget (HOLD_BUDGET, 32 MiB, of held bytes); beyond it they go to a spill
+// file, an unlinked file in the file's directory (O_TMPFILE, else mkostemp and unlink),
+// append-only, closed with the driver and emptied when a sync leaves nothing held. A sync's
+// plan keeps the range lists (where each range's bytes go in the journal, its apply rank)
+// and a copy of the held operations' descriptors: O(ranges + held writes), no bytes. Its
+// steps stream the bytes through one buffer of PIECE (8 MiB): the tail and the journal are
+// composed a piece at a time from the file, the held bytes and the spill file, the
+// journal's CRC updated piece by piece, and the apply and the publish read each range's new
+// bytes back from the journal, a piece at a time. Recovery holds the range list and four
+// buffers of RECOVER_PIECE (1 MiB). So besides the budget and the pieces, the driver's
+// memory is about 100 bytes per range and per held write.
+//
 // The driver writes no driver information into the superblock: the file stays an ordinary
 // HDF5 file for every other program.
+#define _GNU_SOURCE  // O_TMPFILE, mkostemp
 #include "vh5.h"
 
 #include <errno.h>
@@ -71,11 +85,34 @@ static const char legacy_magic[8] = {'V', 'H', '5', 'U', 'N', 'D', 'O', '1'};
 #define HDR_WORDS 7
 #define HDR_SIZE (8 + 8 * HDR_WORDS)
 
+// Memory bounds (see the top). HOLD_BUDGET: held bytes kept in memory, the rest spilled;
+// PIECE: the bytes a sync's step composes, reads or writes at a time (its buffer);
+// RECOVER_PIECE: the same for recovery, which needs four such buffers. A test build may
+// set them (CGO_CFLAGS=-DHOLD_BUDGET=0 ...) to run a whole program spilled and streamed.
+#ifndef HOLD_BUDGET
+#define HOLD_BUDGET ((size_t)32 << 20)
+#endif
+#define PIECE_MIN ((size_t)256)  // room for the header, a range's and the first bytes of its new
+#ifndef PIECE
+#define PIECE ((size_t)8 << 20)
+#endif
+#ifndef RECOVER_PIECE
+#define RECOVER_PIECE ((size_t)1 << 20)
+#endif
+
 typedef struct {
-	haddr_t addr;  // a write: where; a truncation: the new length
-	size_t size;   // 0 for a truncation
-	unsigned char *data;
+	haddr_t addr;         // a write: where; a truncation: the new length
+	size_t size;          // 0 for a truncation
+	unsigned char *data;  // its bytes, or NULL: they are in the spill file at off
+	off_t off;
 } held_op;
+
+// Where held operations' bytes are read from: the file, the operations, the spill file.
+typedef struct {
+	int fd;
+	const held_op *ops;
+	int spill;
+} source;
 
 typedef struct {
 	H5FD_t pub;  // first: libhdf5 casts between the two
@@ -92,6 +129,13 @@ typedef struct {
 	int marked;
 	int failed;   // the errno that stopped the driver (fail-stop), 0 while it works
 	int closing;  // a stopped file being closed: libhdf5's last writes are dropped (vh5j_abandon)
+	// The held operations' bytes: up to budget of them in memory (held_mem now), the rest
+	// appended to the spill file (an unlinked file in the file's directory, -1 until the
+	// first spill) at spill_end; spilled counts the bytes ever spilled (tests).
+	size_t budget, held_mem, piece;
+	int spill;
+	off_t spill_end;
+	uint64_t spilled;
 	// For crash tests (vh5j_kill_at): the process kills itself (SIGKILL) just before the
 	// kill_at-th system call of its syncs that writes, syncs, creates or removes a file.
 	unsigned long kill_at, ticks;
@@ -100,6 +144,10 @@ typedef struct {
 // journal_driver is the driver's libhdf5 identifier, registered on first use; like every libhdf5
 // call, it is only touched under the HDF5 lock (h5/lock.go).
 static hid_t journal_driver = -1;
+
+// recover_piece is RECOVER_PIECE unless a test set it (vh5j_set_recover_piece); recovery
+// and the setter run under the HDF5 lock.
+static size_t recover_piece = RECOVER_PIECE < PIECE_MIN ? PIECE_MIN : RECOVER_PIECE;
 
 static char *suffixed(const char *path, const char *suffix) {
 	size_t n = strlen(path), s = strlen(suffix);
@@ -161,6 +209,53 @@ static int read_got(int fd, void *buf, size_t n, off_t off, size_t *got) {
 
 static int read_all(int fd, void *buf, size_t n, off_t off) { return read_got(fd, buf, n, off, NULL); }
 
+// read_whole is read_all of bytes that must all be there (a journal's, a spill file's): EIO
+// if the file is shorter.
+static int read_whole(int fd, void *buf, size_t n, off_t off) {
+	size_t got;
+	if (read_got(fd, buf, n, off, &got) < 0) return -1;
+	if (got < n) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+static size_t min_size(uint64_t a, uint64_t b) { return (size_t)(a < b ? a : b); }
+
+// open_spill creates f's spill file: an unlinked file in the file's directory (on its file
+// system, not in memory as /tmp may be), by O_TMPFILE where the file system has it.
+static int open_spill(jfile *f) {
+	char *copy = strdup(f->path);
+	if (!copy) return -1;
+	const char *dir = dirname(copy);
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		static const char name[] = "/.vh5fs-spill-XXXXXX";
+		size_t n = strlen(dir);
+		char *tmpl = malloc(n + sizeof name);
+		if (tmpl) {
+			memcpy(tmpl, dir, n);
+			memcpy(tmpl + n, name, sizeof name);
+			fd = mkostemp(tmpl, O_CLOEXEC);
+			if (fd >= 0 && unlink(tmpl) < 0) {
+				int e = errno;
+				close(fd);
+				errno = e;
+				fd = -1;
+			}
+			free(tmpl);
+		}
+	}
+	int e = errno;
+	free(copy);
+	errno = e;
+	if (fd >= 0) f->spill = fd;
+	return fd;
+}
+
+// push_op holds a write (size bytes of data at addr) or a truncation (size 0, to addr): its
+// bytes in memory while the held bytes there stay within the budget, else in the spill file.
 static int push_op(jfile *f, haddr_t addr, size_t size, const void *data) {
 	if (f->nops == f->capops) {
 		size_t cap = f->capops ? 2 * f->capops : 16;
@@ -168,20 +263,31 @@ static int push_op(jfile *f, haddr_t addr, size_t size, const void *data) {
 		if (!ops) return -1;
 		f->ops = ops, f->capops = cap;
 	}
-	held_op op = {addr, size, NULL};
-	if (size) {
+	held_op op = {addr, size, NULL, 0};
+	if (size && f->held_mem + size <= f->budget) {
 		if (!(op.data = malloc(size))) return -1;
 		memcpy(op.data, data, size);
+		f->held_mem += size;
+	} else if (size) {
+		if (f->spill < 0 && open_spill(f) < 0) return -1;
+		if (write_all(f->spill, data, size, f->spill_end) < 0) return -1;
+		op.off = f->spill_end;
+		f->spill_end += (off_t)size, f->spilled += size;
 	}
 	f->ops[f->nops++] = op;
 	return 0;
 }
 
-// drop_ops frees the first n held operations, keeping the rest in order.
+// drop_ops frees the first n held operations, keeping the rest in order; once none is left,
+// the spill file's space is given back.
 static void drop_ops(jfile *f, size_t n) {
-	for (size_t i = 0; i < n; i++) free(f->ops[i].data);
+	for (size_t i = 0; i < n; i++) {
+		if (f->ops[i].data) f->held_mem -= f->ops[i].size;
+		free(f->ops[i].data);
+	}
 	memmove(f->ops, f->ops + n, (f->nops - n) * sizeof *f->ops);
 	f->nops -= n;
+	if (f->nops == 0 && f->spill_end > 0 && ftruncate(f->spill, 0) == 0) f->spill_end = 0;
 }
 
 // stop makes the driver fail-stop with errno (kept if already stopped) and returns -1.
@@ -191,10 +297,20 @@ static int stop(jfile *f) {
 	return -1;
 }
 
+// op_bytes copies n bytes of op's, from its byte at, to out.
+static int op_bytes(const source *src, const held_op *op, size_t at, size_t n, unsigned char *out) {
+	if (op->data) {
+		memcpy(out, op->data + at, n);
+		return 0;
+	}
+	return read_whole(src->spill, out, n, op->off + (off_t)at);
+}
+
 // view reads what the file holds as libhdf5 sees it: its bytes with the first nops held
 // operations applied in order.
 static int view(const jfile *f, size_t nops, haddr_t addr, size_t size, unsigned char *buf) {
 	if (read_all(f->fd, buf, size, (off_t)addr) < 0) return -1;
+	source src = {f->fd, f->ops, f->spill};
 	haddr_t end = addr + size;
 	for (size_t i = 0; i < nops; i++) {
 		const held_op *op = &f->ops[i];
@@ -206,7 +322,7 @@ static int view(const jfile *f, size_t nops, haddr_t addr, size_t size, unsigned
 			continue;
 		}
 		haddr_t lo = op->addr > addr ? op->addr : addr, hi = op->addr + op->size < end ? op->addr + op->size : end;
-		if (lo < hi) memcpy(buf + (lo - addr), op->data + (lo - op->addr), hi - lo);
+		if (lo < hi && op_bytes(&src, op, lo - op->addr, hi - lo, buf + (lo - addr)) < 0) return -1;
 	}
 	return 0;
 }
@@ -226,57 +342,89 @@ static void tick(jfile *f) {
 	if (f->kill_at && ++f->ticks == f->kill_at) kill(getpid(), SIGKILL);
 }
 
-// A journal as the apply and recovery read it: its header and its ranges, the body's then
-// the publish's, each part sorted by address.
+// A journal's range as the apply and recovery know it: where its bytes are in the journal
+// (its old bytes at at, its new ones at at + len) and its place in write_part's order.
 typedef struct {
-	uint64_t addr, len;
-	const unsigned char *old, *new;
+	uint64_t addr, len, at;
+	unsigned rank;  // apply_rank's
+	int nonzero;    // while a sync writes the journal: its old bytes seen so far are not all zeros
 } jrange;
 
+// A journal: its header and its ranges, the body's then the publish's, each part sorted by
+// address.
 typedef struct {
-	uint64_t dev, ino, len_now, len_new, nbody, npublish;
+	uint64_t dev, ino, len_now, len_new, nbody, npublish, total;
 	jrange *r;  // nbody + npublish
 } jview;
 
-// read_journal reads j (n bytes) into v if it is a whole journal (magic, sizes, checksum),
-// of this version or of one before the publish part: 1, 0 if it is not whole, -1 (errno).
-static int read_journal(const unsigned char *j, size_t n, jview *v) {
+// crc_of is the CRC-32 of the first n bytes of the file at fd, read a piece at a time.
+static int crc_of(int fd, uint64_t n, size_t piece, uint32_t *crc) {
+	unsigned char *buf = malloc(min_size(n, piece) + 1);
+	if (!buf) return -1;
+	uint32_t c = 0;
+	int rc = 0;
+	for (uint64_t off = 0; off < n && rc == 0; off += piece) {
+		size_t k = min_size(n - off, piece);
+		rc = read_whole(fd, buf, k, (off_t)off);
+		if (rc == 0) c = libdeflate_crc32(c, buf, k);
+	}
+	int e = errno;
+	free(buf);
+	errno = e;
+	*crc = c;
+	return rc;
+}
+
+// read_journal reads the journal open at jfd (n bytes) into v if it is a whole journal
+// (magic, sizes, checksum), of this version or of one before the publish part: 1, 0 if it
+// is not whole, -1 (errno). It keeps the ranges' places, not their bytes: its memory is the
+// range list and one piece.
+static int read_journal(int jfd, uint64_t n, size_t piece, jview *v) {
+	char magic[8];
 	size_t words = 0;
-	if (n >= 8 && memcmp(j, journal_magic, 8) == 0) words = HDR_WORDS;
-	if (n >= 8 && memcmp(j, journal_magic1, 8) == 0) words = HDR_WORDS - 1;
-	size_t off = 8 + 8 * words;
+	if (n >= 8 && read_whole(jfd, magic, 8, 0) < 0) return -1;
+	if (n >= 8 && memcmp(magic, journal_magic, 8) == 0) words = HDR_WORDS;
+	if (n >= 8 && memcmp(magic, journal_magic1, 8) == 0) words = HDR_WORDS - 1;
+	uint64_t off = 8 + 8 * words;
 	if (words == 0 || n < off + 8) return 0;
 	uint64_t hdr[HDR_WORDS] = {0};
-	memcpy(hdr, j + 8, 8 * words);
+	if (read_whole(jfd, hdr, 8 * words, 8) < 0) return -1;
 	if (hdr[5] != n || hdr[4] > n / 16 || hdr[6] > n / 16) return 0;
-	*v = (jview){hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[6], NULL};
+	*v = (jview){hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[6], n, NULL};
 	uint64_t nr = hdr[4] + hdr[6];
 	if (!(v->r = malloc((nr ? nr : 1) * sizeof *v->r))) return -1;
 	for (uint64_t i = 0; i < nr; i++) {
 		uint64_t rh[2];
 		if (n - 8 - off < 16) goto torn;
-		memcpy(rh, j + off, 16);
+		if (read_whole(jfd, rh, 16, (off_t)off) < 0) goto fail;
 		if (rh[1] > (n - 8 - off - 16) / 2) goto torn;
-		v->r[i] = (jrange){rh[0], rh[1], j + off + 16, j + off + 16 + rh[1]};
+		v->r[i] = (jrange){rh[0], rh[1], off + 16, 0, 0};
 		off += 16 + 2 * rh[1];
 	}
-	uint32_t crc[2];
-	memcpy(crc, j + off, 8);
-	if (off + 8 == n && crc[0] == libdeflate_crc32(0, j, off) && crc[1] == 0) return 1;
+	if (off + 8 != n) goto torn;
+	uint32_t crc[2], want;
+	if (read_whole(jfd, crc, 8, (off_t)off) < 0 || crc_of(jfd, off, piece, &want) < 0) goto fail;
+	if (crc[0] == want && crc[1] == 0) return 1;
 torn:
 	free(v->r);
 	v->r = NULL;
 	return 0;
+fail:;
+	int e = errno;
+	free(v->r);
+	v->r = NULL;
+	errno = e;
+	return -1;
 }
 
-// covering is the range of rs (n of them, sorted, disjoint) that holds addr, or NULL.
-static const jrange *covering(const jrange *rs, uint64_t n, uint64_t addr) {
+// first_past is the first range of rs (n of them, sorted, disjoint) that ends past addr.
+static uint64_t first_past(const jrange *rs, uint64_t n, uint64_t addr) {
 	uint64_t a = 0, b = n;
 	while (a < b) {
 		uint64_t mid = a + (b - a) / 2;
 		if (rs[mid].addr + rs[mid].len <= addr) a = mid + 1; else b = mid;
 	}
-	return a < n && rs[a].addr <= addr ? &rs[a] : NULL;
+	return a;
 }
 
 // apply_rank places a range in the order write_part writes a part in. libhdf5 changes its
@@ -288,67 +436,86 @@ static const jrange *covering(const jrange *rs, uint64_t n, uint64_t addr) {
 // (a split's parent points to the new node before the old one drops its half), and last
 // symbol table nodes, which link names to objects. Power loss can still keep any mixture:
 // the fsync between the body and the publish, not this order, keeps the publish out of it.
-static unsigned apply_rank(const jrange *r) {
+// zero: the range's old bytes are all zeros; new: its first min(len, 6) new bytes.
+static unsigned apply_rank(uint64_t addr, uint64_t len, int zero, const unsigned char *new) {
 	static const char *heaps[] = {"HEAP", "GCOL", "FRHP", "FHDB", "FHIB", "FSHD", "FSSE"};
-	int zero = 1;
-	for (uint64_t i = 0; i < r->len && zero; i++) zero = r->old[i] == 0;
 	if (zero) return 0;
-	if (r->addr == 0) return 1;
-	if (r->len >= 4) {
+	if (addr == 0) return 1;
+	if (len >= 4) {
 		for (size_t i = 0; i < sizeof heaps / sizeof *heaps; i++)
-			if (memcmp(r->new, heaps[i], 4) == 0) return 2;
-		if (memcmp(r->new, "SNOD", 4) == 0) return 6 << 8;
-		if (memcmp(r->new, "BTHD", 4) == 0) return 4 << 8;
-		if (memcmp(r->new, "BTIN", 4) == 0) return (4 << 8) + 1;
-		if (memcmp(r->new, "BTLF", 4) == 0) return (5 << 8) + 255;
-		if (r->len >= 6 && memcmp(r->new, "TREE", 4) == 0) return (5 << 8) + 255 - r->new[5];  // by level, root first
+			if (memcmp(new, heaps[i], 4) == 0) return 2;
+		if (memcmp(new, "SNOD", 4) == 0) return 6 << 8;
+		if (memcmp(new, "BTHD", 4) == 0) return 4 << 8;
+		if (memcmp(new, "BTIN", 4) == 0) return (4 << 8) + 1;
+		if (memcmp(new, "BTLF", 4) == 0) return (5 << 8) + 255;
+		if (len >= 6 && memcmp(new, "TREE", 4) == 0) return (5 << 8) + 255 - new[5];  // by level, root first
 	}
 	return 3;
 }
 
-typedef struct {
-	unsigned rank;
-	const jrange *r;
-} ranked;
-
-static int cmp_ranked(const void *a, const void *b) {
-	const ranked *x = a, *y = b;
-	if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-	return x->r->addr < y->r->addr ? -1 : x->r->addr > y->r->addr;
+static int all_zero(const unsigned char *p, size_t n) {
+	for (size_t i = 0; i < n; i++)
+		if (p[i]) return 0;
+	return 1;
 }
 
-// write_part writes the new bytes of n ranges over fd, in apply_rank's order (f, if not
-// NULL, counts the writes for crash tests). 0 or -1.
-static int write_part(jfile *f, int fd, const jrange *rs, uint64_t n) {
-	ranked *o = malloc((n ? n : 1) * sizeof *o);
-	if (!o) return -1;
-	for (uint64_t i = 0; i < n; i++) o[i] = (ranked){apply_rank(&rs[i]), &rs[i]};
-	qsort(o, n, sizeof *o, cmp_ranked);
-	int rc = 0;
+static int cmp_ranked(const void *a, const void *b) {
+	const jrange *x = *(const jrange *const *)a, *y = *(const jrange *const *)b;
+	if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+// write_part writes the new bytes of n ranges over fd, in their ranks' order, reading them
+// from the journal at jfd a piece at a time (f, if not NULL, counts the writes for crash
+// tests: one per range). 0 or -1.
+static int write_part(jfile *f, int fd, int jfd, const jrange *rs, uint64_t n, size_t piece) {
+	uint64_t longest = 0;
+	for (uint64_t i = 0; i < n; i++)
+		if (rs[i].len > longest) longest = rs[i].len;
+	const jrange **o = malloc((n ? n : 1) * sizeof *o);
+	unsigned char *buf = malloc(min_size(longest, piece) + 1);
+	int rc = o && buf ? 0 : -1;
+	if (rc == 0) {
+		for (uint64_t i = 0; i < n; i++) o[i] = &rs[i];
+		qsort(o, n, sizeof *o, cmp_ranked);
+	}
 	for (uint64_t i = 0; i < n && rc == 0; i++) {
 		if (f) tick(f);
-		rc = write_all(fd, o[i].r->new, o[i].r->len, (off_t)o[i].r->addr);
+		const jrange *r = o[i];
+		for (uint64_t done = 0; done < r->len && rc == 0;) {
+			size_t k = min_size(r->len - done, piece);
+			rc = read_whole(jfd, buf, k, (off_t)(r->at + r->len + done));
+			if (rc == 0) rc = write_all(fd, buf, k, (off_t)(r->addr + done));
+			done += k;
+		}
 	}
 	int e = errno;
 	free(o);
+	free(buf);
 	errno = e;
 	return rc;
 }
 
 // A sync in progress: everything its steps need, so that they run without the HDF5 lock
-// (they make no libhdf5 call and touch none of the driver's held operations).
+// (they make no libhdf5 call and touch none of the driver's state that libhdf5 may change:
+// they read the held operations it covers through ops, a copy of their descriptors, since
+// writes held meanwhile may move the driver's array; those operations' bytes do not change
+// until vh5j_sync_end drops them, and the spill file only grows meanwhile). Its memory is
+// the range lists; the steps stream the bytes through buffers of one piece.
 struct vh5j_sync {
 	jfile *f;
-	int fd;  // a duplicate of the file's descriptor
+	int fd;   // a duplicate of the file's descriptor
+	int jfd;  // the journal, from the journal step on
 	char *jpath;
-	size_t nops;  // the held operations it makes durable
-	haddr_t len_new;
-	range *tail;  // pieces at or past base, written at once: tail_data holds them, in order
+	size_t nops;      // the held operations it makes durable
+	size_t nb;        // the body's among them (the rest are the publish's)
+	held_op *ops;     // their descriptors
+	source src;       // the file (fd), ops and the spill file
+	size_t piece;     // the steps' buffer
+	haddr_t len_new;  // the file's length after the sync
+	range *tail;      // ranges at or past base the body changes: the tail step writes them
 	size_t ntail;
-	unsigned char *tail_data;
-	unsigned char *journal;  // the whole journal, checksum included
-	size_t jlen;
-	jview v;                      // journal's ranges, as the apply writes them
+	jview v;                      // the journal's header and ranges (their ranks from the journal step on)
 	int fault_step, fault_crash;  // test fault injection (vh5j_set_fault)
 	int step;                     // the next step to run
 	int committed;                // the commit point has passed
@@ -381,111 +548,91 @@ static range *ranges_of(const jfile *f, size_t from, size_t to, haddr_t now, had
 	return rs;
 }
 
-// offsets is where each of the m ranges begins in one buffer of them all (*total bytes).
-static size_t *offsets(const range *rs, size_t m, size_t *total) {
-	size_t *at = malloc((m ? m : 1) * sizeof *at);
-	*total = 0;
-	if (!at) return NULL;
-	for (size_t i = 0; i < m; i++) at[i] = *total, *total += rs[i].hi - rs[i].lo;
-	return at;
-}
+// A piece of a range: bytes [lo, hi) of the file, composed into a buffer at at; ri is the
+// range it belongs to.
+typedef struct {
+	haddr_t lo, hi;
+	size_t at, ri;
+} piece;
 
-// compose fills out (range i at at[i]) with what the ranges hold once f's first nops held
-// operations are applied in order to the file's bytes: each operation finds its ranges by
-// binary search (a read of the view per range would cost ranges x operations). 0 or -1.
-static int compose(const jfile *f, size_t nops, haddr_t len, const range *rs, size_t m, const size_t *at,
-                   unsigned char *out) {
+// compose fills out (piece i at ps[i].at) with what the m pieces (sorted, disjoint) hold
+// once the first nops held operations of src are applied in order to the file's bytes: each
+// operation finds its pieces by binary search (a read of the view per piece would cost
+// pieces x operations). 0 or -1.
+static int compose(const source *src, size_t nops, haddr_t len, const piece *ps, size_t m, unsigned char *out) {
 	for (size_t i = 0; i < m; i++)
-		if (read_all(f->fd, out + at[i], rs[i].hi - rs[i].lo, (off_t)rs[i].lo) < 0) return -1;
+		if (read_all(src->fd, out + ps[i].at, ps[i].hi - ps[i].lo, (off_t)ps[i].lo) < 0) return -1;
+	if (m == 0) return 0;
 	for (size_t i = 0; i < nops; i++) {
-		const held_op *op = &f->ops[i];
+		const held_op *op = &src->ops[i];
 		haddr_t lo = op->addr, hi = op->size ? op->addr + op->size : len;
 		if (hi > len) hi = len;
-		if (lo >= hi) continue;
-		size_t a = 0, b = m;  // the first range that ends past lo
+		if (lo >= hi || hi <= ps[0].lo || lo >= ps[m - 1].hi) continue;
+		size_t a = 0, b = m;  // the first piece that ends past lo
 		while (a < b) {
 			size_t mid = a + (b - a) / 2;
-			if (rs[mid].hi <= lo) a = mid + 1; else b = mid;
+			if (ps[mid].hi <= lo) a = mid + 1; else b = mid;
 		}
-		for (size_t k = a; k < m && rs[k].lo < hi; k++) {  // one range for a write; all after a truncation
-			haddr_t x = lo > rs[k].lo ? lo : rs[k].lo, y = hi < rs[k].hi ? hi : rs[k].hi;
-			if (op->size) memcpy(out + at[k] + (x - rs[k].lo), op->data + (x - op->addr), y - x);
-			else memset(out + at[k] + (x - rs[k].lo), 0, y - x);
+		for (size_t k = a; k < m && ps[k].lo < hi; k++) {  // one range for a write; all after a truncation
+			haddr_t x = lo > ps[k].lo ? lo : ps[k].lo, y = hi < ps[k].hi ? hi : ps[k].hi;
+			if (!op->size) memset(out + ps[k].at + (x - ps[k].lo), 0, y - x);
+			else if (op_bytes(src, op, x - op->addr, y - x, out + ps[k].at + (x - ps[k].lo)) < 0) return -1;
 		}
 	}
 	return 0;
 }
 
+void vh5j_sync_free(vh5j_sync *s);
+
 // plan builds the sync of f's held operations (see the top): the body's ranges split at
-// base into the journal's and the tail's, and the publish's, all journaled.
+// base into the journal's and the tail's, and the publish's, all journaled, with where each
+// journal range's bytes will be. It composes no bytes: the steps do, a piece at a time.
 static vh5j_sync *plan(jfile *f) {
 	vh5j_sync *s = calloc(1, sizeof *s);
 	range *rb = NULL, *rp = NULL;
-	size_t *atb = NULL, *atp = NULL, mb = 0, mp = 0, tbody = 0, tpub = 0;
-	unsigned char *body = NULL, *mid = NULL, *fin = NULL;
+	size_t mb = 0, mp = 0;
 	struct stat st;
 	int ok = 0;
-	if (!s || fstat(f->fd, &st) < 0) goto done;
-	s->f = f, s->fd = -1, s->nops = f->nops, s->len_new = f->eof;
-	size_t nb = f->marked ? f->body : f->nops;  // the body's held operations; the rest publish
+	if (!s) return NULL;
+	s->fd = s->jfd = -1;
+	if (fstat(f->fd, &st) < 0) goto done;
+	s->f = f, s->nops = f->nops, s->len_new = f->eof, s->piece = f->piece;
+	s->nb = f->marked ? f->body : f->nops;  // the body's held operations; the rest publish
 	haddr_t now = (haddr_t)st.st_size;
-	if (!(rb = ranges_of(f, 0, nb, now, s->len_new, &mb)) || !(rp = ranges_of(f, nb, f->nops, now, s->len_new, &mp)) ||
-	    !(atb = offsets(rb, mb, &tbody)) || !(atp = offsets(rp, mp, &tpub)) || !(body = malloc(tbody ? tbody : 1)) ||
-	    !(mid = malloc(tpub ? tpub : 1)) || !(fin = malloc(tpub ? tpub : 1)))
+	if (!(rb = ranges_of(f, 0, s->nb, now, s->len_new, &mb)) || !(rp = ranges_of(f, s->nb, f->nops, now, s->len_new, &mp)) ||
+	    !(s->ops = malloc((f->nops ? f->nops : 1) * sizeof *s->ops)))
 		goto done;
-	if (compose(f, nb, s->len_new, rb, mb, atb, body) < 0 || compose(f, nb, s->len_new, rp, mp, atp, mid) < 0 ||
-	    compose(f, f->nops, s->len_new, rp, mp, atp, fin) < 0)
-		goto done;
+	if (f->nops) memcpy(s->ops, f->ops, f->nops * sizeof *s->ops);
 
 	// Split the body at base: below goes to the journal (old and new bytes), at or past it
 	// to the tail. The publish goes to the journal whole, its old bytes the body's result.
-	size_t nj = 0, jbytes = 0, tbytes = 0;
-	for (size_t i = 0; i < mb; i++) {
-		haddr_t split = rb[i].lo < f->base ? (rb[i].hi < f->base ? rb[i].hi : f->base) : rb[i].lo;
-		if (split > rb[i].lo) nj++, jbytes += split - rb[i].lo;
-		tbytes += rb[i].hi - split;
-	}
-	s->tail = malloc((mb ? mb : 1) * sizeof *s->tail);
-	s->tail_data = malloc(tbytes ? tbytes : 1);
-	s->jlen = HDR_SIZE + (nj + mp) * 16 + 2 * (jbytes + tpub) + 8;
-	s->journal = malloc(s->jlen);
-	if (!s->tail || !s->tail_data || !s->journal) goto done;
-	haddr_t len_now = now > s->len_new ? now : s->len_new;  // the tail step grows the file
-	uint64_t hdr[HDR_WORDS] = {(uint64_t)f->dev, (uint64_t)f->ino, len_now, s->len_new, nj, s->jlen, mp};
-	memcpy(s->journal, journal_magic, 8);
-	memcpy(s->journal + 8, hdr, sizeof hdr);
-	size_t off = HDR_SIZE, toff = 0;
+	size_t nj = 0;
+	for (size_t i = 0; i < mb; i++)
+		if (rb[i].lo < f->base) nj++;
+	if (!(s->tail = malloc((mb ? mb : 1) * sizeof *s->tail)) || !(s->v.r = malloc((nj + mp ? nj + mp : 1) * sizeof *s->v.r)))
+		goto done;
+	uint64_t off = HDR_SIZE, k = 0;
 	for (size_t i = 0; i < mb; i++) {
 		haddr_t split = rb[i].lo < f->base ? (rb[i].hi < f->base ? rb[i].hi : f->base) : rb[i].lo;
 		if (split > rb[i].lo) {
-			uint64_t rh[2] = {rb[i].lo, split - rb[i].lo};
-			memcpy(s->journal + off, rh, 16);
-			if (read_all(f->fd, s->journal + off + 16, rh[1], (off_t)rh[0]) < 0) goto done;
-			memcpy(s->journal + off + 16 + rh[1], body + atb[i], rh[1]);
-			off += 16 + 2 * rh[1];
+			s->v.r[k++] = (jrange){rb[i].lo, split - rb[i].lo, off + 16, 0, 0};
+			off += 16 + 2 * (split - rb[i].lo);
 		}
-		if (rb[i].hi > split) {
-			s->tail[s->ntail++] = (range){split, rb[i].hi};
-			memcpy(s->tail_data + toff, body + atb[i] + (split - rb[i].lo), rb[i].hi - split);
-			toff += rb[i].hi - split;
-		}
+		if (rb[i].hi > split) s->tail[s->ntail++] = (range){split, rb[i].hi};
 	}
 	for (size_t i = 0; i < mp; i++) {
-		uint64_t rh[2] = {rp[i].lo, rp[i].hi - rp[i].lo};
-		memcpy(s->journal + off, rh, 16);
-		memcpy(s->journal + off + 16, mid + atp[i], rh[1]);
-		memcpy(s->journal + off + 16 + rh[1], fin + atp[i], rh[1]);
-		off += 16 + 2 * rh[1];
+		s->v.r[k++] = (jrange){rp[i].lo, rp[i].hi - rp[i].lo, off + 16, 0, 0};
+		off += 16 + 2 * (rp[i].hi - rp[i].lo);
 	}
-	uint32_t crc[2] = {libdeflate_crc32(0, s->journal, off), 0};
-	memcpy(s->journal + off, crc, 8);
+	haddr_t len_now = now > s->len_new ? now : s->len_new;  // the tail step grows the file
+	s->v = (jview){(uint64_t)f->dev, (uint64_t)f->ino, len_now, s->len_new, nj, mp, off + 8, s->v.r};
 	s->journaled = nj > 0 || mp > 0 || s->len_new < len_now;
 	s->step = VH5J_TAIL, s->fault_step = -1;
-	ok = read_journal(s->journal, s->jlen, &s->v) == 1 && (s->fd = dup(f->fd)) >= 0 &&
-	     (s->jpath = suffixed(f->path, JOURNAL_SUFFIX));
+	ok = (s->fd = dup(f->fd)) >= 0 && (s->jpath = suffixed(f->path, JOURNAL_SUFFIX));
+	s->src = (source){s->fd, s->ops, f->spill};
 done:;
 	int e = errno;
-	free(rb), free(rp), free(atb), free(atp), free(body), free(mid), free(fin);
+	free(rb), free(rp);
 	if (!ok) {
 		vh5j_sync_free(s);
 		s = NULL;
@@ -497,21 +644,136 @@ done:;
 void vh5j_sync_free(vh5j_sync *s) {
 	if (!s) return;
 	if (s->fd >= 0) close(s->fd);
+	if (s->jfd >= 0) close(s->jfd);
 	free(s->v.r);
 	free(s->jpath);
 	free(s->tail);
-	free(s->tail_data);
-	free(s->journal);
+	free(s->ops);
 	free(s);
 }
 
 // set_length gives the file the journal's new length, if it differs from its length now.
-static int set_length(jfile *f, int fd, const unsigned char *j) {
-	uint64_t hdr[HDR_WORDS];
-	memcpy(hdr, j + 8, sizeof hdr);
-	if (hdr[2] == hdr[3]) return 0;
+static int set_length(jfile *f, int fd, const jview *v) {
+	if (v->len_now == v->len_new) return 0;
 	tick(f);
-	return ftruncate(fd, (off_t)hdr[3]);
+	return ftruncate(fd, (off_t)v->len_new);
+}
+
+// write_tail is the tail step's writes: the body's ranges at or past base, composed a piece
+// at a time, each range written in order (one counted system call a range).
+static int write_tail(vh5j_sync *s) {
+	uint64_t total = 0;
+	for (size_t i = 0; i < s->ntail; i++) total += s->tail[i].hi - s->tail[i].lo;
+	size_t cap = min_size(s->ntail, s->piece) + 1;
+	unsigned char *buf = malloc(min_size(total, s->piece) + 1);
+	piece *ps = malloc(cap * sizeof *ps);
+	int rc = buf && ps ? 0 : -1;
+	size_t i = 0;
+	haddr_t lo = s->ntail ? s->tail[0].lo : 0;
+	while (i < s->ntail && rc == 0) {
+		size_t m = 0, pos = 0;
+		while (i < s->ntail && pos < s->piece) {
+			size_t k = min_size(s->tail[i].hi - lo, s->piece - pos);
+			ps[m++] = (piece){lo, lo + k, pos, i};
+			pos += k, lo += k;
+			if (lo == s->tail[i].hi && ++i < s->ntail) lo = s->tail[i].lo;
+		}
+		rc = compose(&s->src, s->nb, s->len_new, ps, m, buf);
+		for (size_t j = 0; j < m && rc == 0; j++) {
+			if (ps[j].lo == s->tail[ps[j].ri].lo) tick(s->f);
+			rc = write_all(s->fd, buf + ps[j].at, ps[j].hi - ps[j].lo, (off_t)ps[j].lo);
+		}
+	}
+	int e = errno;
+	free(buf);
+	free(ps);
+	errno = e;
+	return rc;
+}
+
+// The lists of pieces write_journal composes a buffer of: each range's old bytes and new
+// ones, of the body and of the publish.
+enum { OLD_BODY, NEW_BODY, OLD_PUB, NEW_PUB };
+
+// flush_journal composes buf's pieces (pos bytes of the journal from *at on), notes what
+// apply_rank needs of them, and writes buf to the journal, its CRC into *crc.
+static int flush_journal(vh5j_sync *s, unsigned char *buf, size_t pos, piece *ls[4], size_t ln[4], uint64_t *at,
+                         uint32_t *crc) {
+	size_t nops[4] = {0, s->nb, s->nb, s->nops};  // old body: the file's bytes; old publish: the body's result
+	for (int k = 0; k < 4; k++)
+		if (compose(&s->src, nops[k], s->len_new, ls[k], ln[k], buf) < 0) return -1;
+	for (int k = OLD_BODY; k <= OLD_PUB; k += 2)
+		for (size_t i = 0; i < ln[k]; i++)
+			if (!all_zero(buf + ls[k][i].at, ls[k][i].hi - ls[k][i].lo)) s->v.r[ls[k][i].ri].nonzero = 1;
+	for (int k = NEW_BODY; k <= NEW_PUB; k += 2)
+		for (size_t i = 0; i < ln[k]; i++) {  // a range's old bytes all come before its new ones
+			jrange *r = &s->v.r[ls[k][i].ri];
+			if (ls[k][i].lo == r->addr) r->rank = apply_rank(r->addr, r->len, !r->nonzero, buf + ls[k][i].at);
+		}
+	*crc = libdeflate_crc32(*crc, buf, pos);
+	if (write_all(s->jfd, buf, pos, (off_t)*at) < 0) return -1;
+	*at += pos;
+	for (int k = 0; k < 4; k++) ln[k] = 0;
+	return 0;
+}
+
+// write_journal writes the journal (see its layout) to s->jfd in order, a buffer of one
+// piece at a time, and ranks its ranges for write_part.
+static int write_journal(vh5j_sync *s) {
+	uint64_t nr = s->v.nbody + s->v.npublish;
+	size_t cap = min_size(nr, s->piece / 16 + 1) + 1, P = s->piece;
+	unsigned char *buf = malloc(P);
+	piece *ls[4] = {NULL};
+	size_t ln[4] = {0};
+	int rc = buf ? 0 : -1;
+	for (int k = 0; k < 4 && rc == 0; k++)
+		if (!(ls[k] = malloc(cap * sizeof *ls[k]))) rc = -1;
+	uint64_t at = 0;
+	uint32_t crc = 0;
+	size_t pos = HDR_SIZE;
+	if (rc == 0) {
+		uint64_t hdr[HDR_WORDS] = {s->v.dev, s->v.ino, s->v.len_now, s->v.len_new, s->v.nbody, s->v.total, s->v.npublish};
+		memcpy(buf, journal_magic, 8);
+		memcpy(buf + 8, hdr, sizeof hdr);
+	}
+	for (uint64_t i = 0; i < nr && rc == 0; i++) {
+		jrange *r = &s->v.r[i];
+		int pub = i >= s->v.nbody;
+		if (P - pos < 16) {
+			if ((rc = flush_journal(s, buf, pos, ls, ln, &at, &crc)) < 0) break;
+			pos = 0;
+		}
+		uint64_t rh[2] = {r->addr, r->len};
+		memcpy(buf + pos, rh, 16);
+		pos += 16;
+		for (int new = 0; new < 2 && rc == 0; new++) {
+			int k = 2 * pub + new;
+			// The first bytes of each in one piece: apply_rank reads the new ones'.
+			if (P - pos < min_size(r->len, 8)) {
+				if ((rc = flush_journal(s, buf, pos, ls, ln, &at, &crc)) < 0) break;
+				pos = 0;
+			}
+			for (uint64_t done = 0; done < r->len;) {
+				if (pos == P) {
+					if ((rc = flush_journal(s, buf, pos, ls, ln, &at, &crc)) < 0) break;
+					pos = 0;
+				}
+				size_t n = min_size(r->len - done, P - pos);
+				ls[k][ln[k]++] = (piece){r->addr + done, r->addr + done + n, pos, (size_t)i};
+				pos += n, done += n;
+			}
+		}
+	}
+	if (rc == 0) rc = flush_journal(s, buf, pos, ls, ln, &at, &crc);
+	if (rc == 0) {
+		uint32_t tail[2] = {crc, 0};
+		rc = write_all(s->jfd, tail, 8, (off_t)at);
+	}
+	int e = errno;
+	free(buf);
+	for (int k = 0; k < 4; k++) free(ls[k]);
+	errno = e;
+	return rc;
 }
 
 // run_step performs one step of s (see the top). 0, or -1 with errno set.
@@ -519,13 +781,7 @@ static int run_step(vh5j_sync *s, int step) {
 	jfile *f = s->f;
 	switch (step) {
 	case VH5J_TAIL: {
-		size_t off = 0;
-		for (size_t i = 0; i < s->ntail; i++) {
-			size_t len = s->tail[i].hi - s->tail[i].lo;
-			tick(f);
-			if (write_all(s->fd, s->tail_data + off, len, (off_t)s->tail[i].lo) < 0) return -1;
-			off += len;
-		}
+		if (write_tail(s) < 0) return -1;
 		struct stat st;
 		if (fstat(s->fd, &st) < 0) return -1;
 		if ((haddr_t)st.st_size < s->len_new) {
@@ -539,36 +795,25 @@ static int run_step(vh5j_sync *s, int step) {
 	case VH5J_ASYNC:
 		tick(f);
 		return fsync(s->fd);
-	case VH5J_JOURNAL: {
+	case VH5J_JOURNAL:
+		// Written whole here, after the tail's fsync: a journal whose checksum holds is
+		// rolled forward by recovery, so none may be on disk before the tail is durable.
 		tick(f);
-		int jfd = open(s->jpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (jfd < 0) return -1;
+		if ((s->jfd = open(s->jpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) return -1;
+		tick(f);  // one count for the journal's writes: no kill falls between two of them
+		return write_journal(s);
+	case VH5J_JSYNC:
 		tick(f);
-		int rc = write_all(jfd, s->journal, s->jlen, 0);
-		int e = errno;
-		close(jfd);
-		errno = e;
-		return rc;
-	}
-	case VH5J_JSYNC: {
-		int jfd = open(s->jpath, O_RDONLY | O_CLOEXEC);
-		if (jfd < 0) return -1;
-		tick(f);
-		int rc = fsync(jfd);
-		int e = errno;
-		close(jfd);
-		errno = e;
-		return rc;
-	}
+		return fsync(s->jfd);
 	case VH5J_DIRSYNC:
 		tick(f);
 		return fsync_dir(s->jpath);
 	case VH5J_APPLY:
-		if (write_part(f, s->fd, s->v.r, s->v.nbody) < 0) return -1;
-		return s->v.npublish ? 0 : set_length(f, s->fd, s->journal);
+		if (write_part(f, s->fd, s->jfd, s->v.r, s->v.nbody, s->piece) < 0) return -1;
+		return s->v.npublish ? 0 : set_length(f, s->fd, &s->v);
 	case VH5J_PUBLISH:
-		if (write_part(f, s->fd, s->v.r + s->v.nbody, s->v.npublish) < 0) return -1;
-		return set_length(f, s->fd, s->journal);
+		if (write_part(f, s->fd, s->jfd, s->v.r + s->v.nbody, s->v.npublish, s->piece) < 0) return -1;
+		return set_length(f, s->fd, &s->v);
 	case VH5J_REMOVE:
 		tick(f);
 		return unlink(s->jpath) < 0 && errno != ENOENT ? -1 : 0;
@@ -642,6 +887,7 @@ static H5FD_t *j_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxa
 	}
 	f->fd = fd, f->dev = st.st_dev, f->ino = st.st_ino;
 	f->eof = f->base = f->limit = (haddr_t)st.st_size;
+	f->budget = HOLD_BUDGET, f->piece = PIECE < PIECE_MIN ? PIECE_MIN : PIECE, f->spill = -1;
 	return &f->pub;
 }
 
@@ -666,6 +912,7 @@ static herr_t j_close(H5FD_t *file) {
 	if (!f->failed && (f->nops > 0 || f->eof != f->base)) rc = sync_now(f) < 0 ? -1 : 0;  // libhdf5's last writes
 	drop_ops(f, f->nops);
 	free(f->ops);
+	if (f->spill >= 0) close(f->spill);
 	close(f->fd);
 	free(f->path);
 	free(f);
@@ -951,64 +1198,106 @@ int vh5j_kill_at(hid_t file, unsigned long n) {
 	return 0;
 }
 
-// Recovery.
-
-// read_file reads all of path into *buf (*n bytes): 0, or -1 with errno (ENOENT if absent).
-static int read_file(const char *path, unsigned char **buf, size_t *n) {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) return -1;
-	struct stat st;
-	int rc = -1;
-	*buf = NULL;
-	if (fstat(fd, &st) == 0 && (*buf = malloc(st.st_size ? (size_t)st.st_size : 1)) &&
-	    read_all(fd, *buf, (size_t)st.st_size, 0) == 0) {
-		*n = (size_t)st.st_size;
-		rc = 0;
+// vh5j_set_hold_budget makes file's driver keep at most budget bytes of held writes in
+// memory (the rest go to its spill file) and, with piece > 0, its syncs compose, read and
+// write piece bytes at a time (at least PIECE_MIN): for tests. 0, or -1 (EBADF).
+int vh5j_set_hold_budget(hid_t file, size_t budget, size_t piece) {
+	jfile *f = jfile_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+		return -1;
 	}
-	int e = errno;
-	close(fd);
-	if (rc < 0) {
-		free(*buf);
-		*buf = NULL;
-	}
-	errno = e;
-	return rc;
+	f->budget = budget;
+	if (piece) f->piece = piece < PIECE_MIN ? PIECE_MIN : piece;
+	return 0;
 }
 
-// replay rolls the complete journal v forward over the file at path (see the top):
-// VH5J_REPLAYED, VH5J_APPLIED (nothing to do), VH5J_CHANGED (left alone), or -1.
-static int replay(const char *path, const jview *v) {
+// vh5j_spilled is how many bytes of held writes file's driver has written to its spill
+// file since it opened the file, and in *held how many it holds in memory now (tests).
+uint64_t vh5j_spilled(hid_t file, size_t *held) {
+	jfile *f = jfile_of(file, NULL);
+	*held = f ? f->held_mem : 0;
+	return f ? f->spilled : 0;
+}
+
+// vh5j_set_recover_piece makes recovery read and write piece bytes at a time (at least
+// PIECE_MIN; 0 restores the default): for tests, under the HDF5 lock.
+void vh5j_set_recover_piece(size_t piece) {
+	if (piece == 0) piece = RECOVER_PIECE;
+	recover_piece = piece < PIECE_MIN ? PIECE_MIN : piece;
+}
+
+// Recovery. It keeps in memory the journal's range list and a few buffers of one piece
+// (recover_piece): it reads the journal, the file's bytes and the other part's from the
+// files, a piece at a time, rather than mapping the journal (whose pages a process's
+// resident size counts as it reads them).
+
+// replay rolls the complete journal v, open at jfd, forward over the file at path (see the
+// top): VH5J_REPLAYED, VH5J_APPLIED (nothing to do), VH5J_CHANGED (left alone), or -1. It
+// ranks v's ranges as it checks them.
+static int replay(const char *path, jview *v, int jfd) {
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) return -1;
 	int rc = -1;
-	unsigned char *cur = NULL;
+	size_t P = recover_piece;
+	// The file's bytes, the range's new and old ones, the other part's over them.
+	unsigned char *cur = malloc(4 * P), *nw = cur + P, *od = cur + 2 * P, *ob = cur + 3 * P;
 	struct stat st;
-	if (fstat(fd, &st) < 0) goto done;
+	if (!cur || fstat(fd, &st) < 0) goto done;
 	if ((uint64_t)st.st_dev != v->dev || (uint64_t)st.st_ino != v->ino) {
 		rc = VH5J_CHANGED;  // another file now has the name
 		goto done;
 	}
 	uint64_t len = (uint64_t)st.st_size, nr = v->nbody + v->npublish;
-	const jrange *body = v->r, *pub = v->r + v->nbody;
+	jrange *body = v->r, *pub = v->r + v->nbody;
 	// Each byte must hold a value the sync gives it in turn: the old one, the body's, or
 	// the new one (a body byte the publish changes again may already hold the publish's).
 	int all_new = 1, old_or_new = 1;
 	for (uint64_t i = 0; i < nr && old_or_new; i++) {
-		const jrange *r = &v->r[i];
-		int in_body = i < v->nbody;
-		size_t got;
-		unsigned char *c = realloc(cur, r->len ? r->len : 1);
-		if (!c) goto done;
-		cur = c;
-		if (read_got(fd, cur, r->len, (off_t)r->addr, &got) < 0) goto done;
-		if (got < r->len) old_or_new = all_new = 0;
-		for (uint64_t b = 0; b < r->len && old_or_new; b++) {
-			if (cur[b] == r->new[b]) continue;
-			const jrange *o = in_body ? covering(pub, v->npublish, r->addr + b) : covering(body, v->nbody, r->addr + b);
-			if (in_body && o && cur[b] == o->new[r->addr + b - o->addr]) continue;  // published already
-			all_new = 0;
-			if (cur[b] != r->old[b] && !(!in_body && o && cur[b] == o->old[r->addr + b - o->addr])) old_or_new = 0;
+		jrange *r = &v->r[i];
+		int in_body = i < v->nbody, zero = 1;
+		const jrange *other = in_body ? pub : body;  // the other part, sorted
+		uint64_t nother = in_body ? v->npublish : v->nbody;
+		unsigned char head[8] = {0};
+		for (uint64_t done = 0; done < r->len && old_or_new;) {
+			size_t k = min_size(r->len - done, P), got;
+			uint64_t a = r->addr + done, end = a + k;
+			if (read_got(fd, cur, k, (off_t)a, &got) < 0) goto done;
+			if (got < k) {
+				old_or_new = all_new = 0;
+				break;
+			}
+			if (read_whole(jfd, nw, k, (off_t)(r->at + r->len + done)) < 0 ||
+			    read_whole(jfd, od, k, (off_t)(r->at + done)) < 0)
+				goto done;
+			if (done == 0) memcpy(head, nw, min_size(k, 8));
+			if (zero) zero = all_zero(od, k);
+			// Segments of the piece: each covered by one range of the other part, or by none.
+			uint64_t j = first_past(other, nother, a);
+			for (uint64_t pos = a; pos < end && old_or_new;) {
+				const jrange *o = j < nother && other[j].addr <= pos ? &other[j] : NULL;
+				uint64_t seg = end;
+				if (o && o->addr + o->len < seg) seg = o->addr + o->len;
+				if (!o && j < nother && other[j].addr < seg) seg = other[j].addr;
+				size_t s0 = (size_t)(pos - a), s1 = (size_t)(seg - a);
+				// A body byte may hold the publish's new value; a publish byte the body's old.
+				if (o && read_whole(jfd, ob + s0, s1 - s0, (off_t)(o->at + (in_body ? o->len : 0) + (pos - o->addr))) < 0)
+					goto done;
+				for (size_t b = s0; b < s1; b++) {
+					if (cur[b] == nw[b]) continue;
+					if (in_body && o && cur[b] == ob[b]) continue;  // published already
+					all_new = 0;
+					if (cur[b] != od[b] && !(!in_body && o && cur[b] == ob[b])) {
+						old_or_new = 0;
+						break;
+					}
+				}
+				pos = seg;
+				if (o && seg == o->addr + o->len) j++;
+			}
+			done += k;
 		}
+		r->rank = apply_rank(r->addr, r->len, zero, head);  // used only once every range is checked whole
 	}
 	if (all_new) {
 		// Applied already (the crash came after the apply): at most the truncation is left.
@@ -1022,8 +1311,8 @@ static int replay(const char *path, const jview *v) {
 		goto done;
 	}
 	// As the sync does: the body durable before the publish.
-	if (write_part(NULL, fd, body, v->nbody) < 0 ||
-	    (v->npublish && (fsync(fd) < 0 || write_part(NULL, fd, pub, v->npublish) < 0)))
+	if (write_part(NULL, fd, jfd, body, v->nbody, P) < 0 ||
+	    (v->npublish && (fsync(fd) < 0 || write_part(NULL, fd, jfd, pub, v->npublish, P) < 0)))
 		goto done;
 	if ((len != v->len_new && ftruncate(fd, (off_t)v->len_new) < 0) || fsync(fd) < 0) goto done;
 	rc = VH5J_REPLAYED;
@@ -1035,40 +1324,72 @@ done:;
 	return rc;
 }
 
-// legacy_rollback undoes a sync that an earlier version's undo journal j (n bytes) records,
-// as those versions did: VH5J_ROLLED_BACK, or VH5J_INCOMPLETE if j is not complete, or -1.
-static int legacy_rollback(const char *path, const unsigned char *j, size_t n) {
-	size_t off = 8 + 16;
-	if (n < off + 8 || memcmp(j, legacy_magic, 8) != 0) return VH5J_INCOMPLETE;
-	uint64_t hdr[2];
-	memcpy(hdr, j + 8, 16);
+// legacy_rollback undoes a sync that an earlier version's undo journal, open at jfd (n
+// bytes), records, as those versions did: VH5J_ROLLED_BACK, or VH5J_INCOMPLETE if it is not
+// complete, or -1. It reads the journal a piece at a time.
+static int legacy_rollback(const char *path, int jfd, uint64_t n) {
+	uint64_t off = 8 + 16, hdr[2];
+	char magic[8];
+	if (n < off + 8) return VH5J_INCOMPLETE;
+	if (read_whole(jfd, magic, 8, 0) < 0 || read_whole(jfd, hdr, 16, 8) < 0) return -1;
+	if (memcmp(magic, legacy_magic, 8) != 0) return VH5J_INCOMPLETE;
 	for (uint64_t i = 0; i < hdr[1]; i++) {
 		uint64_t rh[2];
 		if (n - 8 < off + 16) return VH5J_INCOMPLETE;
-		memcpy(rh, j + off, 16);
+		if (read_whole(jfd, rh, 16, (off_t)off) < 0) return -1;
 		if (rh[1] > n - 8 - off - 16) return VH5J_INCOMPLETE;
 		off += 16 + rh[1];
 	}
+	if (off + 8 != n) return VH5J_INCOMPLETE;
+	size_t P = recover_piece;
+	unsigned char *buf = malloc(P);
+	if (!buf) return -1;
+	int fd = -1, rc = -1;
 	uint64_t h = 14695981039346656037ULL, want;
-	for (size_t i = 0; i < off; i++) h = (h ^ j[i]) * 1099511628211ULL;
-	memcpy(&want, j + off, 8);
-	if (off + 8 != n || h != want) return VH5J_INCOMPLETE;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) return -1;
+	for (uint64_t at = 0; at < off; at += P) {
+		size_t k = min_size(off - at, P);
+		if (read_whole(jfd, buf, k, (off_t)at) < 0) goto done;
+		for (size_t i = 0; i < k; i++) h = (h ^ buf[i]) * 1099511628211ULL;
+	}
+	if (read_whole(jfd, &want, 8, (off_t)off) < 0) goto done;
+	if (h != want) {
+		rc = VH5J_INCOMPLETE;
+		goto done;
+	}
+	if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0) goto done;
 	off = 8 + 16;
-	int rc = -1;
 	for (uint64_t i = 0; i < hdr[1]; i++) {
 		uint64_t rh[2];
-		memcpy(rh, j + off, 16);
-		if (write_all(fd, j + off + 16, rh[1], (off_t)rh[0]) < 0) goto done;
+		if (read_whole(jfd, rh, 16, (off_t)off) < 0) goto done;
+		for (uint64_t done = 0; done < rh[1]; done += P) {
+			size_t k = min_size(rh[1] - done, P);
+			if (read_whole(jfd, buf, k, (off_t)(off + 16 + done)) < 0 || write_all(fd, buf, k, (off_t)(rh[0] + done)) < 0)
+				goto done;
+		}
 		off += 16 + rh[1];
 	}
 	if (ftruncate(fd, (off_t)hdr[0]) == 0 && fsync(fd) == 0) rc = VH5J_ROLLED_BACK;
 done:;
 	int e = errno;
-	close(fd);
+	if (fd >= 0) close(fd);
+	free(buf);
 	errno = e;
 	return rc;
+}
+
+// open_size opens path read-only and gives its size: the descriptor, or -1 (errno).
+static int open_size(const char *path, uint64_t *n) {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0) return -1;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	*n = (uint64_t)st.st_size;
+	return fd;
 }
 
 // vh5j_recover finishes what a journal beside path records (see the top): VH5J_NONE (no
@@ -1078,15 +1399,14 @@ done:;
 // VH5J_LEGACY.
 int vh5j_recover(const char *path, int legacy) {
 	char *jpath = suffixed(path, JOURNAL_SUFFIX), *upath = suffixed(path, LEGACY_SUFFIX);
-	unsigned char *j = NULL;
-	size_t n = 0;
-	int rc = -1;
+	int jfd = -1, rc = -1;
+	uint64_t n = 0;
 	if (!jpath || !upath) goto done;
 	const char *which = jpath;
-	if (read_file(jpath, &j, &n) < 0) {
+	if ((jfd = open_size(jpath, &n)) < 0) {
 		if (errno != ENOENT) goto done;
 		which = upath;
-		if (read_file(upath, &j, &n) < 0) {
+		if ((jfd = open_size(upath, &n)) < 0) {
 			rc = errno == ENOENT ? VH5J_NONE : -1;
 			goto done;
 		}
@@ -1094,12 +1414,12 @@ int vh5j_recover(const char *path, int legacy) {
 			rc = VH5J_LEGACY;
 			goto done;
 		}
-		rc = legacy_rollback(path, j, n);
+		rc = legacy_rollback(path, jfd, n);
 	} else {
 		jview v;
-		rc = read_journal(j, n, &v);
+		rc = read_journal(jfd, n, recover_piece, &v);
 		if (rc == 1) {
-			rc = replay(path, &v);
+			rc = replay(path, &v, jfd);
 			int e = errno;
 			free(v.r);
 			errno = e;
@@ -1112,7 +1432,7 @@ int vh5j_recover(const char *path, int legacy) {
 	}
 done:;
 	int e = errno;
-	free(j);
+	if (jfd >= 0) close(jfd);
 	free(jpath);
 	free(upath);
 	errno = e;
