@@ -32,7 +32,7 @@
 // mappings do not change are not created again (the library recreates them all, with
 // raw_data's new shape as the mappings' source extent, which no reader uses): the work
 // follows the chunks that move. Memory holds the slot list of one data group, one
-// version's mappings and one chunk at a time, plus the bytes the sync holds (below).
+// version's new mappings and one chunk at a time, plus what the sync holds (below).
 //
 // # One journaled sync, in two parts
 //
@@ -52,7 +52,8 @@
 // writes makes the compaction readable at every moment: only a kill inside the publish's
 // apply (between the bsync and async steps of the sync) can leave a kept version whose
 // chunks moved reading wrong data, until the repair completes it. The other order would
-// leave that state durable after the body. The driver holds every write of the publish in
-// memory until the sync (and the journal holds them twice), so memory and journal grow
-// with the bytes of the chunks that move.
+// leave that state durable after the body. The driver holds every write of the publish until
+// the sync, in memory up to a budget and in an unlinked spill file past it, and the
+// journal holds them twice: memory stays bounded, while disk use beside the file grows
+// with the bytes of the chunks that move (about three times them, until the sync ends).
 package lifecycle
