@@ -71,6 +71,7 @@ func main() {
 	deleteChunks := flag.Int("delete-chunks", 10000, "manage suite: chunks of the dataset whose versions are deleted (0: none)")
 	deleteVersions := flag.Int("delete-versions", 1000, "manage suite: versions of the file versions are deleted from")
 	modifySize := flag.Int("modify-size", 1024, "manage suite: MiB of the dataset vh5fs modify rechunks (0: none)")
+	deleteLibTimeout := flag.Duration("delete-lib-timeout", 10*time.Minute, "manage suite: when versioned-hdf5's delete_versions is stopped")
 	modifyLibTimeout := flag.Duration("modify-lib-timeout", 30*time.Minute, "manage suite: when versioned-hdf5's modify_metadata is stopped")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -119,7 +120,7 @@ func main() {
 			if err := benchManage(*cache, *vh5fs, *writeReps, *compactSize); err != nil {
 				fatal(err)
 			}
-			if err := benchDelete(*cache, *vh5fs, *writeReps, *deleteChunks, *deleteVersions); err != nil {
+			if err := benchDelete(*cache, *vh5fs, *writeReps, *deleteChunks, *deleteVersions, *deleteLibTimeout); err != nil {
 				fatal(err)
 			}
 			if err := benchModify(*cache, *vh5fs, *writeReps, *modifySize, *modifyLibTimeout); err != nil {
