@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/internal/syncbuf"
 )
 
 // vh5fsBin is the binary under test, built once by TestMain.
@@ -107,29 +109,9 @@ func python(t *testing.T) string {
 type mounted struct {
 	Dir    string
 	cmd    *exec.Cmd
-	stderr *logBuffer
+	stderr *syncbuf.Buffer // the daemon's, read while it writes
 	done   chan error
 }
-
-// logBuffer is a daemon's stderr, read while the daemon writes it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-func (b *logBuffer) String() string { return string(b.Bytes()) }
 
 // mount starts `vh5fs mount [-o opts] file MNT` and waits until the mount is live. The
 // mount is torn down (and must exit cleanly) when the test ends.
@@ -153,7 +135,7 @@ func vh5fsArgs(file, mnt string, opts ...string) []string {
 // the test ends.
 func startMount(t *testing.T, mnt string, argv []string, env ...string) *mounted {
 	t.Helper()
-	m := &mounted{Dir: mnt, cmd: exec.Command(argv[0], argv[1:]...), stderr: &logBuffer{}, done: make(chan error, 1)}
+	m := &mounted{Dir: mnt, cmd: exec.Command(argv[0], argv[1:]...), stderr: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	m.cmd.Stderr = m.stderr
 	m.cmd.Env = append(append(os.Environ(), "GOTRACEBACK=all"), env...)
 	require.NoError(t, m.cmd.Start())
