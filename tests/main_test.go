@@ -166,7 +166,13 @@ func startMount(t *testing.T, mnt string, argv []string, env ...string) *mounted
 		require.True(t, time.Now().Before(deadline), "mount did not appear")
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(func() { m.unmount(t) })
+	t.Cleanup(func() {
+		if t.Failed() { // what the daemon logged tells what it saw
+			log := m.stderr.String()
+			t.Logf("vh5fs at %s logged (last 4000 bytes):\n%s", mnt, log[max(0, len(log)-4000):])
+		}
+		m.unmount(t)
+	})
 	return m
 }
 
