@@ -265,7 +265,10 @@ func (n *versionsNode) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	n.m.dirAttr(&out.Attr, v.Time())
 	// A version's content never changes, but in a live mount another process may delete
 	// or rename it: there the kernel asks again at every path walk.
-	out.SetEntryTimeout(n.m.timeoutFor(!n.m.live))
+	out.SetEntryTimeout(ImmutableTimeout)
+	if n.m.live {
+		out.SetEntryTimeout(liveTimeout)
+	}
 	out.SetAttrTimeout(ImmutableTimeout)
 	child := &groupNode{m: n.m, frozenDir: frozenDir{n.m, v.Path()}, path: v.Path(), version: v.Name, immutable: true, mtime: v.Time()}
 	return n.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", v.Path()), Gen: versionGen(true, v.Time())}), 0
