@@ -91,3 +91,17 @@ with h5py.File(sys.argv[1], "r+") as f:
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(cur, "versions/"), cur)
 }
+
+// TestCompactNothingToReclaim: `vh5fs compact` of a small file whose copy would be no
+// smaller says so and leaves the file byte for byte as it was.
+func TestCompactNothingToReclaim(t *testing.T) {
+	file := copyPath(t, filepath.Join(fixture.ModifyDir(), "golden_modify_dtype-before.h5"))
+	orig, err := os.ReadFile(file)
+	require.NoError(t, err)
+	out, stderr, code := vh5fsRun(t, "compact", file)
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, regexp.MustCompile(`^`+regexp.QuoteMeta(file)+`: [0-9.]+ KiB, nothing to reclaim \(a compacted copy takes [0-9.]+ KiB\): left as it was`+"\n$"), out)
+	now, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, orig, now)
+}
