@@ -270,7 +270,8 @@ func diskMetadata(id C.hid_t, path string) (meta *h5meta.File, file *os.File, er
 // verified last: on an error, whatever fn did with the mappings must be discarded. ok is
 // false where h5meta does not read the dataset (a layout or selection it does not decode,
 // a file it cannot open): then open it and use Dataset.Mappings, after discarding what fn
-// did. With fn nil it reads the shape alone (of any dataset).
+// did; ok is false with an error where nothing is at path or it is no dataset. With fn
+// nil it reads the shape alone (of any dataset).
 func (f *File) VirtualMappings(path string, fn func(Mapping) error) (shape []int64, ok bool, err error) {
 	lock()
 	defer unlock()
@@ -288,19 +289,17 @@ func (f *File) VirtualMappings(path string, fn func(Mapping) error) (shape []int
 	if meta == nil || err != nil {
 		return nil, false, nil
 	}
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	var addr C.haddr_t
-	if C.vh5_object_addr_by_name(id, cpath, &addr) < 0 {
-		return nil, false, fail("object address", path, nil)
+	addr, err := objectAddr(id, meta, path, nil)
+	if err != nil {
+		return nil, false, err
 	}
-	shape, err = meta.Shape(uint64(addr))
+	shape, err = meta.Shape(addr)
 	if err == nil && fn == nil {
 		return shape, true, nil
 	}
 	var list *h5meta.MappingList
 	if err == nil {
-		list, err = meta.Mappings(uint64(addr))
+		list, err = meta.Mappings(addr)
 	}
 	if errors.Is(err, h5meta.ErrUnsupported) {
 		return nil, false, nil

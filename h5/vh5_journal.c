@@ -114,9 +114,10 @@ typedef struct {
 	int spill;
 } source;
 
-typedef struct {
+typedef struct jfile {
 	H5FD_t pub;  // first: libhdf5 casts between the two
 	int fd;      // get_handle returns &fd, as sec2 does (jfile_of finds the driver from it)
+	struct jfile *next_open;  // the next in open_files
 	char *path;
 	dev_t dev;
 	ino_t ino;
@@ -144,6 +145,10 @@ typedef struct {
 // journal_driver is the driver's libhdf5 identifier, registered on first use; like every libhdf5
 // call, it is only touched under the HDF5 lock (h5/lock.go).
 static hid_t journal_driver = -1;
+
+// open_files lists the files open through the driver (j_open, j_close), for jfile_of;
+// under the HDF5 lock, as libhdf5 calls those.
+static jfile *open_files;
 
 // recover_piece is RECOVER_PIECE unless a test set it (vh5j_set_recover_piece); recovery
 // and the setter run under the HDF5 lock.
@@ -888,6 +893,7 @@ static H5FD_t *j_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxa
 	f->fd = fd, f->dev = st.st_dev, f->ino = st.st_ino;
 	f->eof = f->base = f->limit = (haddr_t)st.st_size;
 	f->budget = HOLD_BUDGET, f->piece = PIECE < PIECE_MIN ? PIECE_MIN : PIECE, f->spill = -1;
+	f->next_open = open_files, open_files = f;
 	return &f->pub;
 }
 
@@ -908,6 +914,12 @@ static int sync_now(jfile *f) {
 
 static herr_t j_close(H5FD_t *file) {
 	jfile *f = (jfile *)file;
+	for (jfile **p = &open_files; *p; p = &(*p)->next_open) {
+		if (*p == f) {
+			*p = f->next_open;
+			break;
+		}
+	}
 	herr_t rc = 0;
 	if (!f->failed && (f->nops > 0 || f->eof != f->base)) rc = sync_now(f) < 0 ? -1 : 0;  // libhdf5's last writes
 	drop_ops(f, f->nops);
@@ -1040,11 +1052,12 @@ static jfile *jfile_of(hid_t file, int **fd) {
 	int *h = NULL;
 	if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&h) < 0) h = NULL;
 	if (fd) *fd = h;
-	if (h == NULL) return NULL;
-	hid_t fapl = H5Fget_access_plist(file);
-	hid_t drv = fapl >= 0 ? H5Pget_driver(fapl) : -1;
-	if (fapl >= 0) H5Pclose(fapl);
-	return journal_driver >= 0 && drv == journal_driver ? (jfile *)((char *)h - offsetof(jfile, fd)) : NULL;
+	// Found by its handle among the open ones, not by the file's driver: that costs a copy
+	// of the file's access properties, and h5meta's reads through vh5j_read ask this often.
+	for (jfile *f = open_files; h && f; f = f->next_open) {
+		if (&f->fd == h) return f;
+	}
+	return NULL;
 }
 
 // sync_begin plans the sync of everything f holds (f must be flushed, H5Fflush, first),

@@ -1,6 +1,9 @@
 package h5meta
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Header message types used here.
 const (
@@ -220,4 +223,18 @@ func (f *File) dataspace(ohdr uint64) (dims, maxdims []uint64, err error) {
 		}
 	}
 	return dims, maxdims, b.err
+}
+
+// RefCount returns the number of hard links to the object whose header is at ohdr. Only
+// version 1 headers, which hold the count in their prefix, are read; a version 2 header
+// (the count in a message) is ErrUnsupported.
+func (f *File) RefCount(ohdr uint64) (uint32, error) {
+	p, err := f.read(ohdr, 8, "object header")
+	if err != nil {
+		return 0, err
+	}
+	if p[0] != 1 {
+		return 0, fmt.Errorf("h5meta: object header at %d: not version 1: %w", ohdr, ErrUnsupported)
+	}
+	return binary.LittleEndian.Uint32(p[4:]), nil
 }

@@ -207,13 +207,17 @@ func dataGroups(h *h5.File, dir, rel string) ([]string, error) {
 // libhdf5 reads them. With fn nil it reads the shape alone.
 func eachMapping(h *h5.File, v, rel string, reset func(), fn func(h5.Mapping) error) (shape []int64, present bool, err error) {
 	p := versions.VersionsGroup + "/" + v + "/" + rel
-	k, err := h.Kind(p)
-	if err != nil || k != h5.KindDataset {
-		return nil, false, err
-	}
+	// h5meta first: asking libhdf5 whether the dataset is there would keep its header in
+	// libhdf5's cache, where an unlink must decode it (h5.File.Unlink).
 	shape, ok, err := h.VirtualMappings(p, fn)
-	if ok || err != nil {
+	if ok {
 		return shape, true, err
+	}
+	if k, kerr := h.Kind(p); kerr != nil || k != h5.KindDataset {
+		return nil, false, kerr
+	}
+	if err != nil {
+		return nil, true, err
 	}
 	if reset != nil {
 		reset()
@@ -380,10 +384,12 @@ func execute(h *h5.File, p *Plan) (err error) {
 		}
 	}()
 	// The body: every listed version reads as before once it is applied.
-	for _, v := range p.Delete {
-		if err := h.Unlink(versions.VersionsGroup + "/" + v); err != nil {
-			return err
-		}
+	doomed := make([]string, len(p.Delete))
+	for i, v := range p.Delete {
+		doomed[i] = versions.VersionsGroup + "/" + v
+	}
+	if err := h.Unlink(doomed...); err != nil {
+		return err
 	}
 	for _, r := range p.Relinks {
 		if err := h.SetAttrString(versions.VersionsGroup+"/"+r.Version, "prev_version", r.To); err != nil {
@@ -682,11 +688,5 @@ func remapVersion(h *h5.File, raw *h5.Dataset, v string, g *Group, newSlot map[i
 	if err := h.CreateVirtualFlat(tmp, raw, shape, info.Fill, vs, cs, ss); err != nil {
 		return err
 	}
-	if err := h.CopyAttrs(vpath, tmp); err != nil {
-		return err
-	}
-	if err := h.Unlink(vpath); err != nil {
-		return err
-	}
-	return h.Move(tmp, vpath)
+	return h.Replace(vpath, tmp)
 }
