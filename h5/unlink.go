@@ -53,9 +53,9 @@ func (f *File) cancelLocked(id C.hid_t) error {
 }
 
 // Unlink removes the links at paths (H5Ldelete); libhdf5 frees each object once nothing
-// else links to it. The virtual datasets it frees lose their mapping lists first
-// (dropLists); if an unlink then fails, every write since the last sync is cancelled
-// (Cancel), so that no dataset left linked reaches the file without its list.
+// else links to it. The virtual datasets it frees lose their mapping lists first, as
+// libhdf5 sees them (dropLists); if an unlink then fails, every write since the last sync
+// is cancelled (Cancel), as libhdf5 may keep what it read.
 func (f *File) Unlink(paths ...string) error {
 	lock()
 	defer unlock()
@@ -63,7 +63,7 @@ func (f *File) Unlink(paths ...string) error {
 	if err != nil {
 		return err
 	}
-	dropped, err := f.dropLists(id, paths)
+	held, err := f.dropLists(id, paths)
 	for _, p := range paths {
 		if err != nil {
 			break
@@ -74,13 +74,20 @@ func (f *File) Unlink(paths ...string) error {
 		}
 		C.free(unsafe.Pointer(cpath))
 	}
-	return f.cancelIfDropped(id, dropped, err)
+	return f.retract(id, held, err)
 }
 
-// cancelIfDropped returns err, after cancelling the file's writes if err ends an
-// operation that had dropped mapping lists. Under the HDF5 lock.
-func (f *File) cancelIfDropped(id C.hid_t, dropped int, err error) error {
-	if err == nil || dropped == 0 {
+// retract takes back the drops dropLists held, once the unlink they served is done. If
+// err, which ends that unlink, is not nil, it returns it after cancelling the file's
+// writes instead. Under the HDF5 lock.
+func (f *File) retract(id C.hid_t, held []heldDrop, err error) error {
+	for i := len(held) - 1; i >= 0 && err == nil; i-- {
+		h := held[i]
+		if rc, errno := C.vh5j_retract(id, h.at, C.haddr_t(h.addr), heldDropSize); rc < 0 {
+			err = &Error{Op: "take back a dropped mapping list of", Path: f.path, Err: errno}
+		}
+	}
+	if err == nil || len(held) == 0 {
 		return err
 	}
 	return errors.Join(err, f.cancelLocked(id))
@@ -98,7 +105,7 @@ func (f *File) Move(src, dst string) error {
 // Replace puts the object at src in place of the one at dst: dst's attributes copied
 // onto src, dst unlinked as Unlink does, src moved to dst. dst's mapping list is dropped
 // before libhdf5 reads its header for the attributes, which would keep the header in its
-// cache, out of dropLists' reach. A failure after the drop cancels as Unlink's does.
+// cache, out of dropLists' reach. A failure cancels as Unlink's does.
 func (f *File) Replace(dst, src string) error {
 	csrc, cdst := C.CString(src), C.CString(dst)
 	defer C.free(unsafe.Pointer(csrc))
@@ -109,7 +116,7 @@ func (f *File) Replace(dst, src string) error {
 	if err != nil {
 		return err
 	}
-	dropped, err := f.dropLists(id, []string{dst})
+	held, err := f.dropLists(id, []string{dst})
 	switch {
 	case err != nil:
 	case C.vh5_attrs_copy(id, cdst, id, csrc) < 0:
@@ -119,30 +126,43 @@ func (f *File) Replace(dst, src string) error {
 	case C.vh5_move(id, csrc, cdst) < 0:
 		err = fail("move "+src+" to", dst, nil)
 	}
-	return f.cancelIfDropped(id, dropped, err)
+	return f.retract(id, held, err)
 }
 
+// heldDrop is a mapping list reference dropLists held (h5's vh5j_hold): its place among
+// the held writes, its address.
+type heldDrop struct {
+	at   C.size_t
+	addr int64
+}
+
+// heldDropSize is the size of a held drop: a global heap ID of 8-byte offsets.
+const heldDropSize = 8 + 4
+
 // dropLists gives every virtual dataset that unlinking paths frees "no mapping list", as
-// libhdf5 creates one, where vh5fs writes lists itself (listWriter). libhdf5 frees a
-// virtual dataset by decoding its whole list, every selection, only to free the heap
-// object that holds it: for versions of 10k chunks, most of a deletion's time and memory.
-// The lists stay in the file, unreferenced, as most space HDF5 frees does; compact drops
+// libhdf5 creates one, for libhdf5's reads alone, where vh5fs writes lists itself
+// (listWriter): libhdf5 frees a virtual dataset by decoding its whole list, every
+// selection, only to free the heap object that holds it, for versions of 10k chunks most of
+// a deletion's time and memory. The change is a held write the file never gets (vh5j_hold):
+// retract takes it back once the unlink is done, when the dataset's header is free space.
+// So no crash, at any point of the sync, leaves a dataset still linked without its list.
+// The lists stay in the file unreferenced, as most space HDF5 frees does; compact drops
 // them. A dataset is freed if it and every group above it up to the unlinked path have one
 // hard link. libhdf5's metadata is flushed first, so that the bytes read here are the ones
-// it knows; a header it still holds in its cache it frees from its own copy, list and all.
-// Either way nothing left refers to freed bytes. Under the HDF5 lock.
-func (f *File) dropLists(id C.hid_t, paths []string) (dropped int, err error) {
+// it knows; a header it holds in its cache it frees from its own copy, list and all.
+// Under the HDF5 lock.
+func (f *File) dropLists(id C.hid_t, paths []string) (held []heldDrop, err error) {
 	meta := f.listWriter(id)
-	if meta == nil {
-		return 0, nil
+	if meta == nil || meta.SizeOfOffsets() != 8 {
+		return nil, nil
 	}
 	if err := f.flushLocked(id); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if meta = f.listWriter(id); meta == nil { // anew: the flush wrote to the file
-		return 0, nil
+		return nil, nil
 	}
-	undef := bytes.Repeat([]byte{0xff}, meta.SizeOfOffsets())
+	undef := bytes.Repeat([]byte{0xff}, 8)
 	undef = append(undef, 0, 0, 0, 0) // object index 0
 	seen := map[uint64]bool{}
 	var drop func(addr uint64) error
@@ -158,10 +178,11 @@ func (f *File) dropLists(id C.hid_t, paths []string) (dropped int, err error) {
 			if ref.Undefined(meta) {
 				return nil
 			}
-			if rc, err := C.vh5j_write(id, C.haddr_t(ref.At), C.size_t(len(undef)), ptr(undef)); rc < 0 {
-				return fmt.Errorf("writing %d bytes at %d: %w", len(undef), ref.At, err)
+			var at C.size_t
+			if rc, err := C.vh5j_hold(id, C.haddr_t(ref.At), C.size_t(len(undef)), ptr(undef), &at); rc < 0 {
+				return fmt.Errorf("holding %d bytes at %d: %w", len(undef), ref.At, err)
 			}
-			dropped++
+			held = append(held, heldDrop{at, ref.At})
 			return nil
 		}
 		links, err := meta.Links(addr) // none for a dataset
@@ -177,17 +198,17 @@ func (f *File) dropLists(id C.hid_t, paths []string) (dropped int, err error) {
 	}
 	groups := map[string][]h5meta.Link{}
 	addrs := make([]uint64, len(paths))
-	for i, p := range paths { // all found before anything is written
+	for i, p := range paths { // all found before anything is held
 		if addrs[i], err = objectAddr(id, meta, p, groups); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	for i, p := range paths {
 		if err := drop(addrs[i]); err != nil {
-			return dropped, &Error{Op: "drop the mapping lists under", Path: p, Err: err}
+			return held, &Error{Op: "drop the mapping lists under", Path: p, Err: err}
 		}
 	}
-	return dropped, nil
+	return held, nil
 }
 
 // objectAddr returns the address of the object at p, read from its group's links (h5meta)

@@ -1536,6 +1536,43 @@ int vh5j_write(hid_t file, haddr_t addr, size_t n, const void *buf) {
 	return j_write(&f->pub, H5FD_MEM_DEFAULT, H5P_DEFAULT, addr, n, buf) < 0 ? -1 : 0;
 }
 
+// vh5j_hold holds a write of n bytes at addr, wherever addr is, for libhdf5's reads only:
+// vh5j_retract removes it before any sync, so that it never reaches the file. Its place
+// among the held operations goes in *at. 0, or -1 (errno set).
+int vh5j_hold(hid_t file, haddr_t addr, size_t n, const void *buf, size_t *at) {
+	jfile *f = jfile_of(file, NULL);
+	if (!f || f->failed || n == 0) {
+		errno = !f ? EBADF : f->failed ? f->failed : EINVAL;
+		return -1;
+	}
+	if (push_op(f, addr, n, buf) < 0) return stop(f);
+	*at = f->nops - 1;
+	return 0;
+}
+
+// vh5j_retract removes the held operation at place at, which vh5j_hold made (at addr, of n
+// bytes): what libhdf5 reads there is again what the other operations and the file hold.
+// Retract in the reverse order of the holds. 0, or -1 (errno EINVAL if the operation at at
+// is not that one).
+int vh5j_retract(hid_t file, size_t at, haddr_t addr, size_t n) {
+	jfile *f = jfile_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	if (at >= f->nops || f->ops[at].addr != addr || f->ops[at].size != n) {
+		errno = EINVAL;
+		return -1;
+	}
+	held_op *op = &f->ops[at];
+	if (op->data) f->held_mem -= op->size;
+	free(op->data);  // a spilled one's bytes stay in the spill file until it is emptied
+	memmove(op, op + 1, (f->nops - at - 1) * sizeof *op);
+	f->nops--;
+	if (f->marked && at < f->body) f->body--;
+	return 0;
+}
+
 // vh5j_reserve allocates n bytes at the end of file's allocated space, outside libhdf5's
 // knowledge: libhdf5 asks the driver for the EOA whenever it extends the file, so it never
 // allocates them again. The caller must make the superblock record the new EOA. 0 and
