@@ -623,8 +623,27 @@ int vh5_chunk_info(hid_t dset, int rank, size_t n, const hsize_t *coords, haddr_
 
 // attr_replace (re)creates attribute name of the object at path (relative to loc) by path:
 // the object itself is never opened (opening a virtual dataset decodes all its mappings).
+// On a group, one of the same type and extent is written in place: a sync then changes its
+// bytes alone, not the layout of the group's header, which a crash could leave half
+// changed. (libhdf5 1.10 writes an attribute opened by path only once its object is open,
+// and opening a virtual dataset costs what attr_replace avoids.)
 static int attr_replace(hid_t loc, const char *path, const char *name, hid_t type, hid_t space, const void *buf) {
 	htri_t e = H5Aexists_by_name(loc, path, name, H5P_DEFAULT);
+	H5O_info_t info;
+	if (e > 0 && H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0 && info.type == H5O_TYPE_GROUP) {
+		hid_t o = H5Oopen(loc, path, H5P_DEFAULT);
+		hid_t a = o >= 0 ? H5Aopen(o, name, H5P_DEFAULT) : -1;
+		hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+		hid_t s = a >= 0 ? H5Aget_space(a) : -1;
+		int same = t >= 0 && s >= 0 && H5Tequal(t, type) > 0 && H5Sextent_equal(s, space) > 0;
+		herr_t rc = same ? H5Awrite(a, type, buf) : 0;
+		if (s >= 0) H5Sclose(s);
+		if (t >= 0) H5Tclose(t);
+		if (a >= 0) H5Aclose(a);
+		if (o >= 0) H5Oclose(o);
+		if (a < 0 || rc < 0) return -1;
+		if (same) return 0;
+	}
 	if (e < 0 || (e > 0 && H5Adelete_by_name(loc, path, name, H5P_DEFAULT) < 0)) {
 		return -1;
 	}

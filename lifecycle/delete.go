@@ -383,14 +383,9 @@ func execute(h *h5.File, p *Plan) (err error) {
 			err = fmt.Errorf("%w; nothing deleted", err)
 		}
 	}()
-	// The body: every listed version reads as before once it is applied.
-	doomed := make([]string, len(p.Delete))
-	for i, v := range p.Delete {
-		doomed[i] = versions.VersionsGroup + "/" + v
-	}
-	if err := h.Unlink(doomed...); err != nil {
-		return err
-	}
+	// The body: every listed version reads as before once it is applied. The attributes
+	// change before the unlinks free anything, so that libhdf5 cannot place them in space
+	// a listed version still uses while the body is half applied.
 	for _, r := range p.Relinks {
 		if err := h.SetAttrString(versions.VersionsGroup+"/"+r.Version, "prev_version", r.To); err != nil {
 			return err
@@ -400,6 +395,13 @@ func execute(h *h5.File, p *Plan) (err error) {
 		if err := h.SetAttrString(versions.VersionsGroup, "current_version", p.NewCurrent); err != nil {
 			return err
 		}
+	}
+	doomed := make([]string, len(p.Delete))
+	for i, v := range p.Delete {
+		doomed[i] = versions.VersionsGroup + "/" + v
+	}
+	if err := h.Unlink(doomed...); err != nil {
+		return err
 	}
 	if err := failAt("body"); err != nil {
 		return err

@@ -22,8 +22,14 @@
 // refused before anything is written, as are files the deletion cannot complete (a slot
 // mapped with two extents, a kept slot without its hash row, chunks of variable-length
 // strings that would have to move): PlanDelete reads and checks everything first.
-// Should a write fail anyway before the sync, Delete abandons every write of it
-// (h5.File.Abandon): the file stays as it was.
+// Should a write fail anyway before the sync, Delete cancels every write of it
+// (h5.File.Cancel): the file stays as it was.
+//
+// The deleted versions' virtual datasets are freed without libhdf5 decoding their mappings
+// (h5.File.Unlink drops their lists first, for libhdf5's eyes only): the lists stay in the
+// file as unreferenced bytes, as space HDF5 frees mostly does, until vh5fs compact. The
+// relinks are written in place, before the unlinks free anything: a half-applied body then
+// never shows a kept version's attributes half moved.
 //
 // Chunks move as they are stored (H5Dread_chunk, H5Dwrite_chunk): never decoded or
 // encoded again. An unfiltered edge chunk that moves gets the fill value outside its
