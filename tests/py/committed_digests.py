@@ -11,6 +11,8 @@ import numpy as np
 
 
 def unreadable(what, e):
+    if not isinstance(what, str):  # a link name torn into bytes that are not UTF-8
+        what = repr(what)
     print("unreadable", what + ":", type(e).__name__, str(e).replace("\n", " "))
 
 
