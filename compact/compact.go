@@ -2,7 +2,7 @@
 // never returns freed space to the file system (a versioned-hdf5 file keeps the bytes of
 // deleted versions' chunks and rewritten metadata), so a file only grows; compact copies
 // every object into a new file beside it, the raw_data chunks as stored (never decoded,
-// one at a time), fsyncs it and renames it over the old one (or to another path). The
+// a few MiB at a time), fsyncs it and renames it over the old one (or to another path). The
 // rename is the commit point: a crash before it leaves the old file as it was.
 //
 // Chunks keep their raw_data slots, so versions, hash tables, virtual datasets and the

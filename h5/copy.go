@@ -105,9 +105,10 @@ func (c *Copy) Link(path string) error {
 }
 
 // Chunks copies the chunked dataset at path stored chunk by stored chunk, as stored
-// (filtered bytes, never decoded), holding one chunk at a time; progress is called with
-// the chunk positions done and the bytes copied so far. Its elements must be raw bytes
-// (no variable-length data, which lives in heaps of the file).
+// (filtered bytes, never decoded), holding a few MiB of them at a time (one chunk where
+// libhdf5 finds them); progress is called with the chunk positions done and the bytes
+// copied so far. Its elements must be raw bytes (no variable-length data, which lives in
+// heaps of the file).
 func (c *Copy) Chunks(path string, progress func(done, total int64, bytes int64)) error {
 	src, err := c.src.OpenDataset(path)
 	if err != nil {

@@ -44,18 +44,22 @@ func openRW(t *testing.T) (string, *File, *Dataset) {
 	return path, f, src
 }
 
+// readAll reads the whole of the 1-D dataset d of 8-byte elements.
+func readAll(t *testing.T, d *Dataset) []byte {
+	t.Helper()
+	rows := d.Info().Shape[0]
+	b := make([]byte, 8*rows)
+	require.NoError(t, d.ReadBox([]int64{0}, []int64{rows}, []int64{rows}, []int64{0}, b))
+	return b
+}
+
 // TestCreateVirtualWritesList: a virtual dataset whose mapping list CreateVirtual wrote
 // itself reads through libhdf5, in the same open and after reopening, as its blocks say,
 // and later writers of the file (libhdf5 through h5py) leave it intact.
 func TestCreateVirtualWritesList(t *testing.T) {
-	path := copyFixture(t, "basic_1d.h5")
-	f, err := OpenRW(path)
-	require.NoError(t, err)
-	src, err := f.OpenDataset("/_version_data/x/raw_data")
-	require.NoError(t, err)
+	path, f, src := openRW(t)
+	srcData := readAll(t, src)
 	rows := src.Info().Shape[0]
-	srcData := make([]byte, 8*rows)
-	require.NoError(t, src.ReadBox([]int64{0}, []int64{rows}, []int64{rows}, []int64{0}, srcData))
 
 	// 300 one-element mappings, the last 50 elements unmapped (fill -1).
 	const n, size = 300, 350

@@ -14,14 +14,9 @@ import (
 // the unlink frees and of no other (one linked elsewhere too keeps its list); what stays
 // reads whole through libhdf5 and h5py; an unlink naming a missing path changes nothing.
 func TestUnlinkDropsLists(t *testing.T) {
-	path := copyFixture(t, "basic_1d.h5")
-	f, err := OpenRW(path)
-	require.NoError(t, err)
-	src, err := f.OpenDataset("/_version_data/x/raw_data")
-	require.NoError(t, err)
+	path, f, src := openRW(t)
+	srcData := readAll(t, src)
 	rows := src.Info().Shape[0]
-	srcData := make([]byte, 8*rows)
-	require.NoError(t, src.ReadBox([]int64{0}, []int64{rows}, []int64{rows}, []int64{0}, srcData))
 	const n = 300 // mappings: a list with a collection of its own
 	var blocks []VirtualBlock
 	want := make([]byte, 8*n)
