@@ -202,7 +202,10 @@ func (c *Copy) indexedChunks(path string, dd C.hid_t, shape []int64, total int64
 	if err != nil {
 		return false, nil // libhdf5 copies them, or reports what is wrong
 	}
-	chunks = slices.DeleteFunc(chunks, func(ch h5meta.Chunk) bool { // past the extent: not in the dataset
+	chunks = slices.DeleteFunc(chunks, func(ch h5meta.Chunk) bool { // empty, or past the extent: not in the dataset
+		if ch.Size <= 0 {
+			return true
+		}
 		for i, o := range ch.Offset {
 			if o >= shape[i] {
 				return true

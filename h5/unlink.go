@@ -152,8 +152,8 @@ const heldDropSize = 8 + 4
 // it knows; a header it holds in its cache it frees from its own copy, list and all.
 // Under the HDF5 lock.
 func (f *File) dropLists(id C.hid_t, paths []string) (held []heldDrop, err error) {
-	meta := f.listWriter(id)
-	if meta == nil || meta.SizeOfOffsets() != 8 {
+	meta := f.listWriter(id) // 8-byte offsets: heldDropSize
+	if meta == nil {
 		return nil, nil
 	}
 	if err := f.flushLocked(id); err != nil {
@@ -162,8 +162,7 @@ func (f *File) dropLists(id C.hid_t, paths []string) (held []heldDrop, err error
 	if meta = f.listWriter(id); meta == nil { // anew: the flush wrote to the file
 		return nil, nil
 	}
-	undef := bytes.Repeat([]byte{0xff}, 8)
-	undef = append(undef, 0, 0, 0, 0) // object index 0
+	undef := append(bytes.Repeat([]byte{0xff}, heldDropSize-4), 0, 0, 0, 0) // undefined address, index 0
 	seen := map[uint64]bool{}
 	var drop func(addr uint64) error
 	drop = func(addr uint64) error {
