@@ -34,6 +34,7 @@ type Progress func(done, total int64)
 type Result struct {
 	Before, After int64 // file sizes in bytes
 	Chunks        int64 // bytes of raw_data chunks copied, as stored
+	Lists         int   // virtual datasets whose mapping lists were copied as stored
 	// Kept is set when a compaction in place was dropped because its copy was no smaller
 	// than the file (HDF5's own free space can outweigh what a small file loses): the file
 	// is left as it was, and After is the size the copy had.
@@ -52,7 +53,7 @@ func File(path, out string, progress Progress) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	src, err := h5.Open(path)
+	src, err := h5.OpenSource(path)
 	if err != nil {
 		return Result{}, err
 	}
@@ -101,7 +102,7 @@ func copyFile(src *h5.File, tmp string, progress Progress) (Result, error) {
 	if err := syncPath(tmp); err != nil {
 		return Result{}, err
 	}
-	return Result{Chunks: w.bytes}, nil
+	return Result{Chunks: w.bytes, Lists: w.lists}, nil
 }
 
 // rawData finds the raw_data datasets and their chunk positions in all.
@@ -157,26 +158,35 @@ type walker struct {
 	total    int64
 	done     int64 // chunk positions of the raw_data copied before the current one
 	bytes    int64
+	lists    int
 	progress Progress
 }
 
 // tree copies the group at dir: itself, then each member. Groups on the way to a raw_data
-// are made one by one; everything else is copied whole (H5Ocopy).
+// and in the versions group are made one by one, and the virtual datasets of versions
+// copied with their mapping lists as stored where they can (h5.Copy.Virtual); everything
+// else is copied whole (H5Ocopy).
 func (w *walker) tree(dir string) error {
 	if err := w.c.Group(dir); err != nil {
 		return err
 	}
-	members, err := w.src.Members(dir)
+	list := w.src.Members
+	if inVersions(dir) {
+		list = w.src.MembersUnread // the virtual datasets' headers unread (h5.Copy.Virtual)
+	}
+	members, err := list(dir)
 	if err != nil {
 		return err
 	}
 	for _, m := range members {
 		p := join(dir, m.Name)
 		switch {
-		case m.Kind == h5.KindGroup && w.holdsRawData(p):
+		case m.Kind == h5.KindGroup && (w.holdsRawData(p) || inVersions(p)):
 			err = w.tree(p)
 		case w.raws[p]:
 			err = w.chunks(p)
+		case m.Kind == h5.KindDataset && inVersions(p):
+			err = w.virtual(p)
 		case m.Kind == h5.KindGroup, m.Kind == h5.KindDataset:
 			err = w.c.Object(p)
 		case m.Kind == h5.KindBroken:
@@ -192,6 +202,22 @@ func (w *walker) tree(dir string) error {
 		}
 	}
 	return nil
+}
+
+// virtual copies a dataset of a version: with its mapping list as stored if it can.
+func (w *walker) virtual(path string) error {
+	ok, err := w.c.Virtual(path)
+	if ok {
+		w.lists++
+	}
+	if err != nil || ok {
+		return err
+	}
+	return w.c.Object(path)
+}
+
+func inVersions(p string) bool {
+	return p == versionsGroup || strings.HasPrefix(p, versionsGroup+"/")
 }
 
 func (w *walker) holdsRawData(dir string) bool {

@@ -1,15 +1,16 @@
 package compact
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -54,6 +55,12 @@ func checkManifest(t *testing.T, file string, m *fixture.Manifest) {
 func TestCompactFixtures(t *testing.T) {
 	ms, err := fixture.All()
 	require.NoError(t, err)
+	lists := 0
+	defer func() {
+		if !t.Failed() {
+			require.Positive(t, lists, "some fixture's mapping lists were copied as stored")
+		}
+	}()
 	for _, m := range ms {
 		t.Run(filepath.Base(m.H5), func(t *testing.T) {
 			file := fixture.Copy(t, m.H5)
@@ -62,6 +69,10 @@ func TestCompactFixtures(t *testing.T) {
 			require.NoError(t, err)
 			require.LessOrEqual(t, res.After, res.Before)
 			checkManifest(t, out, m)
+			if res.Lists > 0 {
+				lists += res.Lists
+				sameMappings(t, file, out)
+			}
 
 			var calls int
 			res2, err := File(file, "", func(done, total int64) {
@@ -111,12 +122,46 @@ func TestCompactRefusesWriter(t *testing.T) {
 	file := fixture.Copy(t, filepath.Join(fixture.Dir(), "basic_1d.h5"))
 	before, err := os.ReadFile(file)
 	require.NoError(t, err)
-	w, err := h5.OpenRW(file)
+	// The writer is another process, as a mount is: within one, libhdf5 shares an open
+	// file between opens through the same driver, and no lock is taken again.
+	w := exec.Command("/usr/bin/python3", "-c", `import h5py, sys
+f = h5py.File(sys.argv[1], "r+")
+print("open", flush=True)
+sys.stdin.read()`, file)
+	stdin, err := w.StdinPipe()
 	require.NoError(t, err)
-	defer w.Close()
+	stdout, err := w.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, w.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "open\n", line)
 	_, err = File(file, "", nil)
 	require.Error(t, err)
+	require.NoError(t, stdin.Close())
+	require.NoError(t, w.Wait())
 	after, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Equal(t, before, after)
+}
+
+// sameMappings checks through h5py that every virtual dataset of the versions of a and b
+// has the same mappings, shape, maxshape, fill value and attributes.
+func sameMappings(t *testing.T, a, b string) {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/python3", "-c", `import h5py, sys
+def describe(path):
+    out = []
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset) and obj.is_virtual:
+                maps = [(m.file_name, m.dset_name, m.vspace.get_select_bounds(), m.src_space.get_select_bounds()) for m in obj.virtual_sources()]
+                attrs = sorted((k, repr(v)) for k, v in obj.attrs.items())
+                out.append((name, obj.shape, obj.maxshape, repr(obj.fillvalue), str(obj.dtype), maps, attrs))
+        f["_version_data/versions"].visititems(visit)
+    return out
+x, y = describe(sys.argv[1]), describe(sys.argv[2])
+assert x == y, "differ"
+print(len(x))`, a, b).CombinedOutput()
+	require.NoError(t, err, "%s", out)
 }

@@ -3,12 +3,26 @@ package h5
 // #include "vh5.h"
 // #include "vh5_copy.h"
 //
+// // vh5_evict opens and closes the object at path: a file opened with evict-on-close then
+// // drops its header from libhdf5's cache.
+// static int vh5_evict(hid_t loc, const char *path) {
+// 	hid_t o = H5Oopen(loc, path, H5P_DEFAULT);
+// 	return o < 0 || H5Oclose(o) < 0 ? -1 : 0;
+// }
+//
+// // vh5_nlinks is the number of links in the group at path, its members' headers unread.
+// static long long vh5_nlinks(hid_t loc, const char *path) {
+// 	H5G_info_t info;
+// 	return H5Gget_info_by_name(loc, path, &info, H5P_DEFAULT) < 0 ? -1 : (long long)info.nlinks;
+// }
+//
 // static int vh5_put_chunk(hid_t dset, const hsize_t *offset, uint32_t mask, size_t size, const void *buf) {
 // 	return H5Dwrite_chunk(dset, H5P_DEFAULT, mask, offset, size, buf) < 0 ? -1 : 0;
 // }
 import "C"
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -24,9 +38,10 @@ var ErrLinkKind = errors.New("an external or user-defined link")
 
 // Copy is a new file being filled with copies of another's objects (File.CopyTo).
 type Copy struct {
-	src  *File
-	path string
-	id   C.hid_t
+	src   *File
+	path  string
+	id    C.hid_t
+	lists []writtenList // written by Virtual, checked by Close
 }
 
 // CopyTo creates the file at path (truncating it) with f's creation properties and
@@ -47,19 +62,91 @@ func (f *File) CopyTo(path string) (*Copy, error) {
 	return &Copy{src: f, path: path, id: c}, nil
 }
 
-// Close flushes and closes the new file (not fsynced: the caller does that).
+// Close flushes and closes the new file (not fsynced: the caller does that), after
+// checking that every mapping list Virtual wrote is still referred to (CheckMappingLists).
 func (c *Copy) Close() error {
 	lock()
 	defer unlock()
 	if c.id < 0 {
 		return nil
 	}
+	var err error
+	if len(c.lists) > 0 {
+		err = checkLists(c.id, c.path, c.lists)
+	}
 	rc := C.H5Fclose(c.id)
 	c.id = -1
-	if rc < 0 {
-		return fail("close file", c.path, nil)
+	if rc < 0 && err == nil {
+		err = fail("close file", c.path, nil)
 	}
-	return nil
+	return err
+}
+
+// Virtual copies the virtual dataset at path as Object does, its mapping list as stored,
+// where the source is open through the journal driver (OpenSource) and the list large
+// enough to have a heap collection of its own: H5Ocopy decodes every mapping, about 13 KiB
+// of memory a mapping. H5Ocopy copies the dataset while the source's list is dropped for
+// libhdf5's eyes (a held write, taken back at once, as Unlink's), then the list's bytes
+// go to the copy as CreateVirtual writes them (mappings.go). It copies nothing and
+// returns false otherwise: then Object is the way.
+func (c *Copy) Virtual(path string) (bool, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	lock()
+	defer unlock()
+	src, err := c.src.id()
+	if err != nil {
+		return false, err
+	}
+	smeta, dmeta := listTarget(src), listTarget(c.id)
+	if smeta == nil || dmeta == nil {
+		return false, nil
+	}
+	saddr, err := objectAddr(src, smeta, path, nil)
+	if err != nil {
+		return false, err
+	}
+	ref, err := smeta.MappingListRef(saddr)
+	if err != nil || ref.Undefined(smeta) {
+		return false, nil // not such a virtual dataset: Object copies it, or reports what is wrong
+	}
+	list, err := smeta.MappingListBytes(saddr)
+	if err != nil || !dmeta.OwnHeapCollection(len(list)) {
+		return false, nil
+	}
+	undef := append(bytes.Repeat([]byte{0xff}, heldDropSize-4), 0, 0, 0, 0)
+	var at C.size_t
+	if rc, errno := C.vh5j_hold(src, C.haddr_t(ref.At), C.size_t(len(undef)), ptr(undef), &at); rc < 0 {
+		return false, &Error{Op: "drop the mapping list of", Path: path, Err: errno}
+	}
+	var daddr C.haddr_t
+	rc := C.vh5_copy_object_to(src, c.id, cpath)
+	if rc == 0 {
+		// Out of the caches: the source's header as libhdf5 read it without the list, the
+		// copy's before its list is written under it.
+		rc = C.vh5_evict(src, cpath)
+	}
+	if rc == 0 {
+		rc = C.vh5_object_addr_by_name(c.id, cpath, &daddr)
+	}
+	if rc == 0 {
+		rc = C.vh5_evict(c.id, cpath)
+	}
+	if rc < 0 {
+		err = fail("copy", path, nil)
+	}
+	if rc, errno := C.vh5j_retract(src, at, C.haddr_t(ref.At), heldDropSize); rc < 0 && err == nil {
+		err = &Error{Op: "take back the dropped mapping list of", Path: path, Err: errno}
+	}
+	if err != nil {
+		return false, err
+	}
+	heap, err := writeMappingList(c.id, uint64(daddr), list)
+	if err != nil {
+		return false, &Error{Op: "write the mapping list of", Path: path, Err: err}
+	}
+	c.lists = append(c.lists, writtenList{path: path, ohdr: uint64(daddr), heap: heap})
+	return true, nil
 }
 
 // op runs fn on the source's and the copy's ids with path, under the HDF5 lock.
@@ -254,4 +341,54 @@ func (c *Copy) indexedChunks(path string, dd C.hid_t, shape []int64, total int64
 		progress(total, total, 0)
 	}
 	return true, nil
+}
+
+// MembersUnread lists the group at path as Members does, from the file's bytes (h5meta)
+// where it can, so that libhdf5 neither reads nor keeps in its cache its members' headers:
+// Copy.Virtual changes what libhdf5 reads of one, which a cached header would not show. It
+// is Members where h5meta does not read the group, or the group has other than hard links.
+func (f *File) MembersUnread(path string) ([]Member, error) {
+	ms, ok, err := func() ([]Member, bool, error) {
+		lock()
+		defer unlock()
+		id, err := f.id()
+		if err != nil {
+			return nil, false, err
+		}
+		meta := listTarget(id)
+		if meta == nil {
+			return nil, false, nil
+		}
+		addr, err := objectAddr(id, meta, path, nil)
+		if err != nil {
+			return nil, false, nil
+		}
+		links, err := meta.Links(addr)
+		cpath := C.CString(path)
+		n := C.vh5_nlinks(id, cpath)
+		C.free(unsafe.Pointer(cpath))
+		if err != nil || n != C.longlong(len(links)) {
+			return nil, false, nil
+		}
+		ms := make([]Member, len(links))
+		for i, l := range links {
+			o, err := meta.Inspect(l.Addr)
+			if err != nil {
+				return nil, false, nil
+			}
+			ms[i] = Member{Name: l.Name, Kind: KindOther}
+			switch {
+			case o.IsGroup:
+				ms[i].Kind = KindGroup
+			case o.IsDataset:
+				ms[i].Kind = KindDataset
+			}
+		}
+		return ms, true, nil
+	}()
+	if ok || err != nil {
+		return ms, err
+	}
+	stackMessage()
+	return f.Members(path)
 }

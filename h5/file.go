@@ -98,13 +98,17 @@ func releaseMemory() {
 func (f *File) Writable() bool { return f.rw }
 
 // Open opens path read-only.
-func Open(path string) (*File, error) { return open(path, false) }
+func Open(path string) (*File, error) { return open(path, false, false) }
+
+// OpenSource opens path read-only as Open does, through the journal driver, which lets a
+// copy of it (CopyTo) take large mapping lists as stored (Copy.Virtual).
+func OpenSource(path string) (*File, error) { return open(path, false, true) }
 
 // OpenRW opens path for reading and writing. libhdf5 takes an exclusive lock on the file
 // (unless HDF5_USE_FILE_LOCKING=FALSE) for as long as it is open.
-func OpenRW(path string) (*File, error) { return open(path, true) }
+func OpenRW(path string) (*File, error) { return open(path, true, true) }
 
-func open(path string, rw bool) (*File, error) {
+func open(path string, rw, journal bool) (*File, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -127,6 +131,13 @@ func open(path string, rw bool) (*File, error) {
 			}
 			return nil, journalError(path, ErrInterruptedCommit)
 		}
+		if journal {
+			id := C.vh5j_open(cpath, 0)
+			if id < 0 {
+				return nil, openFailure(path, st.Size(), fail("open file", path, nil).(*Error))
+			}
+			return &File{path: path, f: gonumFile(id)}, nil
+		}
 		f, err := hdf5.OpenFile(path, hdf5.F_ACC_RDONLY)
 		if err != nil {
 			return nil, openFailure(path, st.Size(), fail("open file", path, nil).(*Error))
@@ -138,7 +149,7 @@ func open(path string, rw bool) (*File, error) {
 	if _, err := recoverLocked(path, cpath, false); err != nil {
 		return nil, err
 	}
-	id := C.vh5j_open(cpath)
+	id := C.vh5j_open(cpath, 1)
 	if id < 0 {
 		return nil, openFailure(path, st.Size(), fail("open file", path, nil).(*Error))
 	}

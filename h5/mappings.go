@@ -68,6 +68,11 @@ func (f *File) listWriter(id C.hid_t) *h5meta.File {
 	if !f.rw {
 		return nil
 	}
+	return listTarget(id)
+}
+
+// listTarget is listWriter for any file open through the journal driver.
+func listTarget(id C.hid_t) *h5meta.File {
 	meta, err := metadata(id)
 	if err != nil || meta == nil || meta.Base() != 0 || meta.SizeOfOffsets() != 8 || meta.SizeOfLengths() != 8 {
 		return nil
@@ -223,15 +228,21 @@ func (f *File) CheckMappingLists() error {
 	if err != nil {
 		return err
 	}
+	return checkLists(id, f.path, lists)
+}
+
+// checkLists is CheckMappingLists for the file id (at path) and the lists written in it.
+// Under the HDF5 lock.
+func checkLists(id C.hid_t, path string, lists []writtenList) error {
 	if C.H5Fflush(id, C.H5F_SCOPE_LOCAL) < 0 {
-		return fail("flush", f.path, nil)
+		return fail("flush", path, nil)
 	}
 	meta, err := metadata(id)
 	if err == nil && meta == nil {
-		err = fmt.Errorf("not open read-write")
+		err = fmt.Errorf("not open through the journal driver")
 	}
 	if err != nil {
-		return &Error{Op: "check the mapping lists written in", Path: f.path, Err: err}
+		return &Error{Op: "check the mapping lists written in", Path: path, Err: err}
 	}
 	for _, l := range lists {
 		ref, err := meta.MappingListRef(l.ohdr)

@@ -133,7 +133,8 @@ enum {  // vh5j_recover's outcomes
 	VH5J_LEGACY,
 	VH5J_ROLLED_BACK,
 };
-hid_t vh5j_open(const char *path);
+hid_t vh5j_open(const char *path, int rw);
+int vh5j_set_fapl(hid_t fapl);
 int vh5j_pending(const char *path);
 int vh5j_recover(const char *path, int legacy);
 int vh5j_discard(const char *path);

@@ -4,7 +4,9 @@
 #include "vh5_copy.h"
 
 // vh5_create_like creates (truncating) the file at path with src's creation properties and
-// its access properties' format bounds, so that readers of src can read the copy.
+// its access properties' format bounds, so that readers of src can read the copy; through
+// the journal driver (vh5j_set_fapl), which writes a new file as it comes, so that the
+// copy's mapping lists can be written as stored (h5/copy.go).
 hid_t vh5_create_like(hid_t src, const char *path) {
 	hid_t fcpl = H5Fget_create_plist(src);
 	hid_t sfapl = H5Fget_access_plist(src);
@@ -12,7 +14,7 @@ hid_t vh5_create_like(hid_t src, const char *path) {
 	H5F_libver_t lo, hi;
 	hid_t f = -1;
 	if (fcpl >= 0 && sfapl >= 0 && fapl >= 0 && H5Pget_libver_bounds(sfapl, &lo, &hi) >= 0 &&
-	    H5Pset_libver_bounds(fapl, lo, hi) >= 0) {
+	    H5Pset_libver_bounds(fapl, lo, hi) >= 0 && vh5j_set_fapl(fapl) == 0) {
 		f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
 	}
 	if (fapl >= 0) H5Pclose(fapl);

@@ -1490,21 +1490,26 @@ int vh5j_pending(const char *path) {
 	return 0;
 }
 
-// vh5j_open opens path read-write through the journal driver (recover first).
-hid_t vh5j_open(const char *path) {
+// vh5j_set_fapl makes fapl open files through the journal driver, with evict on close:
+// libhdf5 otherwise keeps the object header of each virtual dataset a commit creates in its
+// metadata cache (with the mapping list decoded, about 6 KiB a mapping its size accounting
+// does not see) until the file is closed; and CreateVirtual changes a new dataset's header
+// in the file once libhdf5 has closed it (mappings.go). 0 or -1.
+int vh5j_set_fapl(hid_t fapl) {
 	if (journal_driver < 0 || H5Iis_valid(journal_driver) <= 0) {
 		journal_driver = H5FDregister(&journal_class);
 		if (journal_driver < 0) return -1;
 	}
+	return H5Pset_driver(fapl, journal_driver, NULL) >= 0 && H5Pset_evict_on_close(fapl, 1) >= 0 ? 0 : -1;
+}
+
+// vh5j_open opens path through the journal driver: read-write (recover first), or
+// read-only where held writes (vh5j_hold) are all it takes.
+hid_t vh5j_open(const char *path, int rw) {
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
 	if (fapl < 0) return -1;
 	hid_t id = -1;
-	// Evict on close: libhdf5 otherwise keeps the object header of each virtual dataset a
-	// commit creates in its metadata cache (with the mapping list decoded, about 6 KiB a
-	// mapping its size accounting does not see) until the file is closed; and CreateVirtual
-	// changes a new dataset's header in the file once libhdf5 has closed it (mappings.go).
-	if (H5Pset_driver(fapl, journal_driver, NULL) >= 0 && H5Pset_evict_on_close(fapl, 1) >= 0)
-		id = H5Fopen(path, H5F_ACC_RDWR, fapl);
+	if (vh5j_set_fapl(fapl) == 0) id = H5Fopen(path, rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl);
 	H5Pclose(fapl);
 	return id;
 }
