@@ -22,7 +22,6 @@ package h5
 import "C"
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -114,7 +113,7 @@ func (c *Copy) Virtual(path string) (bool, error) {
 	if err != nil || !dmeta.OwnHeapCollection(len(list)) {
 		return false, nil
 	}
-	undef := append(bytes.Repeat([]byte{0xff}, heldDropSize-4), 0, 0, 0, 0)
+	undef := noList()
 	var at C.size_t
 	if rc, errno := C.vh5j_hold(src, C.haddr_t(ref.At), C.size_t(len(undef)), ptr(undef), &at); rc < 0 {
 		return false, &Error{Op: "drop the mapping list of", Path: path, Err: errno}

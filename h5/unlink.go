@@ -139,6 +139,9 @@ type heldDrop struct {
 // heldDropSize is the size of a held drop: a global heap ID of 8-byte offsets.
 const heldDropSize = 8 + 4
 
+// noList is the global heap ID of "no mapping list": an undefined address, index 0.
+func noList() []byte { return append(bytes.Repeat([]byte{0xff}, heldDropSize-4), 0, 0, 0, 0) }
+
 // dropLists gives every virtual dataset that unlinking paths frees "no mapping list", as
 // libhdf5 creates one, for libhdf5's reads alone, where vh5fs writes lists itself
 // (listWriter): libhdf5 frees a virtual dataset by decoding its whole list, every
@@ -162,7 +165,7 @@ func (f *File) dropLists(id C.hid_t, paths []string) (held []heldDrop, err error
 	if meta = f.listWriter(id); meta == nil { // anew: the flush wrote to the file
 		return nil, nil
 	}
-	undef := append(bytes.Repeat([]byte{0xff}, heldDropSize-4), 0, 0, 0, 0) // undefined address, index 0
+	undef := noList()
 	seen := map[uint64]bool{}
 	var drop func(addr uint64) error
 	drop = func(addr uint64) error {
