@@ -46,10 +46,10 @@ func (c *Committer) pinned(version string) bool {
 
 // RenameVersion renames version old to new: its group, every prev_version that names it
 // and current_version if it is old, in one journaled sync: old or new after any crash,
-// once recovered (the next read-write open, vh5fs fsck --repair). Another program that
-// opens the file after a crash inside the journal's apply, before that, may find it half
-// renamed: a prev_version naming new while the group is still old, or the reverse; the
-// data of every version is whole in any case. new must be a valid, free version name.
+// once recovered (the next read-write open, vh5fs fsck --repair). The names change in many
+// object headers, so the sync is guarded (h5.File.GuardSync): another program that opens
+// the file after a crash inside the apply, before recovery, finds no HDF5 file rather than
+// one half renamed. new must be a valid, free version name.
 func (c *Committer) RenameVersion(old, new string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -109,6 +109,9 @@ func (c *Committer) renameVersion(old, new string) error {
 		if err := h.SetAttrString(versions.VersionsGroup, "current_version", new); err != nil {
 			return err
 		}
+	}
+	if err := h.GuardSync(); err != nil { // names change in many headers: no order of writes keeps them whole
+		return err
 	}
 	return h.FlushSync()
 }

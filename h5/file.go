@@ -118,12 +118,10 @@ func open(path string, rw, journal bool) (*File, error) {
 	}
 	lock()
 	defer unlock()
-	if !hdf5.IsHDF5(path) {
-		stackMessage()
-		return nil, fmt.Errorf("%s: %w", path, ErrNotHDF5)
-	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
+	// A journal first: a sync interrupted while guarded (GuardSync) left the file marked,
+	// not HDF5, until its recovery.
 	if !rw {
 		if pending, err := C.vh5j_pending(cpath); pending != 0 {
 			if pending < 0 {
@@ -131,6 +129,17 @@ func open(path string, rw, journal bool) (*File, error) {
 			}
 			return nil, journalError(path, ErrInterruptedCommit)
 		}
+	} else if _, err := recoverLocked(path, cpath, false); err != nil {
+		return nil, err
+	}
+	if !hdf5.IsHDF5(path) {
+		stackMessage()
+		if GuardMarked(path) {
+			return nil, journalError(path, ErrGuardWithoutJournal)
+		}
+		return nil, fmt.Errorf("%s: %w", path, ErrNotHDF5)
+	}
+	if !rw {
 		if journal {
 			id := C.vh5j_open(cpath, 0)
 			if id < 0 {
@@ -144,11 +153,8 @@ func open(path string, rw, journal bool) (*File, error) {
 		}
 		return &File{path: path, f: f}, nil
 	}
-	// Read-write: first complete a commit that was interrupted, then write through the
-	// journal driver (vh5_journal.c), so that no crash can leave the file torn.
-	if _, err := recoverLocked(path, cpath, false); err != nil {
-		return nil, err
-	}
+	// Read-write (an interrupted commit completed above): write through the journal driver
+	// (vh5_journal.c), so that no crash can leave the file torn.
 	id := C.vh5j_open(cpath, 1)
 	if id < 0 {
 		return nil, openFailure(path, st.Size(), fail("open file", path, nil).(*Error))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +28,37 @@ const legacySuffix = ".vh5fs-undo"
 // its journal: until recovery the file may hold part of that commit's writes.
 var ErrInterruptedCommit = errors.New("a commit was interrupted while writing (its journal FILE" + JournalSuffix +
 	" is beside the file): run 'vh5fs fsck --repair FILE' (or mount it read-write) to complete it")
+
+// ErrGuardWithoutJournal is returned by Open for a file that a guarded sync (GuardSync)
+// left marked, whose journal is gone: the file holds part of a change that cannot be
+// completed.
+var ErrGuardWithoutJournal = errors.New("a vh5fs change was interrupted while it was being written in place, and its journal FILE" +
+	JournalSuffix + ", which alone can complete it, is gone; the file was left marked as not HDF5 so that no program reads it half changed")
+
+// guardMark is what a guarded sync writes over the file's HDF5 signature while it applies
+// (guard_mark in vh5_journal.c).
+const guardMark = "\x89VH5JNL\n"
+
+// GuardMarked reports whether the file at path holds the mark of a guarded sync (GuardSync) where libhdf5 looks for the
+// signature (0, 512, 1024, ...).
+func GuardMarked(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b := make([]byte, len(guardMark))
+	for off := int64(0); off+int64(len(b)) <= st.Size(); off = max(512, 2*off) {
+		if _, err := f.ReadAt(b, off); err == nil && string(b) == guardMark {
+			return true
+		}
+	}
+	return false
+}
 
 // ErrJournalConflict is returned by Recover and OpenRW when a journal's commit cannot be
 // completed because another program wrote to the file since (or replaced it): nothing was
@@ -144,10 +176,12 @@ const (
 	stepJournal syncStep = C.VH5J_JOURNAL
 	stepJsync   syncStep = C.VH5J_JSYNC
 	stepDirsync syncStep = C.VH5J_DIRSYNC
+	stepGuard   syncStep = C.VH5J_GUARD
 	stepApply   syncStep = C.VH5J_APPLY
 	stepBsync   syncStep = C.VH5J_BSYNC
 	stepPublish syncStep = C.VH5J_PUBLISH
 	stepAsync   syncStep = C.VH5J_ASYNC
+	stepUnguard syncStep = C.VH5J_UNGUARD
 	stepRemove  syncStep = C.VH5J_REMOVE
 	stepDone    syncStep = C.VH5J_DONE
 )
@@ -197,6 +231,26 @@ func (f *File) FlushBody() error {
 	}
 	if rc, errno := C.vh5j_mark_publish(id); rc < 0 {
 		return &Error{Op: "mark the publish of", Path: f.path, Err: errno}
+	}
+	return nil
+}
+
+// GuardSync makes the next FlushSync a guarded one: from its commit point until its apply
+// is durable, the file's HDF5 signature is replaced by a mark (vh5_journal.c), so that a
+// program that does not know the journal finds no HDF5 file rather than one half changed,
+// and a crash in between leaves it so until recovery (the next read-write open, or 'vh5fs
+// fsck --repair'). For changes whose half-applied state no order of writes keeps readable:
+// a deletion's compaction, a rename, a rewrite of a dataset's storage. It costs the sync
+// two writes and two fsyncs.
+func (f *File) GuardSync() error {
+	lock()
+	defer unlock()
+	id, err := f.id()
+	if err != nil || !f.rw {
+		return err
+	}
+	if rc, errno := C.vh5j_guard(id); rc < 0 {
+		return &Error{Op: "guard the sync of", Path: f.path, Err: errno}
 	}
 	return nil
 }
@@ -388,6 +442,7 @@ var steps = map[syncStep]struct {
 	stepDirsync: {"dirsync", "directory fsync", "fsync the directory", onDir}, stepApply: {"apply", "apply", "write", onFile},
 	stepBsync: {"bsync", "fsync before publishing", "fsync", onFile}, stepPublish: {"publish", "publish", "write", onFile},
 	stepAsync: {"async", "final fsync", "fsync", onFile}, stepRemove: {"remove", "journal removal", "remove", onJournal},
+	stepGuard: {"guard", "guard", "write", onFile}, stepUnguard: {"unguard", "unguard", "write", onFile},
 }
 
 func boolInt(b bool) C.int {

@@ -48,12 +48,15 @@ func observed(t *testing.T, path string) string {
 }
 
 // observedUnrecovered is observed for a file that may have a journal beside it, as another
-// program sees it before anything recovers it.
+// program sees it before anything recovers it: "not HDF5" for a file libhdf5 refuses.
 func observedUnrecovered(t *testing.T, path string) string {
 	t.Helper()
 	lock()
 	hf, err := hdf5.OpenFile(path, hdf5.F_ACC_RDONLY)
 	unlock()
+	if err != nil && GuardMarked(path) {
+		return "not HDF5"
+	}
 	require.NoError(t, err)
 	f := &File{path: path, f: hf}
 	defer f.Close()
@@ -147,18 +150,24 @@ func exists(path string) bool {
 	return err == nil
 }
 
+// faultWant is what a sync with a fault does: its error ("" for success), whether a journal
+// is beside the file after it (and after close, if it failed), what another program sees
+// before recovery, what Recover then does, and what a reader sees after recovery.
+type faultWant struct {
+	syncErr  string
+	journal  bool
+	seen     string
+	recovery Recovery
+	after    string
+}
+
 // TestJournalFaults injects a failure (EIO) and a crash (the process stops there) at every
 // step of a sync, and checks the error, what the file on disk holds before recovery, that
 // nothing more is written, and what recovery makes of it.
 func TestJournalFaults(t *testing.T) {
-	order := []syncStep{stepTail, stepFsync, stepJournal, stepJsync, stepDirsync, stepApply, stepBsync, stepPublish, stepAsync, stepRemove}
-	type want struct {
-		syncErr  string   // "" for success
-		journal  bool     // a journal is beside the file after the sync (and after close, if it failed)
-		seen     string   // what another program sees before recovery
-		recovery Recovery // what Recover then does
-		after    string   // what a reader sees after recovery
-	}
+	order := []syncStep{stepTail, stepFsync, stepJournal, stepJsync, stepDirsync, stepGuard, stepApply, stepBsync, stepPublish,
+		stepAsync, stepUnguard, stepRemove}
+	type want = faultWant
 	before := want{"before its commit point", false, "old", RecoveryNone, "old"}
 	after := func(seen string) want { return want{"after its commit point", true, seen, RecoveryReplayed, "new"} }
 	cases := map[fault]want{
@@ -186,58 +195,93 @@ func TestJournalFaults(t *testing.T) {
 		{stepAsync, true}:   {"after its commit point", true, "new", RecoveryApplied, "new"},
 		{stepRemove, true}:  {"after its commit point", true, "new", RecoveryApplied, "new"},
 	}
+	// A guarded sync (GuardSync): from the guard step on until the unguard step is done,
+	// other programs find no HDF5 file; recovery completes it and writes the signature back.
+	guarded := map[fault]want{}
+	for ft, w := range cases {
+		switch ft.step {
+		case stepGuard, stepUnguard:
+			continue
+		case stepApply, stepBsync, stepPublish, stepAsync:
+			w.seen = "not HDF5"
+		}
+		guarded[ft] = w
+	}
+	guarded[fault{stepGuard, false}] = after("old") // the mark's write fails
+	guarded[fault{stepGuard, true}] = after("old")
+	guarded[fault{stepApply, true}] = after("not HDF5")
+	guarded[fault{stepUnguard, false}] = want{"after its commit point", true, "not HDF5", RecoveryApplied, "new"}
+	guarded[fault{stepUnguard, true}] = want{"after its commit point", true, "not HDF5", RecoveryApplied, "new"}
 	for _, v := range variants {
-		for _, crash := range []bool{false, true} {
-			for _, step := range order {
-				ft := fault{step, crash}
-				w := cases[ft]
-				name := v.name + "/" + steps[step].what + map[bool]string{false: " fails", true: " crash"}[crash]
-				t.Run(name, func(t *testing.T) {
-					setRecoverPiece(v.recoverPiece)
-					defer setRecoverPiece(0)
-					open := openFiles()
-					path, f, closeFile := openChanged(t, &ft, v.lim)
-					err := f.FlushSync()
-					if w.syncErr == "" {
-						require.NoError(t, err)
-						require.NoError(t, f.Stopped())
-					} else {
-						require.ErrorIs(t, err, ErrStopped)
-						require.ErrorContains(t, err, w.syncErr)
-						require.ErrorIs(t, f.Stopped(), ErrStopped, "a commit asks before it writes")
+		for _, guard := range []bool{false, true} {
+			for _, crash := range []bool{false, true} {
+				for _, step := range order {
+					ft := fault{step, crash}
+					w, ok := cases[ft]
+					if guard {
+						w, ok = guarded[ft]
 					}
-					require.Equal(t, w.journal, exists(path+JournalSuffix), "journal beside the file")
-					was := snapshot(t, path)
-					if w.syncErr != "" {
-						// Fail-stop: nothing more reaches the file, not even at close.
-						f.SetAttrInt64("/", "later", 1) // may stay in libhdf5's cache
-						require.ErrorIs(t, f.FlushSync(), ErrStopped)
+					if !ok {
+						continue // a step only guarded syncs have
 					}
-					err = closeFile()
-					if w.syncErr != "" {
-						require.ErrorIs(t, err, ErrStopped, "the close reports the stop")
-						require.Equal(t, was, snapshot(t, path), "the file or its journal changed after the failure")
-					} else {
-						require.NoError(t, err)
-					}
-					require.Equal(t, open, openFiles(), "libhdf5 lets go of the file at its close")
-					require.Equal(t, w.seen, observedUnrecovered(t, path), "before recovery")
-					if w.journal && w.syncErr != "" {
-						_, err := Open(path)
-						require.ErrorIs(t, err, ErrInterruptedCommit, "read-only opens refuse a file with a journal")
-					}
-					rec, err := Recover(path)
-					require.NoError(t, err)
-					require.Equal(t, w.recovery, rec)
-					require.False(t, exists(path+JournalSuffix), "recovery removes the journal")
-					require.Equal(t, w.after, observed(t, path))
-					rec, err = Recover(path)
-					require.NoError(t, err)
-					require.Equal(t, RecoveryNone, rec, "recovery is idempotent")
-				})
+					name := v.name + "/" + map[bool]string{false: "", true: "guarded "}[guard] + steps[step].what +
+						map[bool]string{false: " fails", true: " crash"}[crash]
+					t.Run(name, func(t *testing.T) {
+						faultRun(t, v.lim, v.recoverPiece, ft, guard, w)
+					})
+				}
 			}
 		}
 	}
+}
+
+// faultRun makes change in a copy of basic_1d.h5 (guarded, or not), syncs it with fault ft,
+// and checks what w says of the sync, the file before recovery, the recovery and after.
+func faultRun(t *testing.T, lim *limits, recoverPiece int, ft fault, guard bool, w faultWant) {
+	setRecoverPiece(recoverPiece)
+	defer setRecoverPiece(0)
+	open := openFiles()
+	path, f, closeFile := openChanged(t, &ft, lim)
+	if guard {
+		require.NoError(t, f.GuardSync())
+	}
+	err := f.FlushSync()
+	if w.syncErr == "" {
+		require.NoError(t, err)
+		require.NoError(t, f.Stopped())
+	} else {
+		require.ErrorIs(t, err, ErrStopped)
+		require.ErrorContains(t, err, w.syncErr)
+		require.ErrorIs(t, f.Stopped(), ErrStopped, "a commit asks before it writes")
+	}
+	require.Equal(t, w.journal, exists(path+JournalSuffix), "journal beside the file")
+	was := snapshot(t, path)
+	if w.syncErr != "" {
+		// Fail-stop: nothing more reaches the file, not even at close.
+		f.SetAttrInt64("/", "later", 1) // may stay in libhdf5's cache
+		require.ErrorIs(t, f.FlushSync(), ErrStopped)
+	}
+	err = closeFile()
+	if w.syncErr != "" {
+		require.ErrorIs(t, err, ErrStopped, "the close reports the stop")
+		require.Equal(t, was, snapshot(t, path), "the file or its journal changed after the failure")
+	} else {
+		require.NoError(t, err)
+	}
+	require.Equal(t, open, openFiles(), "libhdf5 lets go of the file at its close")
+	require.Equal(t, w.seen, observedUnrecovered(t, path), "before recovery")
+	if w.journal && w.syncErr != "" {
+		_, err := Open(path)
+		require.ErrorIs(t, err, ErrInterruptedCommit, "read-only opens refuse a file with a journal")
+	}
+	rec, err := Recover(path)
+	require.NoError(t, err)
+	require.Equal(t, w.recovery, rec)
+	require.False(t, exists(path+JournalSuffix), "recovery removes the journal")
+	require.Equal(t, w.after, observed(t, path))
+	rec, err = Recover(path)
+	require.NoError(t, err)
+	require.Equal(t, RecoveryNone, rec, "recovery is idempotent")
 }
 
 // variants run a test with the journal driver's defaults, and with every held byte spilled
@@ -254,9 +298,12 @@ var variants = []struct {
 // crashed returns a file as a process killed just before the apply step leaves it (the
 // journal complete, the file not yet changed below its old end), that state, and the file
 // as the finished sync leaves it.
-func crashed(t *testing.T, lim *limits) (path string, atApply disk, done []byte) {
+func crashed(t *testing.T, lim *limits, guard bool) (path string, atApply disk, done []byte) {
 	t.Helper()
 	path, f, closeFile := openChanged(t, &fault{stepApply, true}, lim)
+	if guard {
+		require.NoError(t, f.GuardSync())
+	}
 	require.Error(t, f.FlushSync())
 	closeFile()
 	atApply = snapshot(t, path)
@@ -273,10 +320,10 @@ func crashed(t *testing.T, lim *limits) (path string, atApply disk, done []byte)
 func withBody(t *testing.T, d disk) []byte {
 	t.Helper()
 	j := d.journal
-	require.Equal(t, "VH5REDO2", string(j[:8]))
+	require.Equal(t, "VH5REDO3", string(j[:8]))
 	word := func(off int) int { return int(binary.NativeEndian.Uint64(j[off:])) }
 	out := bytes.Clone(d.file)
-	off := 8 + 8*7
+	off := 8 + 8*8
 	for range word(8 + 8*4) {
 		addr, n := word(off), word(off+8)
 		copy(out[addr:addr+n], j[off+16+n:off+16+2*n])
@@ -293,20 +340,26 @@ func TestJournalTornStates(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			setRecoverPiece(v.recoverPiece)
 			defer setRecoverPiece(0)
-			tornStates(t, v.lim)
+			tornStates(t, v.lim, false)
+			tornStates(t, v.lim, true)
 		})
 	}
 }
 
-func tornStates(t *testing.T, lim *limits) {
-	path, atApply, applied := crashed(t, lim)
+func tornStates(t *testing.T, lim *limits, guard bool) {
+	path, atApply, applied := crashed(t, lim, guard)
+	require.Equal(t, guard, GuardMarked(path), "a guarded sync marks the file before its apply")
 	body := withBody(t, atApply)
 	require.NotEqual(t, atApply.file, body, "the body changes the file")
 	require.NotEqual(t, applied[:len(body)], body, "the publish changes the file")
 	rng := rand.New(rand.NewSource(1))
 	for trial := range 20 {
-		// The journal cut anywhere, or one byte of it flipped: incomplete, removed.
-		torn := disk{atApply.file, bytes.Clone(atApply.journal)}
+		// The journal cut anywhere, or one byte of it flipped: incomplete, removed. (The
+		// file is marked only once its journal is durable: here it is as before the guard.)
+		torn := disk{bytes.Clone(atApply.file), bytes.Clone(atApply.journal)}
+		if guard {
+			copy(torn.file, "\x89HDF\r\n\x1a\n")
+		}
 		if trial%2 == 0 {
 			torn.journal = torn.journal[:rng.Intn(len(torn.journal))]
 		} else {
@@ -344,7 +397,7 @@ func tornStates(t *testing.T, lim *limits) {
 // read-write opens refuse the file; discarding the journal keeps the other program's data.
 func TestJournalOtherWriter(t *testing.T) {
 	python := "/usr/bin/python3"
-	atApply, _, _ := crashed(t, nil)
+	atApply, _, _ := crashed(t, nil, false)
 	out, err := exec.Command(python, "-c", `
 import sys, h5py, numpy as np
 with h5py.File(sys.argv[1], "r+") as f:
@@ -384,7 +437,7 @@ with h5py.File(sys.argv[1], "r") as f:
 // TestJournalReplacedFile: a journal whose file was replaced (another inode, same name) is
 // not replayed over it.
 func TestJournalReplacedFile(t *testing.T) {
-	atApply, _, _ := crashed(t, nil)
+	atApply, _, _ := crashed(t, nil, false)
 	b, err := os.ReadFile(atApply)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(atApply+".new", b, 0o644)) // a new inode while the old one lives
@@ -493,22 +546,62 @@ func TestStartWriteback(t *testing.T) {
 // TestJournalEarlierFormat: a journal of an earlier vh5fs (VH5REDO1: one part, six header
 // words) left by a crash is still completed.
 func TestJournalEarlierFormat(t *testing.T) {
-	path, atApply, _ := crashed(t, nil)
-	j := atApply.journal
-	word := func(off int) uint64 { return binary.NativeEndian.Uint64(j[off:]) }
-	// The body's ranges as a journal of its own, in the earlier layout.
-	end := 8 + 8*7
-	for range word(8 + 8*4) {
-		end += 16 + 2*int(word(end+8))
+	for _, tc := range []struct {
+		magic string
+		words int    // of the header
+		seen  string // after recovery
+	}{
+		{"VH5REDO1", 6, "body"}, // no publish part: the body's ranges alone
+		{"VH5REDO2", 7, "new"},  // no guard word
+	} {
+		t.Run(tc.magic, func(t *testing.T) {
+			path, atApply, _ := crashed(t, nil, false)
+			j := atApply.journal
+			word := func(off int) uint64 { return binary.NativeEndian.Uint64(j[off:]) }
+			end := 8 + 8*8 // the ranges' end: the body's, or the publish's too
+			n := word(8 + 8*4)
+			if tc.words == 7 {
+				n += word(8 + 8*6)
+			}
+			for range n {
+				end += 16 + 2*int(word(end+8))
+			}
+			old := append([]byte(tc.magic), j[8:8+8*tc.words]...)
+			old = append(old, j[8+8*8:end]...)
+			binary.NativeEndian.PutUint64(old[8+8*5:], uint64(len(old)+8))
+			old = binary.NativeEndian.AppendUint32(old, crc32.ChecksumIEEE(old))
+			old = binary.NativeEndian.AppendUint32(old, 0)
+			restore(t, path, disk{atApply.file, old})
+			rec, err := Recover(path)
+			require.NoError(t, err)
+			require.Equal(t, RecoveryReplayed, rec)
+			require.Equal(t, tc.seen, observed(t, path))
+		})
 	}
-	old := append([]byte("VH5REDO1"), j[8:8+8*6]...)
-	old = append(old, j[8+8*7:end]...)
-	binary.NativeEndian.PutUint64(old[8+8*5:], uint64(len(old)+8))
-	old = binary.NativeEndian.AppendUint32(old, crc32.ChecksumIEEE(old))
-	old = binary.NativeEndian.AppendUint32(old, 0)
-	restore(t, path, disk{atApply.file, old})
+}
+
+// TestGuardWithoutJournal: a file a guarded sync left marked, whose journal is gone, is
+// refused with an error that says so; with the journal, read-only opens refuse it as any
+// file with a journal, and recovery completes it.
+func TestGuardWithoutJournal(t *testing.T) {
+	path, f, closeFile := openChanged(t, &fault{stepPublish, true}, nil)
+	require.NoError(t, f.GuardSync())
+	require.Error(t, f.FlushSync())
+	closeFile()
+	require.True(t, GuardMarked(path))
+	_, err := Open(path)
+	require.ErrorIs(t, err, ErrInterruptedCommit)
+	was := snapshot(t, path)
+	require.NoError(t, os.Remove(path+JournalSuffix))
+	for _, open := range []func(string) (*File, error){Open, OpenRW} {
+		_, err = open(path)
+		require.ErrorIs(t, err, ErrGuardWithoutJournal)
+		require.ErrorContains(t, err, path+JournalSuffix+", which alone can complete it, is gone")
+	}
+	restore(t, path, was)
 	rec, err := Recover(path)
 	require.NoError(t, err)
 	require.Equal(t, RecoveryReplayed, rec)
-	require.Equal(t, "body", observed(t, path))
+	require.False(t, GuardMarked(path))
+	require.Equal(t, "new", observed(t, path))
 }

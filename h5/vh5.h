@@ -117,10 +117,12 @@ enum {  // a sync's steps, in order
 	VH5J_JOURNAL,
 	VH5J_JSYNC,
 	VH5J_DIRSYNC,  // the commit point
+	VH5J_GUARD,    // only in a guarded sync
 	VH5J_APPLY,    // the body
 	VH5J_BSYNC,    // only with a publish part
 	VH5J_PUBLISH,  // only with a publish part
 	VH5J_ASYNC,
+	VH5J_UNGUARD,  // only in a guarded sync
 	VH5J_REMOVE,
 	VH5J_DONE,
 };
@@ -151,6 +153,7 @@ int vh5j_failed(hid_t file);
 int vh5j_abandon(hid_t file);
 int vh5j_cancel(hid_t file);
 int vh5j_mark_publish(hid_t file);
+int vh5j_guard(hid_t file);
 int vh5j_kill_at(hid_t file, unsigned long n);
 int vh5j_set_hold_budget(hid_t file, size_t budget, size_t piece);
 uint64_t vh5j_spilled(hid_t file, size_t *held);

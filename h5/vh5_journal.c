@@ -10,11 +10,13 @@
 //            new bytes, with a checksum
 //   jsync    fsync the journal
 //   dirsync  fsync its directory: the COMMIT POINT; from here the new state exists
+//   guard    (a guarded sync) mark the file, over its HDF5 signature, and fsync it
 //   apply    write the new bytes of the body over the file (without a publish part: and set
 //            the new length)
 //   bsync    fsync the file: the body is durable (only with a publish part)
 //   publish  write the publish part's new bytes over the file, set the new length
 //   async    fsync the file
+//   unguard  (a guarded sync) write the HDF5 signature back, fsync the file
 //   remove   unlink the journal (lazily: no directory fsync; a journal that reappears after a
 //            power loss is found already applied and removed then)
 //
@@ -27,6 +29,16 @@
 // in the apply leaves the file as the last sync left it or with the new version uncommitted
 // (at most torn within the body's ranges), and one in the publish with the body whole.
 // Every write after the mark is held, even past base, since the body must not see it.
+//
+// A guarded sync (vh5j_guard) is for changes that no order of in-place writes keeps readable
+// when half applied (a deletion's compaction moves chunks between the slots that virtual
+// datasets name; a rename changes names in many places): from the guard step to the
+// unguard step the file's HDF5 signature is replaced by guard_mark, so that every program
+// that does not know the journal (h5py, h5dump, vh5fs's own h5meta reads from disk) finds
+// no HDF5 file rather than a torn one, and a crash in between leaves it so until recovery.
+// Only the signature changes: a program that had opened the file before keeps its own view
+// (libhdf5 reads the superblock once, and takes no file a writer holds locked). Through the
+// driver, reads of those bytes still see the signature.
 //
 // Recovery (vh5j_recover) rolls a complete journal forward, never back, and only if the file
 // is the same inode and every byte of every range holds a value the sync gives it in turn
@@ -72,17 +84,23 @@
 
 #define JOURNAL_SUFFIX ".vh5fs-journal"
 #define LEGACY_SUFFIX ".vh5fs-undo"  // the undo journal of earlier versions
-static const char journal_magic[8] = {'V', 'H', '5', 'R', 'E', 'D', 'O', '2'};
+static const char journal_magic[8] = {'V', 'H', '5', 'R', 'E', 'D', 'O', '3'};
+static const char journal_magic2[8] = {'V', 'H', '5', 'R', 'E', 'D', 'O', '2'};  // no guard word
 static const char journal_magic1[8] = {'V', 'H', '5', 'R', 'E', 'D', 'O', '1'};  // no publish part
 static const char legacy_magic[8] = {'V', 'H', '5', 'U', 'N', 'D', 'O', '1'};
 
 // Journal layout (native byte order: it never leaves the machine that wrote it):
-//   magic[8] | u64 dev, ino, len_now, len_new, nbody, total, npublish | nbody x (u64 off,
+//   magic[8] | u64 dev, ino, len_now, len_new, nbody, total, npublish, guard | nbody x (u64 off,
 //   len; old[len]; new[len]) of the body | npublish x the same of the publish, whose old
 //   bytes are the body's result | u32 crc32 of everything before, u32 0
-// Within each part the ranges are sorted and disjoint. Earlier versions wrote VH5REDO1
-// journals, without npublish (six words) and its part; recovery still reads them.
-#define HDR_WORDS 7
+// guard is 0, or 1 + the offset of the HDF5 signature a guarded sync marks. Within each
+// part the ranges are sorted and disjoint. Earlier versions wrote VH5REDO2 journals, without
+// guard, and VH5REDO1 journals, without npublish either, and its part; recovery reads them.
+#define HDR_WORDS 8
+
+// The HDF5 signature, and what a guarded sync writes over it while it applies (see the top).
+static const unsigned char hdf5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+static const unsigned char guard_mark[8] = {0x89, 'V', 'H', '5', 'J', 'N', 'L', '\n'};
 #define HDR_SIZE (8 + 8 * HDR_WORDS)
 
 // Memory bounds (see the top). HOLD_BUDGET: held bytes kept in memory, the rest spilled;
@@ -128,6 +146,8 @@ typedef struct jfile {
 	size_t nops, capops;
 	size_t body;  // with marked: the held operations before the publish mark (vh5j_mark_publish)
 	int marked;
+	int guard;         // the next sync is guarded (vh5j_guard)
+	haddr_t guarding;  // while a guarded sync runs: 1 + its signature's offset (view shows the signature)
 	int failed;   // the errno that stopped the driver (fail-stop), 0 while it works
 	int closing;  // a stopped file being closed: libhdf5's last writes are dropped (vh5j_abandon)
 	// The held operations' bytes: up to budget of them in memory (held_mem now), the rest
@@ -311,6 +331,13 @@ static int op_bytes(const source *src, const held_op *op, size_t at, size_t n, u
 	return read_whole(src->spill, out, n, op->off + (off_t)at);
 }
 
+// overlay copies the bytes of sig[8], at offset at of the file, that fall in [addr,
+// addr+size) into buf, which holds those bytes of the file.
+static void overlay(unsigned char *buf, uint64_t addr, size_t size, uint64_t at, const unsigned char *sig) {
+	uint64_t lo = at > addr ? at : addr, hi = at + 8 < addr + size ? at + 8 : addr + size;
+	if (lo < hi) memcpy(buf + (lo - addr), sig + (lo - at), hi - lo);
+}
+
 // view reads what the file holds as libhdf5 sees it: its bytes with the first nops held
 // operations applied in order.
 static int view(const jfile *f, size_t nops, haddr_t addr, size_t size, unsigned char *buf) {
@@ -329,6 +356,7 @@ static int view(const jfile *f, size_t nops, haddr_t addr, size_t size, unsigned
 		haddr_t lo = op->addr > addr ? op->addr : addr, hi = op->addr + op->size < end ? op->addr + op->size : end;
 		if (lo < hi && op_bytes(&src, op, lo - op->addr, hi - lo, buf + (lo - addr)) < 0) return -1;
 	}
+	if (f->guarding) overlay(buf, addr, size, f->guarding - 1, hdf5_signature);
 	return 0;
 }
 
@@ -359,7 +387,8 @@ typedef struct {
 // address.
 typedef struct {
 	uint64_t dev, ino, len_now, len_new, nbody, npublish, total;
-	jrange *r;  // nbody + npublish
+	jrange *r;       // nbody + npublish
+	uint64_t guard;  // 0, or 1 + the offset of the signature a guarded sync marks
 } jview;
 
 // crc_of is the CRC-32 of the first n bytes of the file at fd, read a piece at a time.
@@ -380,8 +409,26 @@ static int crc_of(int fd, uint64_t n, size_t piece, uint32_t *crc) {
 	return rc;
 }
 
+// signature_place reports whether an HDF5 signature may be at offset at: 0, 512, 1024, ...
+static int signature_place(uint64_t at) { return at == 0 || (at >= 512 && (at & (at - 1)) == 0); }
+
+// find_signature sets *at to the offset of the HDF5 signature in the file at fd (len bytes),
+// where libhdf5 looks for it. 0, or -1 (errno EINVAL if there is none).
+static int find_signature(int fd, uint64_t len, uint64_t *at) {
+	for (uint64_t off = 0; off + 8 <= len; off = off ? off * 2 : 512) {
+		unsigned char b[8];
+		if (read_whole(fd, b, 8, (off_t)off) < 0) return -1;
+		if (memcmp(b, hdf5_signature, 8) == 0) {
+			*at = off;
+			return 0;
+		}
+	}
+	errno = EINVAL;
+	return -1;
+}
+
 // read_journal reads the journal open at jfd (n bytes) into v if it is a whole journal
-// (magic, sizes, checksum), of this version or of one before the publish part: 1, 0 if it
+// (magic, sizes, checksum), of this version or an earlier one (VH5REDO2, VH5REDO1): 1, 0 if it
 // is not whole, -1 (errno). It keeps the ranges' places, not their bytes: its memory is the
 // range list and one piece.
 static int read_journal(int jfd, uint64_t n, size_t piece, jview *v) {
@@ -389,13 +436,15 @@ static int read_journal(int jfd, uint64_t n, size_t piece, jview *v) {
 	size_t words = 0;
 	if (n >= 8 && read_whole(jfd, magic, 8, 0) < 0) return -1;
 	if (n >= 8 && memcmp(magic, journal_magic, 8) == 0) words = HDR_WORDS;
-	if (n >= 8 && memcmp(magic, journal_magic1, 8) == 0) words = HDR_WORDS - 1;
+	if (n >= 8 && memcmp(magic, journal_magic2, 8) == 0) words = HDR_WORDS - 1;
+	if (n >= 8 && memcmp(magic, journal_magic1, 8) == 0) words = HDR_WORDS - 2;
 	uint64_t off = 8 + 8 * words;
 	if (words == 0 || n < off + 8) return 0;
 	uint64_t hdr[HDR_WORDS] = {0};
 	if (read_whole(jfd, hdr, 8 * words, 8) < 0) return -1;
 	if (hdr[5] != n || hdr[4] > n / 16 || hdr[6] > n / 16) return 0;
-	*v = (jview){hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[6], n, NULL};
+	*v = (jview){hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[6], n, NULL, hdr[7]};
+	if (v->guard && !signature_place(v->guard - 1)) return 0;
 	uint64_t nr = hdr[4] + hdr[6];
 	if (!(v->r = malloc((nr ? nr : 1) * sizeof *v->r))) return -1;
 	for (uint64_t i = 0; i < nr; i++) {
@@ -472,8 +521,9 @@ static int cmp_ranked(const void *a, const void *b) {
 
 // write_part writes the new bytes of n ranges over fd, in their ranks' order, reading them
 // from the journal at jfd a piece at a time (f, if not NULL, counts the writes for crash
-// tests: one per range). 0 or -1.
-static int write_part(jfile *f, int fd, int jfd, const jrange *rs, uint64_t n, size_t piece) {
+// tests: one per range); with guard (1 + the signature's offset), the guard's mark stays
+// where a range rewrites the signature. 0 or -1.
+static int write_part(jfile *f, int fd, int jfd, const jrange *rs, uint64_t n, size_t piece, uint64_t guard) {
 	uint64_t longest = 0;
 	for (uint64_t i = 0; i < n; i++)
 		if (rs[i].len > longest) longest = rs[i].len;
@@ -490,6 +540,7 @@ static int write_part(jfile *f, int fd, int jfd, const jrange *rs, uint64_t n, s
 		for (uint64_t done = 0; done < r->len && rc == 0;) {
 			size_t k = min_size(r->len - done, piece);
 			rc = read_whole(jfd, buf, k, (off_t)(r->at + r->len + done));
+			if (rc == 0 && guard) overlay(buf, r->addr + done, k, guard - 1, guard_mark);
 			if (rc == 0) rc = write_all(fd, buf, k, (off_t)(r->addr + done));
 			done += k;
 		}
@@ -630,8 +681,13 @@ static vh5j_sync *plan(jfile *f) {
 		off += 16 + 2 * (rp[i].hi - rp[i].lo);
 	}
 	haddr_t len_now = now > s->len_new ? now : s->len_new;  // the tail step grows the file
-	s->v = (jview){(uint64_t)f->dev, (uint64_t)f->ino, len_now, s->len_new, nj, mp, off + 8, s->v.r};
+	s->v = (jview){(uint64_t)f->dev, (uint64_t)f->ino, len_now, s->len_new, nj, mp, off + 8, s->v.r, 0};
 	s->journaled = nj > 0 || mp > 0 || s->len_new < len_now;
+	if (f->guard && s->journaled) {  // the apply changes the durable bytes: hide them meanwhile
+		uint64_t at;
+		if (find_signature(f->fd, now, &at) < 0) goto done;
+		s->v.guard = at + 1;
+	}
 	s->step = VH5J_TAIL, s->fault_step = -1;
 	ok = (s->fd = dup(f->fd)) >= 0 && (s->jpath = suffixed(f->path, JOURNAL_SUFFIX));
 	s->src = (source){s->fd, s->ops, f->spill};
@@ -737,7 +793,8 @@ static int write_journal(vh5j_sync *s) {
 	uint32_t crc = 0;
 	size_t pos = HDR_SIZE;
 	if (rc == 0) {
-		uint64_t hdr[HDR_WORDS] = {s->v.dev, s->v.ino, s->v.len_now, s->v.len_new, s->v.nbody, s->v.total, s->v.npublish};
+		uint64_t hdr[HDR_WORDS] = {s->v.dev,   s->v.ino,   s->v.len_now,  s->v.len_new,
+		                           s->v.nbody, s->v.total, s->v.npublish, s->v.guard};
 		memcpy(buf, journal_magic, 8);
 		memcpy(buf + 8, hdr, sizeof hdr);
 	}
@@ -813,11 +870,17 @@ static int run_step(vh5j_sync *s, int step) {
 	case VH5J_DIRSYNC:
 		tick(f);
 		return fsync_dir(s->jpath);
+	case VH5J_GUARD:
+	case VH5J_UNGUARD:
+		tick(f);
+		if (write_all(s->fd, step == VH5J_GUARD ? guard_mark : hdf5_signature, 8, (off_t)(s->v.guard - 1)) < 0) return -1;
+		tick(f);
+		return fsync(s->fd);
 	case VH5J_APPLY:
-		if (write_part(f, s->fd, s->jfd, s->v.r, s->v.nbody, s->piece) < 0) return -1;
+		if (write_part(f, s->fd, s->jfd, s->v.r, s->v.nbody, s->piece, s->v.guard) < 0) return -1;
 		return s->v.npublish ? 0 : set_length(f, s->fd, &s->v);
 	case VH5J_PUBLISH:
-		if (write_part(f, s->fd, s->jfd, s->v.r + s->v.nbody, s->v.npublish, s->piece) < 0) return -1;
+		if (write_part(f, s->fd, s->jfd, s->v.r + s->v.nbody, s->v.npublish, s->piece, s->v.guard) < 0) return -1;
 		return set_length(f, s->fd, &s->v);
 	case VH5J_REMOVE:
 		tick(f);
@@ -828,10 +891,13 @@ static int run_step(vh5j_sync *s, int step) {
 }
 
 // next_step is the step that follows step in s: a sync that changes nothing below its old
-// end is done once fsynced; one without a publish part goes from the apply to the fsync.
+// end is done once fsynced; one without a publish part goes from the apply to the fsync;
+// only a guarded one has the guard and unguard steps.
 static int next_step(const vh5j_sync *s, int step) {
 	if (step == VH5J_FSYNC && !s->journaled) return VH5J_DONE;
+	if (step == VH5J_DIRSYNC && !s->v.guard) return VH5J_APPLY;
 	if (step == VH5J_APPLY && !s->v.npublish) return VH5J_ASYNC;
+	if (step == VH5J_ASYNC && !s->v.guard) return VH5J_REMOVE;
 	return step + 1;
 }
 
@@ -1070,11 +1136,13 @@ static vh5j_sync *sync_begin(jfile *f) {
 		return NULL;
 	}
 	vh5j_sync *s = plan(f);
+	f->guard = 0;
 	if (!s) {
 		stop(f);
 		return NULL;
 	}
 	f->limit = HADDR_MAX;
+	f->guarding = s->v.guard;
 	return s;
 }
 
@@ -1094,6 +1162,7 @@ vh5j_sync *vh5j_sync_begin_file(hid_t file) {
 // moves on; if a step failed, the driver stops.
 void vh5j_sync_end(vh5j_sync *s) {
 	jfile *f = s->f;
+	f->guarding = 0;
 	if (s->err) {
 		errno = s->err;
 		stop(f);
@@ -1198,6 +1267,23 @@ int vh5j_mark_publish(hid_t file) {
 	return 0;
 }
 
+// vh5j_guard makes file's next sync a guarded one (see the top), if it changes the file's
+// durable bytes. 0, or -1 (errno EBADF if the file is not open through this driver, else the
+// stop's).
+int vh5j_guard(hid_t file) {
+	jfile *f = jfile_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	if (f->failed) {
+		errno = f->failed;
+		return -1;
+	}
+	f->guard = 1;
+	return 0;
+}
+
 // vh5j_kill_at makes the process kill itself (SIGKILL) just before the n-th system call of
 // file's syncs that writes, syncs, creates or removes a file, counted from now: crash
 // tests place a kill at every moment of a sync with it. 0 turns it off. 0, or -1 (EBADF).
@@ -1263,6 +1349,19 @@ static int replay(const char *path, jview *v, int jfd) {
 	}
 	uint64_t len = (uint64_t)st.st_size, nr = v->nbody + v->npublish;
 	jrange *body = v->r, *pub = v->r + v->nbody;
+	// A guarded sync's signature holds the guard's mark (a crash between its guard and
+	// unguard steps) or the signature; the check below takes the mark for the signature.
+	int marked = 0;
+	if (v->guard) {
+		unsigned char sig[8];
+		size_t got;
+		if (read_got(fd, sig, 8, (off_t)(v->guard - 1), &got) < 0) goto done;
+		marked = got == 8 && memcmp(sig, guard_mark, 8) == 0;
+		if (!marked && (got < 8 || memcmp(sig, hdf5_signature, 8) != 0)) {
+			rc = VH5J_CHANGED;
+			goto done;
+		}
+	}
 	// Each byte must hold a value the sync gives it in turn: the old one, the body's, or
 	// the new one (a body byte the publish changes again may already hold the publish's).
 	int all_new = 1, old_or_new = 1;
@@ -1280,6 +1379,7 @@ static int replay(const char *path, jview *v, int jfd) {
 				old_or_new = all_new = 0;
 				break;
 			}
+			if (marked) overlay(cur, a, k, v->guard - 1, hdf5_signature);
 			if (read_whole(jfd, nw, k, (off_t)(r->at + r->len + done)) < 0 ||
 			    read_whole(jfd, od, k, (off_t)(r->at + done)) < 0)
 				goto done;
@@ -1313,9 +1413,11 @@ static int replay(const char *path, jview *v, int jfd) {
 		r->rank = apply_rank(r->addr, r->len, zero, head);  // used only once every range is checked whole
 	}
 	if (all_new) {
-		// Applied already (the crash came after the apply): at most the truncation is left.
+		// Applied already (the crash came after the apply): at most the truncation and the
+		// unguard are left.
 		if (len == v->len_now && v->len_new < v->len_now && (ftruncate(fd, (off_t)v->len_new) < 0 || fsync(fd) < 0))
 			goto done;
+		if (marked && (write_all(fd, hdf5_signature, 8, (off_t)(v->guard - 1)) < 0 || fsync(fd) < 0)) goto done;
 		rc = VH5J_APPLIED;
 		goto done;
 	}
@@ -1323,11 +1425,13 @@ static int replay(const char *path, jview *v, int jfd) {
 		rc = VH5J_CHANGED;
 		goto done;
 	}
-	// As the sync does: the body durable before the publish.
-	if (write_part(NULL, fd, jfd, body, v->nbody, P) < 0 ||
-	    (v->npublish && (fsync(fd) < 0 || write_part(NULL, fd, jfd, pub, v->npublish, P) < 0)))
+	// As the sync does: guarded throughout, if it was, and the body durable before the publish.
+	if (v->guard && !marked && (write_all(fd, guard_mark, 8, (off_t)(v->guard - 1)) < 0 || fsync(fd) < 0)) goto done;
+	if (write_part(NULL, fd, jfd, body, v->nbody, P, v->guard) < 0 ||
+	    (v->npublish && (fsync(fd) < 0 || write_part(NULL, fd, jfd, pub, v->npublish, P, v->guard) < 0)))
 		goto done;
 	if ((len != v->len_new && ftruncate(fd, (off_t)v->len_new) < 0) || fsync(fd) < 0) goto done;
+	if (v->guard && (write_all(fd, hdf5_signature, 8, (off_t)(v->guard - 1)) < 0 || fsync(fd) < 0)) goto done;
 	rc = VH5J_REPLAYED;
 done:;
 	int e = errno;

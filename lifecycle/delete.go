@@ -439,6 +439,9 @@ func execute(h *h5.File, p *Plan) (err error) {
 	if err := failAt("publish"); err != nil {
 		return err
 	}
+	if err := h.GuardSync(); err != nil {
+		return err
+	}
 	return h.FlushSync()
 }
 

@@ -44,21 +44,22 @@
 //
 // The whole deletion is one h5.File.FlushSync: a kill at any moment leaves the file as it
 // was, or (once the journal is durable) the deletion complete after recovery (vh5fs fsck
-// --repair, or the next read-write open). Its two parts are ordered for readers of other
-// programs that open the file before a repair:
+// --repair, or the next read-write open). Its two parts:
 //
 //   - the body: the deleted version groups unlinked, prev_version relinked,
-//     current_version moved. Applied and fsynced first, it leaves a file in which every
-//     listed version reads exactly as before (its chunks have not moved), as after
-//     `del vfile[name]` with the links repaired;
+//     current_version moved. Alone it leaves a file in which every listed version reads
+//     exactly as before (its chunks have not moved), as after `del vfile[name]` with the
+//     links repaired;
 //   - the publish: the compaction (chunk moves, raw_data and hash_table resized and
 //     rewritten, virtual datasets replaced, data groups dropped).
 //
 // Chunk slots and the mappings that name them live in different objects, so no order of
-// writes makes the compaction readable at every moment: only a kill inside the publish's
-// apply (between the bsync and async steps of the sync) can leave a kept version whose
-// chunks moved reading wrong data, until the repair completes it. The other order would
-// leave that state durable after the body. The driver holds every write of the publish until
+// writes makes the compaction readable at every moment. The sync is therefore guarded
+// (h5.File.GuardSync): from its commit point until its apply is durable the file's HDF5
+// signature is replaced by a mark, and a kill in between leaves a file that h5py and
+// every other program that does not know the journal refuses as not HDF5, rather than one
+// whose kept versions read wrong, until the repair completes it. Before the guard it reads
+// as it was; after it, as the deletion made it. The driver holds every write of the publish until
 // the sync, in memory up to a budget and in an unlinked spill file past it, and the
 // journal holds them twice: memory stays bounded, while disk use beside the file grows
 // with the bytes of the chunks that move (about three times them, until the sync ends).

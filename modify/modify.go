@@ -32,8 +32,10 @@
 // virtual dataset and the data group's raw_data and hash_table are replaced by the new
 // ones, and the scratch group is removed. h5.File.FlushSync makes both durable through
 // the redo journal: a crash leaves the old file, or, once the journal is complete, the new
-// one after recovery (the next read-write open, vh5fs fsck --repair). The space of the old
-// objects stays in the file until vh5fs compact.
+// one after recovery (the next read-write open, vh5fs fsck --repair). The sync is guarded
+// (h5.File.GuardSync): a crash inside the swap's apply leaves a file other programs refuse
+// as not HDF5 until recovery, never one whose versions are half swapped. The space of the
+// old objects stays in the file until vh5fs compact.
 package modify
 
 import (

@@ -153,6 +153,9 @@ func (m *modification) run(res *Result, progress func(done, total int64)) (err e
 	if err := h.Unlink(scratch); err != nil {
 		return err
 	}
+	if err := h.GuardSync(); err != nil { // the swap relinks every version's dataset
+		return err
+	}
 	return h.FlushSync()
 }
 
