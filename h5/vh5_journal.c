@@ -1247,21 +1247,27 @@ int vh5j_abandon(hid_t file) {
 	return f->failed;
 }
 
+// working is file's driver state if file is open through the driver and it has not
+// stopped, else NULL with errno EBADF or the stop's.
+static jfile *working(hid_t file) {
+	jfile *f = jfile_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+	} else if (f->failed) {
+		errno = f->failed;
+		f = NULL;
+	}
+	return f;
+}
+
 // vh5j_mark_publish marks the end of a sync's body (see the top): what file's next sync
 // writes of what was written so far reaches the file, durably, before anything written
 // from now on. Call it after H5Fflush, so that libhdf5's cache holds nothing of the body;
 // every later write is held (even past base) until the sync. 0, or -1 (errno EBADF if
 // the file is not open through this driver, else the stop's).
 int vh5j_mark_publish(hid_t file) {
-	jfile *f = jfile_of(file, NULL);
-	if (!f) {
-		errno = EBADF;
-		return -1;
-	}
-	if (f->failed) {
-		errno = f->failed;
-		return -1;
-	}
+	jfile *f = working(file);
+	if (!f) return -1;
 	f->body = f->nops, f->marked = 1;
 	f->limit = HADDR_MAX;
 	return 0;
@@ -1271,15 +1277,8 @@ int vh5j_mark_publish(hid_t file) {
 // durable bytes. 0, or -1 (errno EBADF if the file is not open through this driver, else the
 // stop's).
 int vh5j_guard(hid_t file) {
-	jfile *f = jfile_of(file, NULL);
-	if (!f) {
-		errno = EBADF;
-		return -1;
-	}
-	if (f->failed) {
-		errno = f->failed;
-		return -1;
-	}
+	jfile *f = working(file);
+	if (!f) return -1;
 	f->guard = 1;
 	return 0;
 }
