@@ -39,8 +39,8 @@ var ErrGuardWithoutJournal = errors.New("a vh5fs change was interrupted while it
 // (guard_mark in vh5_journal.c).
 const guardMark = "\x89VH5JNL\n"
 
-// GuardMarked reports whether the file at path holds the mark of a guarded sync (GuardSync) where libhdf5 looks for the
-// signature (0, 512, 1024, ...).
+// GuardMarked reports whether the file at path holds the mark of a guarded sync
+// (GuardSync) where libhdf5 looks for the signature (0, 512, 1024, ...).
 func GuardMarked(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
