@@ -119,7 +119,7 @@ func TestSinkCommit(t *testing.T) {
 	require.Equal(t, was, run(t, python(t), "-c", durableState, file), "h5py finds the versions as they were")
 
 	require.NoError(t, writer.finish(), "fsync and close")
-	require.Regexp(t, `committed .* written=384 ahead=3[5-8][0-9] `, m.stderr.String(), "the commit found the chunks in place")
+	m.logged(t, `committed .* written=384 ahead=3[5-8][0-9] `) // the commit found the chunks in place
 	got, err := os.ReadFile(filepath.Join(m.Dir, "current/data"))
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want, got), "current version reads back what was written")
@@ -141,8 +141,8 @@ func TestSinkWithinBudget(t *testing.T) {
 		binary.LittleEndian.PutUint64(want[i:], math.Float64bits(0.25+float64(i)))
 	}
 	require.NoError(t, holdWriter(t, filepath.Join(m.Dir, "versions/v0/data"), want).finish(), "fsync and close")
-	match := regexp.MustCompile(`committed .* written=384 ahead=([0-9]+) `).FindStringSubmatch(m.stderr.String())
-	require.NotNil(t, match, "the commit's log line: %s", m.stderr.String())
+	committed := `committed .* written=384 ahead=([0-9]+) `
+	match := regexp.MustCompile(committed).FindStringSubmatch(m.logged(t, committed))
 	ahead, err := strconv.Atoi(match[1])
 	require.NoError(t, err)
 	t.Logf("%d of 384 chunks in place before the commit", ahead)
