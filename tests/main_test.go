@@ -218,17 +218,18 @@ func (m *mounted) wait(t *testing.T) error {
 	return nil
 }
 
-// logged waits until the daemon's log matches pattern and returns the log. The log comes
-// through a pipe that a goroutine copies into the buffer, so a line the daemon wrote before
-// answering a call can reach the buffer after the caller has its answer.
-func (m *mounted) logged(t *testing.T, pattern string) string {
+// logged waits until the daemon's log matches pattern and returns the match and its
+// submatches. The log comes through a pipe that a goroutine copies into the buffer, so a
+// line the daemon wrote before answering a call can reach the buffer after the caller has
+// its answer.
+func (m *mounted) logged(t *testing.T, pattern string) []string {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		log := m.stderr.String()
-		if re.MatchString(log) {
-			return log
+		if match := re.FindStringSubmatch(log); match != nil {
+			return match
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the daemon's log has no match for %q:\n%s", pattern, log)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -141,8 +140,7 @@ func TestSinkWithinBudget(t *testing.T) {
 		binary.LittleEndian.PutUint64(want[i:], math.Float64bits(0.25+float64(i)))
 	}
 	require.NoError(t, holdWriter(t, filepath.Join(m.Dir, "versions/v0/data"), want).finish(), "fsync and close")
-	committed := `committed .* written=384 ahead=([0-9]+) `
-	match := regexp.MustCompile(committed).FindStringSubmatch(m.logged(t, committed))
+	match := m.logged(t, `committed .* written=384 ahead=([0-9]+) `)
 	ahead, err := strconv.Atoi(match[1])
 	require.NoError(t, err)
 	t.Logf("%d of 384 chunks in place before the commit", ahead)
