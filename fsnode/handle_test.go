@@ -305,7 +305,7 @@ func TestHandleErrnos(t *testing.T) {
 			in.Valid = fuse.FATTR_MODE
 			in.Mode = 0o600
 			return n.Setattr(ctx, nil, in, &fuse.AttrOut{})
-		}, syscall.EPERM},
+		}, syscall.EROFS},
 		{"truncate to part of a row", "basic_1d.h5", true, "versions/v4/x", func(n *datasetNode) syscall.Errno {
 			return n.Setattr(ctx, nil, sizeIn(20), &fuse.AttrOut{})
 		}, syscall.EINVAL},

@@ -12,14 +12,17 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-// Changes to the tree. Versions are immutable and the plain tree is read-only, so every
-// call that would change names, links, modes or owners is refused with the errno that says
-// why: EROFS in read-only mounts, and in read-write mounts EPERM (the tree's shape is
-// fixed; a dataset changes only by writing its bytes, which makes a new version) or, for a
-// new file, EROFS. Each refusal in a read-write mount is logged, so that the user of a
-// background mount can find why: with the path as the user named it (versions/v2/x, not
-// the HDF5 path) and what to do instead, which for versions is a stage. (go-fuse answers 0 for an unlink or rmdir a node does not
-// implement: without these, `rm` would report success and change nothing.)
+// Changes to the tree. A committed version is a snapshot, as ZFS's .zfs/snapshot/<s> is:
+// every change inside versions/<v>/ (unlink, rmdir, rename, create, mkdir, links, chmod,
+// chown, attributes) answers EROFS, and nothing is ever only hidden. Elsewhere the tree's
+// shape is fixed: the root, the plain tree and versions/ itself answer EROFS in read-only
+// mounts and EPERM in read-write ones (renaming a version, moving current, deleting a
+// version with -o allow_delete and the stage tree are the exceptions, in manage.go,
+// current.go, delete.go and stage.go). Each refusal in a read-write mount is logged, so
+// that the user of a background mount can find why: with the path as the user named it
+// (versions/v2/x, not the HDF5 path) and what to do instead. (go-fuse answers 0 for an
+// unlink or rmdir a node does not implement: without these, `rm` would report success and
+// change nothing.)
 
 // refuse is the answer to a change of the tree: op names it in the log, path is the
 // HDF5 path (or "stage/..."), shown as the mount-relative path the user gave.
@@ -29,6 +32,16 @@ func (m *mount) refuse(op, path string) syscall.Errno {
 	}
 	mp := mountPath(path)
 	slog.Warn("refused: "+m.refusal(op, mp), "op", op, "path", mp)
+	return refusedErrno(op, mp)
+}
+
+// refusedErrno is EROFS for a change inside a version (mp below versions/NAME, or the
+// version directory's own modes), EPERM for any other change of the tree's shape.
+func refusedErrno(op, mp string) syscall.Errno {
+	rest, ok := strings.CutPrefix(mp, "versions/")
+	if ok && (strings.Contains(rest, "/") || op == "setattr") {
+		return syscall.EROFS
+	}
 	return syscall.EPERM
 }
 
@@ -64,31 +77,36 @@ func (m *mount) refusal(op, mp string) string {
 		return "; make changes in a stage: mkdir MNT/stage/NAME, " + how + ", then commit it as one version: mv MNT/stage/NAME MNT/versions/"
 	}
 	version := strings.Count(mp, "/") == 1 // versions/NAME itself
+	const immutable = "versions are snapshots: nothing in them changes"
 	switch op {
 	case "unlink", "rmdir":
 		if version {
-			return "a version is a directory: rmdir MNT/versions/NAME (or rm -r) deletes it as versioned-hdf5's delete_versions does"
+			return deleteAdvice
 		}
-		return "versions are immutable: nothing in them is deleted" + instead("rm MNT/stage/NAME/PATH (rmdir for a group)")
+		return immutable + "; delete a whole version with vh5fs delete FILE VERSION" + instead("rm MNT/stage/NAME/PATH (rmdir for a group)")
 	case "rename":
 		if version {
 			return "a version is renamed only within versions/ (mv MNT/versions/OLD MNT/versions/NEW); a stage is committed under the name it is given: mv MNT/stage/NAME MNT/versions/VERSION"
 		}
-		return "versions are immutable: nothing in them is renamed (in versioned-hdf5 a dataset at a new path is a new dataset)" +
+		return immutable + ": nothing in them is renamed (in versioned-hdf5 a dataset at a new path is a new dataset)" +
 			instead("cp MNT/stage/NAME/OLD MNT/stage/NAME/NEW and rm MNT/stage/NAME/OLD")
 	case "mkdir":
 		if version {
 			return "a new version is made by committing a stage, not by mkdir in versions/" + instead("change MNT/stage/NAME/...")
 		}
-		return "versions are immutable: no new groups in them" + instead("mkdir MNT/stage/NAME/PATH")
+		return immutable + ": no new groups in them" + instead("mkdir MNT/stage/NAME/PATH")
 	case "create", "mknod":
-		return "versions are immutable: no new files in them (writing an existing dataset's bytes makes a new version)" +
+		return immutable + ": no new files in them (writing an existing dataset's bytes makes a new version)" +
 			instead("touch or cp MNT/stage/NAME/PATH")
 	case "link", "symlink":
 		return "versions hold only groups and datasets, no links" + instead("cp a dataset to MNT/stage/NAME/PATH")
 	}
-	return "versions are immutable" + instead("change MNT/stage/NAME/...")
+	return immutable + instead("change MNT/stage/NAME/...")
 }
+
+// deleteAdvice is the refusal of rmdir MNT/versions/NAME without -o allow_delete.
+const deleteAdvice = "deleting a version is deliberate: vh5fs delete FILE VERSION (-n shows what it would do), " +
+	"or rmdir MNT/versions/VERSION on a mount with -o rw,allow_delete"
 
 // frozenDir, embedded in every directory node kind, refuses every change to the
 // directory's entries and attributes.
@@ -154,7 +172,7 @@ func (d *frozenDir) refuseLink(op, target string) syscall.Errno {
 	}
 	dir := mountPath(d.path)
 	slog.Warn("refused: "+d.fm.refusal(op, dir), "op", op, "dir", dir, "target", target)
-	return syscall.EPERM
+	return refusedErrno(op, dir+"/")
 }
 
 func (d *frozenDir) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {

@@ -116,7 +116,7 @@ func newMount(e Engines, cfg mountopts.Config) (*mount, error) {
 		return nil, fmt.Errorf("%s: a read-write mount needs the file's write side, and only it", f.Path())
 	}
 	return &mount{file: f, commit: e.Commit, stages: e.Stages, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask,
-		links: map[string]string{}, removed: map[string]bool{}}, nil
+		delete: cfg.AllowDelete && e.Commit != nil, links: map[string]string{}}, nil
 }
 
 // Detach unmounts mountpoint lazily (umount -l): the mount leaves the tree at once, and

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,12 +24,12 @@ type mount struct {
 	commit *commit.Committer // nil for read-only mounts
 	stages *stage.Manager    // stage/ (read-write mounts of versioned files)
 	live   bool              // -o live: follow a SWMR writer and other processes' commits (timeouts.go)
+	delete bool              // -o allow_delete: rmdir of a version deletes it (delete.go)
 	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
 	umask  uint32            // -o umask=: permission bits cleared from every mode but symlinks'
 
 	linksMu sync.Mutex        // a leaf
 	links   map[string]string // links made in the root, by name: the version each names (current.go)
-	removed map[string]bool   // HDF5 paths rm took out of a version being deleted (manage.go); GUARDED_BY(linksMu)
 }
 
 // ino derives a stable inode number from a node kind and HDF5 path. 1 is the root.
@@ -318,9 +317,6 @@ func (n *groupNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		return nil, badName(name)
 	}
 	defer n.m.enter()()
-	if n.m.isRemoved(joinPath(n.path, name)) {
-		return nil, syscall.ENOENT
-	}
 	in, errn := lookupChild(ctx, &n.Inode, n.m, n.path, name, n, out)
 	return in, n.m.staleOr(n.path, n.immutable, errn)
 }
@@ -333,7 +329,6 @@ func (n *groupNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	if errn != 0 {
 		return nil, n.m.staleOr(n.path, n.immutable, errn)
 	}
-	list = slices.DeleteFunc(list, func(e fuse.DirEntry) bool { return n.m.isRemoved(joinPath(n.path, e.Name)) })
 	return fs.NewListDirStream(list), 0
 }
 

@@ -14,6 +14,8 @@
 //	ro              mount read-only (the default)
 //	rw              mount read-write; "ro" and "rw" conflict and the later wins
 //	live            follow an HDF5 SWMR writer, showing data as it is appended
+//	allow_delete    (with rw) rmdir MNT/versions/NAME deletes the version, as
+//	                vh5fs delete does; without it that rmdir answers EPERM
 //	allow_other     let users other than the mounting user access the mount;
 //	                implies default_permissions (see KernelOptions)
 //	debug           trace FUSE operations
@@ -104,6 +106,7 @@ func (c Config) StageMemBudget() int64 {
 type Config struct {
 	ReadWrite   bool     // "rw" (default false: "ro")
 	Live        bool     // "live": follow an HDF5 SWMR writer
+	AllowDelete bool     // "allow_delete": rmdir of a version deletes it (read-write mounts)
 	AllowOther  bool     // "allow_other"
 	Debug       bool     // "debug": trace FUSE operations
 	FSName      string   // "fsname=..." (default: empty -> caller uses the file path)
@@ -174,20 +177,21 @@ const (
 )
 
 var known = map[string]optKind{
-	"ro":          kindFlag,
-	"rw":          kindFlag,
-	"live":        kindFlag,
-	"allow_other": kindFlag,
-	"debug":       kindFlag,
-	"fsname":      kindValue,
-	"subtype":     kindValue,
-	"commit_name": kindValue,
-	"logfile":     kindValue,
-	"at":          kindValue,
-	"stage_mem":   kindValue,
-	"uid":         kindOwner,
-	"gid":         kindOwner,
-	"umask":       kindUmask,
+	"ro":           kindFlag,
+	"rw":           kindFlag,
+	"live":         kindFlag,
+	"allow_delete": kindFlag,
+	"allow_other":  kindFlag,
+	"debug":        kindFlag,
+	"fsname":       kindValue,
+	"subtype":      kindValue,
+	"commit_name":  kindValue,
+	"logfile":      kindValue,
+	"at":           kindValue,
+	"stage_mem":    kindValue,
+	"uid":          kindOwner,
+	"gid":          kindOwner,
+	"umask":        kindUmask,
 
 	"default_permissions": kindPassFlag,
 	"nosuid":              kindPassFlag,
@@ -386,6 +390,8 @@ func (c *Config) apply(seg segment) error {
 		c.ReadWrite = true
 	case "live":
 		c.Live = true
+	case "allow_delete":
+		c.AllowDelete = true
 	case "allow_other":
 		c.AllowOther = true
 	case "debug":
@@ -497,7 +503,7 @@ func escape(s string) string {
 }
 
 // String renders the config as a canonical option string: "ro" or "rw",
-// then live, allow_other, debug, fsname, subtype (only when not the
+// then live, allow_delete, allow_other, debug, fsname, subtype (only when not the
 // default), commit_name, logfile, at, stage_mem, uid, gid, umask (only when not 0), the access-time
 // flags given (noatime/atime, nodiratime/diratime, relatime/norelatime,
 // strictatime/nostrictatime, lazytime/nolazytime) and the passthrough options
@@ -512,6 +518,9 @@ func (c Config) String() string {
 	}
 	if c.Live {
 		opts = append(opts, "live")
+	}
+	if c.AllowDelete {
+		opts = append(opts, "allow_delete")
 	}
 	if c.AllowOther {
 		opts = append(opts, "allow_other")

@@ -28,6 +28,7 @@ func TestParse(t *testing.T) {
 		{"ro", []string{"ro"}, def(nil)},
 		{"rw", []string{"rw"}, def(func(c *Config) { c.ReadWrite = true })},
 		{"live", []string{"live"}, def(func(c *Config) { c.Live = true })},
+		{"allow_delete", []string{"rw,allow_delete"}, def(func(c *Config) { c.ReadWrite, c.AllowDelete = true, true })},
 		{"allow_other", []string{"allow_other"}, def(func(c *Config) { c.AllowOther = true })},
 		{"debug", []string{"debug"}, def(func(c *Config) { c.Debug = true })},
 		{"fsname", []string{"fsname=/data/x.h5"}, def(func(c *Config) { c.FSName = "/data/x.h5" })},
@@ -45,8 +46,8 @@ func TestParse(t *testing.T) {
 		{"stage_mem m", []string{"stage_mem=1m"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 1<<20, true })},
 		{"stage_mem G", []string{"stage_mem=2G"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 2<<30, true })},
 		{"stage_mem later wins", []string{"stage_mem=1M", "stage_mem=3M"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 3<<20, true })},
-		{"all vh5fs options", []string{"rw,live,allow_other,debug,fsname=f,subtype=s,commit_name=c"},
-			Config{ReadWrite: true, Live: true, AllowOther: true, Debug: true, FSName: "f", Subtype: "s", CommitName: "c"}},
+		{"all vh5fs options", []string{"rw,live,allow_delete,allow_other,debug,fsname=f,subtype=s,commit_name=c"},
+			Config{ReadWrite: true, Live: true, AllowDelete: true, AllowOther: true, Debug: true, FSName: "f", Subtype: "s", CommitName: "c"}},
 
 		// repeated and conflicting options
 		{"ro then rw", []string{"ro,rw"}, def(func(c *Config) { c.ReadWrite = true })},

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what vh5fs needs to build and test on Debian: libhdf5, liblzf and libdeflate for cgo, fuse3
 # for mounting, h5py and numpy as reference clients, zarr/fsspec/numcodecs/dask/distributed/xarray
-# as clients of `vh5fs refs`, groff to check the man page. Installs only what is missing.
+# as clients of `vh5fs refs`, groff to check the man page, rsync to copy out of a mount. Installs only what is missing.
 set -euo pipefail
-pkgs=(libhdf5-dev liblzf-dev libdeflate-dev pkg-config fuse3 python3-h5py python3-numpy hdf5-tools attr strace groff-base
+pkgs=(libhdf5-dev liblzf-dev libdeflate-dev pkg-config fuse3 python3-h5py python3-numpy hdf5-tools attr strace groff-base rsync
   python3-zarr python3-fsspec python3-numcodecs python3-dask python3-distributed python3-xarray)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -235,6 +235,9 @@ func runMount(args []string, stderr io.Writer) int {
 	case cfg.ReadWrite && cfg.Live:
 		fmt.Fprintf(stderr, "vh5fs: options rw and live cannot be combined (a live mount is read-only)\n")
 		return 2
+	case cfg.AllowDelete && !cfg.ReadWrite:
+		fmt.Fprintf(stderr, "vh5fs: option allow_delete needs rw (a read-only mount deletes nothing)\n")
+		return 2
 	case cfg.ReadWrite:
 		open = versions.OpenRW
 	case cfg.Live:
