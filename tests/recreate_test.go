@@ -162,33 +162,35 @@ func TestStageRecreateConflict(t *testing.T) {
 	require.NotContains(t, log, "000000000000f87f", "fill values are shown as values")
 }
 
-// TestRefusalLogLines: changes of versions/ answer EPERM with a log line naming the path
-// as the user gave it, relative to the mount, and advice that fits the change.
+// TestRefusalLogLines: changes inside a version answer EROFS, changes of versions/ itself
+// EPERM, each with a log line naming the path as the user gave it, relative to the mount,
+// and advice that fits the change.
 func TestRefusalLogLines(t *testing.T) {
 	file := fixture.Copy(t, "testdata/fixtures/grid_2d_gzip.h5")
 	m := mount(t, file, "rw")
 	v := filepath.Join(m.Dir, "versions", "r1")
 	ds := filepath.Join(v, "temp")
 	cases := []struct {
-		name string
-		do   func() error
-		want string // the log line, from msg on
+		name  string
+		do    func() error
+		errno syscall.Errno
+		want  string // the log line, from msg on
 	}{
-		{"mv a dataset", func() error { return os.Rename(ds, filepath.Join(v, "t2")) },
-			`msg="refused: versions are immutable: nothing in them is renamed (in versioned-hdf5 a dataset at a new path is a new dataset); make changes in a stage: mkdir MNT/stage/NAME, cp MNT/stage/NAME/OLD MNT/stage/NAME/NEW and rm MNT/stage/NAME/OLD, then commit it as one version: mv MNT/stage/NAME MNT/versions/" op=rename path=versions/r1/temp`},
-		{"mv a version out of versions/", func() error { return os.Rename(v, filepath.Join(m.Dir, "stage", "r9")) },
+		{"mv a dataset", func() error { return os.Rename(ds, filepath.Join(v, "t2")) }, syscall.EROFS,
+			`msg="refused: versions are snapshots: nothing in them changes: nothing in them is renamed (in versioned-hdf5 a dataset at a new path is a new dataset); make changes in a stage: mkdir MNT/stage/NAME, cp MNT/stage/NAME/OLD MNT/stage/NAME/NEW and rm MNT/stage/NAME/OLD, then commit it as one version: mv MNT/stage/NAME MNT/versions/" op=rename path=versions/r1/temp`},
+		{"mv a version out of versions/", func() error { return os.Rename(v, filepath.Join(m.Dir, "stage", "r9")) }, syscall.EPERM,
 			`msg="refused: a version is renamed only within versions/ (mv MNT/versions/OLD MNT/versions/NEW); a stage is committed under the name it is given: mv MNT/stage/NAME MNT/versions/VERSION" op=rename path=versions/r1`},
-		{"mkdir in versions", func() error { return os.Mkdir(filepath.Join(m.Dir, "versions", "new"), 0o755) },
+		{"mkdir in versions", func() error { return os.Mkdir(filepath.Join(m.Dir, "versions", "new"), 0o755) }, syscall.EPERM,
 			`msg="refused: a new version is made by committing a stage, not by mkdir in versions/; make changes in a stage: mkdir MNT/stage/NAME, change MNT/stage/NAME/..., then commit it as one version: mv MNT/stage/NAME MNT/versions/" op=mkdir path=versions/new`},
-		{"mkdir in a version", func() error { return os.Mkdir(filepath.Join(v, "g"), 0o755) },
-			`msg="refused: versions are immutable: no new groups in them; make changes in a stage: mkdir MNT/stage/NAME, mkdir MNT/stage/NAME/PATH, then commit it as one version: mv MNT/stage/NAME MNT/versions/" op=mkdir path=versions/r1/g`},
+		{"mkdir in a version", func() error { return os.Mkdir(filepath.Join(v, "g"), 0o755) }, syscall.EROFS,
+			`msg="refused: versions are snapshots: nothing in them changes: no new groups in them; make changes in a stage: mkdir MNT/stage/NAME, mkdir MNT/stage/NAME/PATH, then commit it as one version: mv MNT/stage/NAME MNT/versions/" op=mkdir path=versions/r1/g`},
 		// ln -f over an existing name links to a temporary name first: the line names
 		// the target and the directory instead.
 		{"ln", func() error {
 			return exec.Command("ln", "-f", ds, filepath.Join(m.Dir, "versions", "r2", "temp")).Run()
-		},
+		}, syscall.EROFS,
 			`msg="refused: versions hold only groups and datasets, no links; make changes in a stage: mkdir MNT/stage/NAME, cp a dataset to MNT/stage/NAME/PATH, then commit it as one version: mv MNT/stage/NAME MNT/versions/" op=link dir=versions/r2 target=versions/r1/temp`},
-		{"chmod", func() error { return os.Chmod(ds, 0o600) },
+		{"chmod", func() error { return os.Chmod(ds, 0o600) }, syscall.EROFS,
 			`msg="refused: modes, owners and times are fixed (the mount's uid=, gid= and umask= options set them)" op=setattr path=versions/r1/temp`},
 	}
 	for _, c := range cases {
@@ -196,7 +198,7 @@ func TestRefusalLogLines(t *testing.T) {
 			err := c.do()
 			require.Error(t, err)
 			if _, isExit := err.(*exec.ExitError); !isExit {
-				require.ErrorIs(t, err, syscall.EPERM)
+				require.ErrorIs(t, err, c.errno)
 			}
 		})
 	}
