@@ -75,6 +75,8 @@ Options (-o, comma-separated, may repeat):
                 close commits them as a new version (see README); refused at once
                 unless the file, its directory and its filesystem are writable; only
                 versioned-hdf5 files (a plain HDF5 file mounts read-only)
+  allow_delete  with rw: rmdir MNT/versions/<v> deletes the version (as vh5fs delete);
+                without it that rmdir answers EPERM
   commit_name=NAME  name of the first version this mount commits (default: a UTC
                 time stamp such as 20261202T140520.123456Z)
   stage_mem=SIZE  memory for written, not yet committed chunks, shared by the mount's
@@ -96,6 +98,19 @@ Options (-o, comma-separated, may repeat):
   nosuid, nodev, noexec, noatime, relatime, sync, ... go to the kernel as mount flags;
   fstab-only options (defaults, nofail, x-*, ...) and blksize= are ignored;
   allow_root and auto_unmount are refused.
+
+Versions are snapshots (as ZFS's .zfs/snapshot): nothing inside versions/<v>/ changes.
+  cat, cp -a, rsync -a, find, numpy.memmap        read, in every mount
+  rm, mv, chmod, touch, mkdir, ln inside <v>      EROFS (logged); so rm -r, rm -rf
+                                                  versions/* and mv out of the mount fail
+                                                  and leave every version whole
+  mv versions/<v> versions/<w>                    rename (rw; undo: mv back)
+  ln -sfn versions/<v> MNT/current                make <v> current (rw; also setfattr -n
+                                                  user.vh5fs.current -v <v> MNT)
+  rmdir versions/<v>                              delete <v> with rw,allow_delete (find
+                                                  -delete and rmtree end in it); EPERM
+                                                  without: use vh5fs delete FILE <v>
+  write a dataset's bytes, fsync or close         a new version (rw); <v> unchanged
 `
 
 func main() {
