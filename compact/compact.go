@@ -1,21 +1,25 @@
-// Package compact rewrites an HDF5 file without the space no object uses any more. HDF5
-// never returns freed space to the file system (a versioned-hdf5 file keeps the bytes of
-// deleted versions' chunks and rewritten metadata), so a file only grows; compact copies
-// every object into a new file beside it, the raw_data chunks as stored (never decoded,
-// a few MiB at a time), fsyncs it and renames it over the old one (or to another path). The
-// rename is the commit point: a crash before it leaves the old file as it was.
+// Package compact rewrites a versioned-hdf5 file without the space no object uses any
+// more. HDF5 never returns freed space to the file system (a versioned-hdf5 file keeps the
+// bytes of deleted versions' chunks and rewritten metadata), so a file only grows; compact
+// copies every object into a new file beside it, the raw_data chunks as stored (never
+// decoded, a few MiB at a time), fsyncs it and renames it over the old one (or to another
+// path). The rename is the commit point: a crash before it leaves the old file as it was.
 //
 // Chunks keep their raw_data slots, so versions, hash tables, virtual datasets and the
 // stages kept beside the file read as before.
+//
+// The rename gives the path a new inode, which no one holding the old one sees: a
+// compaction in place is refused while another process has the file open (the caller
+// names them, Options.InUse), a file with several hard links is refused (only one name
+// would get the new file), and a symbolic link is followed (its target is replaced, the
+// link stays). Another path is written only if it is new, or with Options.Force.
 package compact
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/vh5fs/vh5fs/h5"
 )
@@ -30,6 +34,20 @@ const (
 // Progress is told, as the copy goes, the raw_data chunk positions done of the total.
 type Progress func(done, total int64)
 
+// Options are a compaction's destination and checks.
+type Options struct {
+	// Out is where the copy goes: "" (or a name of the file itself) compacts in place.
+	Out string
+	// Force lets the copy replace an existing Out.
+	Force bool
+	// InUse, when set, returns an error naming the other processes that have path, the
+	// file about to be replaced, open, or nil if none has: they would go on with the old
+	// file. It is asked before the copy, and again just before the rename.
+	InUse func(path string) error
+	// Progress, when set, is told how the raw_data copy goes.
+	Progress Progress
+}
+
 // Result is what a compaction did.
 type Result struct {
 	Before, After int64 // file sizes in bytes
@@ -39,44 +57,60 @@ type Result struct {
 	// than the file (HDF5's own free space can outweigh what a small file loses): the file
 	// is left as it was, and After is the size the copy had.
 	Kept bool
+	// Out is the file written (or kept): a symbolic link given for the file or for
+	// Options.Out resolved to its target.
+	Out string
 }
 
-// File compacts the HDF5 file at path into out ("" or path: in place; a copy no smaller
-// than the file is dropped, see Result.Kept). The file is
-// opened read-only, which HDF5's file locking refuses while a writer has it open (a
-// read-write mount, h5py in "a" mode) and which keeps writers out until the rename.
-func File(path, out string, progress Progress) (Result, error) {
-	if out == "" {
-		out = path
-	}
-	st, err := os.Stat(path)
+// ErrNotVersioned is returned for an HDF5 file without versioned-hdf5's layout.
+var ErrNotVersioned = errors.New("not a versioned-hdf5 file (no " + dataRoot + "): compact rewrites versioned-hdf5 " +
+	"files only (h5repack rewrites any HDF5 file)")
+
+// File compacts the versioned-hdf5 file at path as o says. The file is opened read-only,
+// which HDF5's file locking refuses while a writer has it open (a read-write mount, h5py in
+// "a" mode) and which keeps writers out until the copy is done. A file replaced (path
+// itself, or an existing Out) is then locked exclusively for its rename, checked unchanged
+// since the copy began, and asked of o.InUse once more.
+func File(path string, o Options) (Result, error) {
+	t, err := resolve(path, o.Out, o.Force)
 	if err != nil {
 		return Result{}, err
 	}
-	src, err := h5.OpenSource(path)
+	if t.replaced != nil && o.InUse != nil {
+		if err := o.InUse(t.out); err != nil {
+			return Result{}, err
+		}
+	}
+	src, err := h5.OpenSource(t.file)
 	if err != nil {
 		return Result{}, err
 	}
 	defer src.Close()
-	tmp := filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".vh5fs-compact")
-	res, err := copyFile(src, tmp, progress)
+	if k, err := src.Kind(dataRoot); err != nil {
+		return Result{}, err
+	} else if k != h5.KindGroup {
+		return Result{}, fmt.Errorf("%s: %w", path, ErrNotVersioned)
+	}
+	tmp := tmpName(t.out)
+	res, err := copyFile(src, tmp, o.Progress)
 	if err != nil {
 		os.Remove(tmp)
 		return Result{}, err
 	}
-	res.Before = st.Size()
-	if out == path {
-		if st2, err := os.Stat(tmp); err == nil && st2.Size() >= res.Before {
-			res.After, res.Kept = st2.Size(), true
+	src.Close() // its shared lock would stand in the way of the exclusive one
+	res.Before, res.Out = t.st.Size(), t.out
+	if t.inPlace {
+		if st, err := os.Stat(tmp); err == nil && st.Size() >= res.Before {
+			res.After, res.Kept = st.Size(), true
 			return res, os.Remove(tmp)
 		}
 	}
-	if err := publish(tmp, out, st); err != nil {
+	if err := t.publish(tmp, o.InUse); err != nil {
 		os.Remove(tmp)
 		return Result{}, err
 	}
-	if st2, err := os.Stat(out); err == nil {
-		res.After = st2.Size()
+	if st, err := os.Stat(t.out); err == nil {
+		res.After = st.Size()
 	}
 	return res, nil
 }
@@ -240,23 +274,6 @@ func (w *walker) chunks(path string) error {
 	w.done += last
 	w.bytes += lastBytes
 	return err
-}
-
-// publish gives tmp the old file's mode (and owner, where allowed) and renames it to out,
-// then fsyncs the directory: the commit point.
-func publish(tmp, out string, st os.FileInfo) error {
-	if err := os.Chmod(tmp, st.Mode().Perm()); err != nil {
-		return err
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		if err := os.Chown(tmp, int(sys.Uid), int(sys.Gid)); err != nil && !errors.Is(err, os.ErrPermission) {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return err
-	}
-	return syncPath(filepath.Dir(out))
 }
 
 func syncPath(path string) error {

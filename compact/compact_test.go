@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,7 @@ func TestCompactFixtures(t *testing.T) {
 		t.Run(filepath.Base(m.H5), func(t *testing.T) {
 			file := fixture.Copy(t, m.H5)
 			out := filepath.Join(t.TempDir(), "out.h5")
-			res, err := File(file, out, nil)
+			res, err := File(file, Options{Out: out})
 			require.NoError(t, err)
 			require.LessOrEqual(t, res.After, res.Before)
 			checkManifest(t, out, m)
@@ -75,10 +76,10 @@ func TestCompactFixtures(t *testing.T) {
 			}
 
 			var calls int
-			res2, err := File(file, "", func(done, total int64) {
+			res2, err := File(file, Options{Progress: func(done, total int64) {
 				calls++
 				require.LessOrEqual(t, done, total)
-			})
+			}})
 			require.NoError(t, err)
 			require.False(t, res2.Kept, "every fixture has space to reclaim")
 			require.Equal(t, res.Chunks, res2.Chunks)
@@ -97,7 +98,7 @@ func TestCompactKeepsSmallFile(t *testing.T) {
 	file := fixture.Copy(t, filepath.Join(fixture.ModifyDir(), "golden_modify_dtype-before.h5"))
 	before, err := os.ReadFile(file)
 	require.NoError(t, err)
-	res, err := File(file, "", nil)
+	res, err := File(file, Options{})
 	require.NoError(t, err)
 	require.True(t, res.Kept)
 	require.GreaterOrEqual(t, res.After, res.Before)
@@ -108,7 +109,7 @@ func TestCompactKeepsSmallFile(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "no temporary file left")
 
 	out := filepath.Join(t.TempDir(), "out.h5")
-	res, err = File(file, out, nil)
+	res, err = File(file, Options{Out: out})
 	require.NoError(t, err)
 	require.False(t, res.Kept)
 	st, err := os.Stat(out)
@@ -136,7 +137,7 @@ sys.stdin.read()`, file)
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "open\n", line)
-	_, err = File(file, "", nil)
+	_, err = File(file, Options{})
 	require.Error(t, err)
 	require.NoError(t, stdin.Close())
 	require.NoError(t, w.Wait())
@@ -164,4 +165,78 @@ x, y = describe(sys.argv[1]), describe(sys.argv[2])
 assert x == y, "differ"
 print(len(x))`, a, b).CombinedOutput()
 	require.NoError(t, err, "%s", out)
+}
+
+// holdOpen starts an h5py reader of file (another process, as a mount is: within one,
+// libhdf5 shares an open file and takes no lock again) and returns once it has the file
+// open; the reader exits when the test ends.
+func holdOpen(t *testing.T, file string) {
+	t.Helper()
+	r := exec.Command("/usr/bin/python3", "-c", `import h5py, sys
+f = h5py.File(sys.argv[1], "r")
+print("open", flush=True)
+sys.stdin.read()`, file)
+	stdin, err := r.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := r.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Start())
+	t.Cleanup(func() { stdin.Close(); r.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "open\n", line)
+}
+
+// TestCompactMeanwhile: what happens to the file between the first InUse check and the
+// rename stops the compaction, the file as it was then and no temporary left: a reader
+// that opened the file meanwhile (its lock stands in the way of the rename's, and InUse
+// is asked again to name it), a write or a chmod (the file is not the one copied).
+func TestCompactMeanwhile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		act  func(t *testing.T, file string) // done while the copy is made
+		want string
+	}{
+		{"reader", func(t *testing.T, file string) { holdOpen(t, file) }, "held by the reader"},
+		{"write", func(t *testing.T, file string) {
+			f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+			require.NoError(t, err)
+			_, err = f.Write([]byte{0})
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}, "changed while it was being compacted"},
+		{"chmod", func(t *testing.T, file string) { require.NoError(t, os.Chmod(file, 0o600)) }, "changed while it was being compacted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := fixture.Copy(t, filepath.Join(fixture.Dir(), "many_versions.h5"))
+			var asked int
+			acted := false
+			inUse := func(path string) error {
+				require.Equal(t, file, path)
+				asked++
+				switch {
+				case asked == 1:
+					return nil // before the copy: no one
+				case !acted:
+					acted = true
+					tc.act(t, file) // after the copy, before the lock
+					return nil
+				}
+				return errors.New("held by the reader")
+			}
+			before, err := os.ReadFile(file)
+			require.NoError(t, err)
+			_, err = File(file, Options{InUse: inUse})
+			require.ErrorContains(t, err, tc.want)
+			require.True(t, acted)
+			after, err := os.ReadFile(file)
+			require.NoError(t, err)
+			if tc.name == "write" {
+				after = after[:len(after)-1]
+			}
+			require.Equal(t, before, after, "the file is the one it was")
+			_, err = os.Stat(filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".vh5fs-compact"))
+			require.ErrorIs(t, err, os.ErrNotExist, "no temporary file left")
+		})
+	}
 }
