@@ -4,23 +4,27 @@ package main
 // read-write) with LOCK_NB, so an open that meets a conflicting lock fails at once; its
 // error stack says "errno = 11" at best and nothing at all through the journal driver.
 // /proc/locks names the holder without taking a lock (a probe lock, however brief, could
-// itself fail another process's open).
+// itself fail another process's open). An operation that replaces the file needs more:
+// every process with the file open, locked or not (HDF5_USE_FILE_LOCKING=FALSE, a SWMR
+// writer, which drops its lock once started), which /proc/PID/fd and /proc/PID/maps tell.
 
 import (
 	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// lockHolder is a process holding a lock on the file.
+// lockHolder is a process holding a lock on the file, or (otherHolders) having it open.
 type lockHolder struct {
 	pid       int
 	exclusive bool   // a WRITE lock (libhdf5's read-write open)
+	writing   bool   // open for writing: a WRITE lock, a descriptor or a shared mapping
 	comm      string // the process's name
 	mountedAt string // the mount point it serves, when it is a vh5fs mount
 }
@@ -52,6 +56,160 @@ func conflictingHolder(path string, exclusive bool) (lockHolder, bool) {
 		return lockHolder{}, false
 	}
 	return found[0], true
+}
+
+// otherHolders lists the processes other than this one that have the file at path open
+// (those this process may look into: all, for root), in pid order, named: the holders
+// of its locks, and those with a descriptor or mapping of it.
+func otherHolders(path string) []lockHolder {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil
+	}
+	dev, ino := uint64(st.Dev), st.Ino
+	byPid := map[int]*lockHolder{}
+	add := func(h lockHolder) {
+		if h.pid == os.Getpid() {
+			return
+		}
+		if old, ok := byPid[h.pid]; ok {
+			old.exclusive = old.exclusive || h.exclusive
+			old.writing = old.writing || h.writing
+			return
+		}
+		byPid[h.pid] = &h
+	}
+	locks, _ := lockHolders(dev, ino)
+	for _, h := range locks {
+		h.writing = h.exclusive
+		add(h)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		for _, h := range openers(abs, dev, ino) {
+			add(h)
+		}
+	}
+	hs := make([]lockHolder, 0, len(byPid))
+	for _, h := range byPid {
+		h.comm = strings.TrimSpace(readProc(h.pid, "comm"))
+		h.mountedAt = vh5fsMountpoint(h.pid)
+		hs = append(hs, *h)
+	}
+	slices.SortFunc(hs, func(a, b lockHolder) int { return a.pid - b.pid })
+	return hs
+}
+
+// openers lists the processes with a descriptor or a mapping of the file (dev, ino) whose
+// resolved path is abs. A descriptor's link is compared by name before it is stat'ed (a
+// stat of another file through /proc/PID/fd could wait on a hung FUSE server); a
+// mapping's line gives the device and inode.
+func openers(abs string, dev, ino uint64) []lockHolder {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	mapDev := fmt.Sprintf("%02x:%02x", unix.Major(dev), unix.Minor(dev))
+	var hs []lockHolder
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		h := lockHolder{pid: pid}
+		found := false
+		fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+		fds, _ := os.ReadDir(fdDir)
+		for _, fd := range fds {
+			if link, err := os.Readlink(filepath.Join(fdDir, fd.Name())); err != nil || link != abs {
+				continue
+			}
+			var fst unix.Stat_t
+			if unix.Stat(filepath.Join(fdDir, fd.Name()), &fst) != nil || uint64(fst.Dev) != dev || fst.Ino != ino {
+				continue
+			}
+			found = true
+			h.writing = h.writing || fdWriting(pid, fd.Name())
+		}
+		for _, line := range strings.Split(readProc(pid, "maps"), "\n") {
+			// "7f2c..-7f2c.. rw-s 00000000 fe:00 9979057  /data/a.h5"
+			f := strings.Fields(line)
+			if len(f) < 6 || f[3] != mapDev || f[4] != strconv.FormatUint(ino, 10) {
+				continue
+			}
+			found = true
+			h.writing = h.writing || (strings.Contains(f[1], "w") && strings.Contains(f[1], "s"))
+		}
+		if found {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
+// fdWriting reports whether pid's descriptor fd was opened for writing (its fdinfo flags).
+func fdWriting(pid int, fd string) bool {
+	for _, line := range strings.Split(readProc(pid, "fdinfo/"+fd), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && flags&unix.O_ACCMODE != unix.O_RDONLY
+		}
+	}
+	return false
+}
+
+// checkAlone returns nil when no other process has file open, else one line naming each
+// (pid and name, a vh5fs mount by its mount point) and how to let go of it; effect says
+// what the caller's operation would do to them.
+func checkAlone(file, effect string) error {
+	hs := otherHolders(file)
+	if len(hs) == 0 {
+		return nil
+	}
+	names := make([]string, len(hs))
+	var umounts []string
+	others := false
+	for i, h := range hs {
+		names[i] = h.String()
+		if h.mountedAt != "" {
+			umounts = append(umounts, "umount "+h.mountedAt)
+		} else {
+			others = true
+		}
+	}
+	var fix string
+	switch {
+	case len(umounts) == 0:
+		fix = "close it there first"
+	case others:
+		fix = "unmount (" + strings.Join(umounts, "; ") + ") and close it in the others first"
+	default:
+		fix = "unmount first (" + strings.Join(umounts, "; ") + ")"
+	}
+	who := "another process"
+	if len(hs) > 1 {
+		who = fmt.Sprintf("%d other processes", len(hs))
+	}
+	return fmt.Errorf("%s: open in %s: %s; %s: %s", file, who, strings.Join(names, ", "), effect, fix)
+}
+
+// String names the holder for a message: "the read-only vh5fs mount at /mnt (pid 12)",
+// "python3 (pid 40, open for reading)".
+func (h lockHolder) String() string {
+	if h.mountedAt != "" {
+		mode := "read-only"
+		if h.writing {
+			mode = "read-write"
+		}
+		return fmt.Sprintf("the %s vh5fs mount at %s (pid %d)", mode, h.mountedAt, h.pid)
+	}
+	mode := "reading"
+	if h.writing {
+		mode = "writing"
+	}
+	return fmt.Sprintf("%s (pid %d, open for %s)", orUnknown(h.comm), h.pid, mode)
 }
 
 // lockHolders lists the locks /proc/locks shows on the inode (waiters left out).

@@ -58,7 +58,7 @@ const usage = `usage:
   vh5fs delete [-n] FILE --keep-last N | --keep-every N | --before TIME
                                              delete versions as versioned-hdf5's
                                              delete_versions does; -n: what would go
-  vh5fs compact FILE [-o OUT]                rewrite FILE without the space nothing uses
+  vh5fs compact FILE [-o OUT [--force]]      rewrite FILE without the space nothing uses
   vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
                [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n]
                                              change a dataset's storage in every version
@@ -307,6 +307,9 @@ func runMount(args []string, stderr io.Writer) int {
 				slog.Error("stages not saved", "err", err)
 			}
 		}()
+		// Deletions' chunks are reclaimed at unmount, before the stages and the committer close.
+		e.Reclaim = fsnode.NewReclaimer(e.Commit, e.Stages)
+		defer e.Reclaim.Close()
 	}
 
 	// Catch the signals before mounting: the kernel shows the mount before fsnode.Mount
