@@ -55,8 +55,9 @@ type Plan struct {
 	Current    string   // current_version before
 	NewCurrent string   // and after
 	Relinks    []Relink // in version name order
-	Groups     []Group  // every data group, in name order
+	Groups     []Group  // every data group, in name order (DeleteBody: none)
 	FreedBytes int64    // stored bytes of the chunks dropped
+	Pending    []string // DeleteBody: the data groups it left to Reclaim, in name order
 }
 
 // Moves counts the chunks that change slot.
@@ -70,14 +71,42 @@ func (p *Plan) Moves() int {
 
 // PlanDelete computes what deleting names from f does, reading only. It refuses
 // __first_version__ (ErrFirstVersion) and names that are no version group (ErrNoVersion).
+// The data groups earlier deletions left to reclaim (Pending) are compacted too.
 func PlanDelete(f *versions.File, names []string) (*Plan, error) {
-	if !f.Versioned() {
-		return nil, fmt.Errorf("%s is not a versioned-hdf5 file", f.Path())
-	}
-	h := f.HDF5()
-	members, err := h.Members(versions.VersionsGroup)
+	p, keptVersions, err := planVersions(f, names)
 	if err != nil {
 		return nil, err
+	}
+	pending, err := Pending(f.Path())
+	if err != nil {
+		return nil, err
+	}
+	h := f.HDF5()
+	groups, err := dataGroups(h, versions.DataRoot, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		pg, err := planGroup(h, g, p.Delete, keptVersions, slices.Contains(pending, g))
+		if err != nil {
+			return nil, fmt.Errorf("data group %s: %w", g, err)
+		}
+		p.Groups = append(p.Groups, *pg)
+		p.FreedBytes += pg.FreedBytes
+	}
+	return p, nil
+}
+
+// planVersions plans the body of deleting names from f: the versions deleted, the
+// relinks and current_version; and returns the versions kept.
+func planVersions(f *versions.File, names []string) (*Plan, []string, error) {
+	if !f.Versioned() {
+		return nil, nil, fmt.Errorf("%s is not a versioned-hdf5 file", f.Path())
+	}
+	h := f.HDF5()
+	members, listed, err := versionGroups(f)
+	if err != nil {
+		return nil, nil, err
 	}
 	all := map[string]bool{}
 	var order []string // every version group but __first_version__, by name
@@ -96,9 +125,9 @@ func PlanDelete(f *versions.File, names []string) (*Plan, error) {
 	for _, n := range names {
 		switch {
 		case n == versions.FirstVersion:
-			return nil, ErrFirstVersion
+			return nil, nil, ErrFirstVersion
 		case !all[n]:
-			return nil, fmt.Errorf("%w: %q", ErrNoVersion, n)
+			return nil, nil, fmt.Errorf("%w: %q", ErrNoVersion, n)
 		case !del[n]:
 			del[n] = true
 			p.Delete = append(p.Delete, n)
@@ -130,13 +159,13 @@ func PlanDelete(f *versions.File, names []string) (*Plan, error) {
 	}
 	cur, ok, err := h.Attr(versions.VersionsGroup, "current_version")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p.Current, _ = cur.Value.(string); !ok || p.Current == "" {
-		return nil, fmt.Errorf("%s has no current_version", versions.VersionsGroup)
+		return nil, nil, fmt.Errorf("%s has no current_version", versions.VersionsGroup)
 	}
 	if p.NewCurrent, err = kept(p.Current); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var keptVersions []string
 	for _, v := range order {
@@ -144,31 +173,58 @@ func PlanDelete(f *versions.File, names []string) (*Plan, error) {
 			continue
 		}
 		keptVersions = append(keptVersions, v)
-		from, err := prev(v)
-		if err != nil {
-			return nil, err
+		from, ok := listed[v]
+		switch {
+		case ok && from == "":
+			from = versions.FirstVersion
+		case !ok:
+			if from, err = prev(v); err != nil {
+				return nil, nil, err
+			}
 		}
 		to, err := kept(from)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if to != from {
 			p.Relinks = append(p.Relinks, Relink{v, from, to})
 		}
 	}
-	groups, err := dataGroups(h, versions.DataRoot, "")
+	return p, keptVersions, nil
+}
+
+// versionGroups lists the members of the versions group, and the prev_version of each
+// committed version ("" for __first_version__) as f lists them (from the file's bytes,
+// h5meta). When every link is a committed version or __first_version__, the members come
+// from that list too: libhdf5 would read every member's header and every version's
+// attributes, most of the time of a deletion's body on a file of many versions.
+func versionGroups(f *versions.File) ([]h5.Member, map[string]string, error) {
+	h := f.HDF5()
+	listed := map[string]string{}
+	vs, err := f.Versions()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for _, g := range groups {
-		pg, err := planGroup(h, g, p.Delete, keptVersions)
-		if err != nil {
-			return nil, fmt.Errorf("data group %s: %w", g, err)
-		}
-		p.Groups = append(p.Groups, *pg)
-		p.FreedBytes += pg.FreedBytes
+	for _, v := range vs {
+		listed[v.Name] = v.PrevVersion
 	}
-	return p, nil
+	n, err := h.NumLinks(versions.VersionsGroup)
+	if err != nil {
+		return nil, nil, err
+	}
+	first, err := h.Kind(versions.VersionsGroup + "/" + versions.FirstVersion)
+	if err != nil {
+		return nil, nil, err
+	}
+	if first != h5.KindGroup || n != int64(len(vs))+1 {
+		members, err := h.Members(versions.VersionsGroup)
+		return members, listed, err
+	}
+	members := []h5.Member{{Name: versions.FirstVersion, Kind: h5.KindGroup}}
+	for _, v := range vs {
+		members = append(members, h5.Member{Name: v.Name, Kind: h5.KindGroup})
+	}
+	return members, listed, nil
 }
 
 // dataGroups lists the data groups under dir (rel: its path below /_version_data) as the
@@ -256,21 +312,30 @@ func slotOf(m h5.Mapping, chunks []int64) (int64, error) {
 	return m.SrcStart[0] / chunks[0], nil
 }
 
-func planGroup(h *h5.File, rel string, deleted, keptVersions []string) (*Group, error) {
-	g := &Group{Path: rel}
-	holds := false
-	for _, v := range deleted {
+// holds reports whether any of the versions holds data group rel as a dataset with a
+// non-empty axis 0: whether deleting them can leave chunks of rel unused.
+func holds(h *h5.File, rel string, vs []string) (bool, error) {
+	for _, v := range vs {
 		shape, present, err := eachMapping(h, v, rel, nil, nil)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if present && (len(shape) == 0 || shape[0] > 0) {
-			holds = true
-			break
+			return true, nil
 		}
 	}
-	if !holds {
-		return g, nil
+	return false, nil
+}
+
+// planGroup plans data group rel against the versions kept: Keep unless one of the
+// versions deleted holds it (holds) or an earlier deletion left it pending.
+func planGroup(h *h5.File, rel string, deleted, keptVersions []string, pending bool) (*Group, error) {
+	g := &Group{Path: rel}
+	if !pending {
+		held, err := holds(h, rel, deleted)
+		if err != nil || !held {
+			return g, err
+		}
 	}
 	raw, err := h.OpenDataset(versions.DataRoot + "/" + rel + "/raw_data")
 	if err != nil {
@@ -354,7 +419,8 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string) (*Group, 
 }
 
 // Delete deletes versions from f (open read-write) as PlanDelete planned them, in one
-// journaled sync (see the package doc), and returns the plan.
+// journaled sync (see the package doc), and returns the plan. The data groups left
+// pending by earlier bodies (DeleteBody) are reclaimed with it.
 func Delete(f *versions.File, names []string) (*Plan, error) {
 	if !f.Writable() {
 		return nil, fmt.Errorf("%s is not open for writing", f.Path())
@@ -366,26 +432,47 @@ func Delete(f *versions.File, names []string) (*Plan, error) {
 	if err := execute(f.HDF5(), p); err != nil {
 		return nil, err
 	}
+	forgetPending(f.Path())
 	return p, nil
 }
 
 // failAt, in tests, makes execute fail at the named point ("body", "publish").
 var failAt = func(string) error { return nil }
 
-// execute writes plan p in one sync. A failure before the sync cancels every write
-// (h5.File.Cancel): the file stays as it was, and takes no more writes until reopened.
-func execute(h *h5.File, p *Plan) (err error) {
-	defer func() {
-		if err != nil && !errors.Is(err, h5.ErrStopped) {
-			if cerr := h.Cancel(); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-			err = fmt.Errorf("%w; nothing deleted", err)
+// cancelUnsynced, deferred, cancels every write since the last sync (h5.File.Cancel) if
+// *err is set before the sync stopped the file: the file stays as it was, and takes no
+// more writes until reopened.
+func cancelUnsynced(h *h5.File, err *error, what string) {
+	if *err != nil && !errors.Is(*err, h5.ErrStopped) {
+		if cerr := h.Cancel(); cerr != nil {
+			*err = errors.Join(*err, cerr)
 		}
-	}()
-	// The body: every listed version reads as before once it is applied. The attributes
-	// change before the unlinks free anything, so that libhdf5 cannot place them in space
-	// a listed version still uses while the body is half applied.
+		*err = fmt.Errorf("%w; nothing %s", *err, what)
+	}
+}
+
+// execute writes plan p in one sync: the body, then the publish.
+func execute(h *h5.File, p *Plan) (err error) {
+	defer cancelUnsynced(h, &err, "deleted")
+	if err := writeBody(h, p); err != nil {
+		return err
+	}
+	if err := h.FlushBody(); err != nil {
+		return err
+	}
+	if err := writePublish(h, p.Groups); err != nil {
+		return err
+	}
+	if err := h.GuardSync(); err != nil {
+		return err
+	}
+	return h.FlushSync()
+}
+
+// writeBody writes the body of p: every listed version reads as before once it is
+// applied. The attributes change before the unlinks free anything, so that libhdf5
+// cannot place them in space a listed version still uses while the body is half applied.
+func writeBody(h *h5.File, p *Plan) error {
 	for _, r := range p.Relinks {
 		if err := h.SetAttrString(versions.VersionsGroup+"/"+r.Version, "prev_version", r.To); err != nil {
 			return err
@@ -403,13 +490,12 @@ func execute(h *h5.File, p *Plan) (err error) {
 	if err := h.Unlink(doomed...); err != nil {
 		return err
 	}
-	if err := failAt("body"); err != nil {
-		return err
-	}
-	if err := h.FlushBody(); err != nil {
-		return err
-	}
-	// The publish: the compaction.
+	return failAt("body")
+}
+
+// writePublish writes the compaction of groups, against the versions the file lists once
+// the body is written.
+func writePublish(h *h5.File, groups []Group) error {
 	var kept []string
 	ms, err := h.Members(versions.VersionsGroup)
 	if err != nil {
@@ -420,8 +506,8 @@ func execute(h *h5.File, p *Plan) (err error) {
 			kept = append(kept, m.Name)
 		}
 	}
-	for i := range p.Groups {
-		g := &p.Groups[i]
+	for i := range groups {
+		g := &groups[i]
 		var err error
 		switch g.Action {
 		case Drop:
@@ -436,13 +522,7 @@ func execute(h *h5.File, p *Plan) (err error) {
 	if err := h.CheckMappingLists(); err != nil {
 		return err
 	}
-	if err := failAt("publish"); err != nil {
-		return err
-	}
-	if err := h.GuardSync(); err != nil {
-		return err
-	}
-	return h.FlushSync()
+	return failAt("publish")
 }
 
 // compact moves g's kept chunks down, shrinks raw_data, rewrites hash_table and replaces

@@ -63,4 +63,23 @@
 // the sync, in memory up to a budget and in an unlinked spill file past it, and the
 // journal holds them twice: memory stays bounded, while disk use beside the file grows
 // with the bytes of the chunks that move (about three times them, until the sync ends).
+//
+// # Deletions one at a time: the body now, one reclaim later
+//
+// A mount deletes versions one rmdir at a time, each durable when it returns. A whole
+// deletion each would compact the data groups again for every version: the chunks after
+// the first dropped slot move, and the kept versions' virtual datasets are created again,
+// at every deletion, so a run of n costs n compactions, in time and in the file's growth.
+// DeleteBody writes the body alone, in its own guarded sync (the
+// unlinks rewrite the versions group's link storage in several places, whose half-applied
+// state no order of writes is known to keep readable), and records the data groups the
+// deleted versions held with a non-empty axis 0 in a sidecar beside the file
+// (PendingPath: ".FILE.vh5fs-reclaim"), durably before that sync. Every listed version
+// reads as before; the deleted versions' chunks stay in raw_data with their hash rows,
+// unused slots that versioned-hdf5 reads like any other file's (a commit may even map
+// them again). Reclaim then runs the publish for the pending groups against the versions
+// listed at that time, in one guarded sync, and removes the sidecar: the file Delete of
+// the whole set would have made. Delete reclaims the pending groups too. A crash between
+// the two leaves the sidecar, and the next Reclaim or Delete completes the work; a
+// sidecar whose reclaim was done already costs a reclaim that moves nothing.
 package lifecycle

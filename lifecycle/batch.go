@@ -1,0 +1,118 @@
+package lifecycle
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// DeleteBody deletes versions from f (open read-write) as Delete does, but writes only the
+// body, in its own guarded journaled sync: the deleted version groups unlinked,
+// prev_version relinked, current_version moved. Every version the file lists then reads
+// as before; the chunks only the deleted versions used stay in raw_data, unused, until
+// Reclaim. The data groups the deleted versions held with a non-empty axis 0 are added to
+// the file's pending set (Pending, durable before the body's sync) and named in the
+// plan's Pending. A run of deletions thus costs one body each and one compaction for the
+// whole run, the compaction Delete of the whole set would have made.
+func DeleteBody(f *versions.File, names []string) (*Plan, error) {
+	if !f.Writable() {
+		return nil, fmt.Errorf("%s is not open for writing", f.Path())
+	}
+	p, _, err := planVersions(f, names)
+	if err != nil {
+		return nil, err
+	}
+	h := f.HDF5()
+	groups, err := dataGroups(h, versions.DataRoot, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		held, err := holds(h, g, p.Delete)
+		if err != nil {
+			return nil, fmt.Errorf("data group %s: %w", g, err)
+		}
+		if held {
+			p.Pending = append(p.Pending, g)
+		}
+	}
+	if err := addPending(f.Path(), p.Pending); err != nil {
+		return nil, err
+	}
+	if err := executeBody(h, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func executeBody(h *h5.File, p *Plan) (err error) {
+	defer cancelUnsynced(h, &err, "deleted")
+	if err := writeBody(h, p); err != nil {
+		return err
+	}
+	// The unlinks rewrite the versions group's link storage and free the objects: no order
+	// of their writes is known to keep a half-applied unlink readable.
+	if err := h.GuardSync(); err != nil {
+		return err
+	}
+	return h.FlushSync()
+}
+
+// Reclaim compacts the data groups pending in f's sidecar (Pending) against the versions
+// f lists now, as the publish of Delete does (Keep, Drop, Compact per group; a pending
+// group is compacted whether or not a version listed now holds it), in one guarded
+// journaled sync, then forgets them. It returns the plan (Groups and FreedBytes; nil if
+// nothing was pending). The result is the file Delete of every version the bodies deleted
+// would have made. Nothing may record raw_data slots meanwhile: no open handle's staged
+// changes, no stage.
+func Reclaim(f *versions.File) (*Plan, error) {
+	if !f.Writable() {
+		return nil, fmt.Errorf("%s is not open for writing", f.Path())
+	}
+	pending, err := Pending(f.Path())
+	if err != nil || len(pending) == 0 {
+		return nil, err
+	}
+	p, kept, err := planVersions(f, nil)
+	if err != nil {
+		return nil, err
+	}
+	h := f.HDF5()
+	groups, err := dataGroups(h, versions.DataRoot, "")
+	if err != nil {
+		return nil, err
+	}
+	changes := false
+	for _, g := range groups {
+		if !slices.Contains(pending, g) {
+			continue
+		}
+		pg, err := planGroup(h, g, nil, kept, true)
+		if err != nil {
+			return nil, fmt.Errorf("data group %s: %w", g, err)
+		}
+		p.Groups = append(p.Groups, *pg)
+		p.FreedBytes += pg.FreedBytes
+		changes = changes || pg.Action == Drop || pg.Moves > 0 || pg.Dropped > 0 || pg.rows != nil
+	}
+	if changes {
+		if err := executePublish(h, p.Groups); err != nil {
+			return nil, err
+		}
+	}
+	forgetPending(f.Path())
+	return p, nil
+}
+
+func executePublish(h *h5.File, groups []Group) (err error) {
+	defer cancelUnsynced(h, &err, "reclaimed")
+	if err := writePublish(h, groups); err != nil {
+		return err
+	}
+	if err := h.GuardSync(); err != nil {
+		return err
+	}
+	return h.FlushSync()
+}

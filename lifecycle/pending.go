@@ -1,0 +1,113 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// PendingSuffix names the sidecar of the data groups that deletions' bodies (DeleteBody)
+// left to Reclaim: ".FILE.vh5fs-reclaim", beside FILE as its stages are. It is outside the
+// HDF5 file, where versioned-hdf5 never looks: the file itself only holds unused chunks
+// (slots with hash rows no version maps), which the library reads as any other.
+const PendingSuffix = ".vh5fs-reclaim"
+
+// PendingPath is the pending set's sidecar of the HDF5 file at file.
+func PendingPath(file string) string {
+	return filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+PendingSuffix)
+}
+
+// pendingSet is the sidecar's JSON.
+type pendingSet struct {
+	// Groups are data groups (paths below /_version_data) that may hold chunks no version
+	// maps since a deletion's body, in name order.
+	Groups []string `json:"groups"`
+}
+
+// Pending lists the data groups deletions' bodies left to reclaim in the file at file,
+// in name order; none if it has no sidecar.
+func Pending(file string) ([]string, error) {
+	b, err := os.ReadFile(PendingPath(file))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("deletions' pending reclaim: %w", err)
+	}
+	var s pendingSet
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("deletions' pending reclaim: %s: %w", PendingPath(file), err)
+	}
+	return s.Groups, nil
+}
+
+// addPending records groups in file's pending set, durably (written beside, fsynced,
+// renamed over, its directory fsynced), unless it holds them already.
+func addPending(file string, groups []string) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	have, err := Pending(file)
+	if err != nil {
+		return err
+	}
+	all := slices.Clone(have)
+	for _, g := range groups {
+		if !slices.Contains(all, g) {
+			all = append(all, g)
+		}
+	}
+	if len(all) == len(have) {
+		return nil
+	}
+	slices.Sort(all)
+	b, err := json.Marshal(pendingSet{Groups: all})
+	if err != nil {
+		return err
+	}
+	if err := writeDurably(PendingPath(file), append(b, '\n')); err != nil {
+		return fmt.Errorf("deletions' pending reclaim: %w", err)
+	}
+	return nil
+}
+
+// writeDurably replaces path with b as a whole at any crash.
+func writeDurably(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// forgetPending removes file's pending set once a sync reclaimed it. A sidecar left by a
+// crash in between costs nothing but a later reclaim that finds nothing to move.
+func forgetPending(file string) {
+	if err := os.Remove(PendingPath(file)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		slog.Warn("deletions' pending reclaim: sidecar not removed; the next reclaim finds nothing to do", "file", PendingPath(file), "err", err)
+	}
+}
