@@ -3,7 +3,9 @@ package fsnode
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 
@@ -21,10 +23,12 @@ var _ fs.NodeRmdirer = (*versionsNode)(nil)
 
 // Rmdir of versions/NAME deletes the version as versioned-hdf5's delete_versions does
 // (package lifecycle), returning once durable: its children's prev_version and, if it
-// was current, current_version go to its nearest kept ancestor, and the chunks no kept
-// version uses are dropped. Without -o allow_delete it answers EPERM and logs how to
-// delete a version. Refused (EBUSY) while files are open for writing or stages are saved:
-// both record raw_data slots, which a deletion moves.
+// was current, current_version go to its nearest kept ancestor. The chunks no kept
+// version uses are dropped by the mount's Reclaimer (reclaim.go) once the deletions
+// pause, all in one compaction; a mount without one drops them in the deletion's own
+// sync. Without -o allow_delete it answers EPERM and logs how to delete a version.
+// Refused (EBUSY) while files are open for writing or stages are saved: both record
+// raw_data slots, which a deletion moves.
 func (n *versionsNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if n.m.commit == nil {
 		return n.frozenDir.Rmdir(ctx, name)
@@ -36,9 +40,14 @@ func (n *versionsNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if errn := n.m.busy("deleting a version", ""); errn != 0 {
 		return errn
 	}
+	del := lifecycle.Delete
+	if n.m.reclaim != nil {
+		del = lifecycle.DeleteBody
+	}
 	var plan *lifecycle.Plan
+	start := time.Now()
 	err := n.m.commit.Rewrite(func(f *versions.File) (err error) {
-		plan, err = lifecycle.Delete(f, []string{name})
+		plan, err = del(f, []string{name})
 		return err
 	})
 	if err != nil {
@@ -46,6 +55,11 @@ func (n *versionsNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		slog.Warn("version not deleted", "version", name, "errno", en, "err", err)
 		return en
 	}
-	slog.Info("version deleted", "version", name, "current", plan.NewCurrent, "chunks_moved", plan.Moves(), "bytes_freed", plan.FreedBytes)
+	if n.m.reclaim != nil {
+		n.m.reclaim.Deleted()
+		slog.Info("version deleted", "version", name, "current", plan.NewCurrent, "reclaim_pending", strings.Join(plan.Pending, ","), "elapsed", time.Since(start))
+		return 0
+	}
+	slog.Info("version deleted", "version", name, "current", plan.NewCurrent, "chunks_moved", plan.Moves(), "bytes_freed", plan.FreedBytes, "elapsed", time.Since(start))
 	return 0
 }

@@ -28,6 +28,9 @@ type Engines struct {
 	File   *versions.File
 	Commit *commit.Committer
 	Stages *stage.Manager
+	// Reclaim compacts what deletions through the mount leave (NewReclaimer); the caller
+	// closes it once Wait returns, before the committer. nil: each deletion compacts.
+	Reclaim *Reclaimer
 }
 
 // Mount serves e at mountpoint with the options in cfg and returns the running server;
@@ -116,7 +119,7 @@ func newMount(e Engines, cfg mountopts.Config) (*mount, error) {
 		return nil, fmt.Errorf("%s: a read-write mount needs the file's write side, and only it", f.Path())
 	}
 	return &mount{file: f, commit: e.Commit, stages: e.Stages, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask,
-		delete: cfg.AllowDelete && e.Commit != nil, links: map[string]string{}}, nil
+		delete: cfg.AllowDelete && e.Commit != nil, reclaim: e.Reclaim, links: map[string]string{}}, nil
 }
 
 // Detach unmounts mountpoint lazily (umount -l): the mount leaves the tree at once, and

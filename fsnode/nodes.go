@@ -20,13 +20,14 @@ import (
 
 // mount is what every node of one mount shares.
 type mount struct {
-	file   *versions.File
-	commit *commit.Committer // nil for read-only mounts
-	stages *stage.Manager    // stage/ (read-write mounts of versioned files)
-	live   bool              // -o live: follow a SWMR writer and other processes' commits (timeouts.go)
-	delete bool              // -o allow_delete: rmdir of a version deletes it (delete.go)
-	mtime  time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
-	umask  uint32            // -o umask=: permission bits cleared from every mode but symlinks'
+	file    *versions.File
+	commit  *commit.Committer // nil for read-only mounts
+	stages  *stage.Manager    // stage/ (read-write mounts of versioned files)
+	live    bool              // -o live: follow a SWMR writer and other processes' commits (timeouts.go)
+	delete  bool              // -o allow_delete: rmdir of a version deletes it (delete.go)
+	reclaim *Reclaimer        // compacts what deletions leave (reclaim.go); nil: each deletion compacts
+	mtime   time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
+	umask   uint32            // -o umask=: permission bits cleared from every mode but symlinks'
 
 	linksMu sync.Mutex        // a leaf
 	links   map[string]string // links made in the root, by name: the version each names (current.go)
@@ -181,16 +182,16 @@ func (n *rootNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Attr
 
 func currentTarget(version string) string { return "versions/" + version }
 
-// currentVersion is the version "current" points at ("" when there is none yet). A
-// current_version naming no committed version is an error: the link would dangle.
+// currentVersion is the version "current" points at ("" when there is none yet), read
+// with its committed flag from one state of the file (versions.File.Current), so that a
+// commit or a rename under way is never half seen. A current_version naming no committed
+// version is an error: the link would dangle.
 func currentVersion(m *mount) (string, error) {
-	cur, err := m.file.CurrentVersion()
-	if err != nil || cur == "" {
-		return cur, err
-	}
-	if _, ok, err := m.file.Version(cur); err != nil {
+	cur, committed, err := m.file.Current()
+	if err != nil {
 		return "", fmt.Errorf("current_version %q: %w", cur, err)
-	} else if !ok {
+	}
+	if cur != "" && !committed {
 		return "", fmt.Errorf("%s: current_version %q is not a committed version", m.file.Path(), cur)
 	}
 	return cur, nil

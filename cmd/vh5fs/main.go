@@ -307,6 +307,9 @@ func runMount(args []string, stderr io.Writer) int {
 				slog.Error("stages not saved", "err", err)
 			}
 		}()
+		// Deletions' chunks are reclaimed at unmount, before the stages and the committer close.
+		e.Reclaim = fsnode.NewReclaimer(e.Commit, e.Stages)
+		defer e.Reclaim.Close()
 	}
 
 	// Catch the signals before mounting: the kernel shows the mount before fsnode.Mount
