@@ -339,13 +339,14 @@ func datasetRows(f *versions.File, version string) ([][3]string, error) {
 	}
 	rows := make([][3]string, 0, len(paths))
 	for _, p := range paths {
-		d, err := f.HDF5().OpenDataset(v.Path() + "/" + p)
+		// versions.File reads a version's dataset from the file's bytes where it can:
+		// libhdf5 opening a virtual dataset decodes every mapping at once (gigabytes for
+		// a few hundred thousand chunks).
+		d, err := f.Dataset(v.Path() + "/" + p)
 		if err != nil {
 			return nil, err
 		}
-		info := d.Info()
-		d.Close()
-		rows = append(rows, [3]string{p, dtypeName(info.Type), shapeString(info.Shape)})
+		rows = append(rows, [3]string{p, dtypeName(d.Type), shapeString(d.Shape)})
 	}
 	return rows, nil
 }
