@@ -9,6 +9,7 @@ package modify
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -205,26 +206,33 @@ func (c *converter) isOldFill(e []byte) bool {
 // (true/false for bool), the bytes themselves (NUL-padded) for fixed bytes.
 func parseFill(t elemType, s string) ([]byte, error) {
 	b := make([]byte, t.size)
-	bad := func(err error) ([]byte, error) {
-		return nil, fmt.Errorf("fill value %q is not a %s value: %v", s, t.dtype, err)
+	bad := func(why string) ([]byte, error) {
+		return nil, fmt.Errorf("%q: %s for dtype %s", s, why, t.dtype)
+	}
+	// numErr tells a number out of the dtype's range from text that is no number.
+	numErr := func(err error, what string) ([]byte, error) {
+		if errors.Is(err, strconv.ErrRange) {
+			return bad("out of range")
+		}
+		return bad("not " + what)
 	}
 	switch t.kind {
 	case 'f':
-		f, err := strconv.ParseFloat(s, 64)
+		f, err := strconv.ParseFloat(s, t.size*8)
 		if err != nil {
-			return bad(err)
+			return numErr(err, "a number")
 		}
 		t.store(b, number{f: f, isFloat: true})
 	case 'i':
 		i, err := strconv.ParseInt(s, 10, t.size*8)
 		if err != nil {
-			return bad(err)
+			return numErr(err, "an integer")
 		}
 		t.store(b, number{i: i, signed: true})
 	case 'u':
 		u, err := strconv.ParseUint(s, 10, t.size*8)
 		if err != nil {
-			return bad(err)
+			return numErr(err, "a non-negative integer")
 		}
 		t.store(b, number{u: u})
 	case 'b':
@@ -233,15 +241,15 @@ func parseFill(t elemType, s string) ([]byte, error) {
 			b[0] = 1
 		case "false", "0":
 		default:
-			return bad(fmt.Errorf("not true or false"))
+			return bad("not true, false, 1 or 0")
 		}
 	case 'S':
 		if len(s) > t.size {
-			return bad(fmt.Errorf("longer than %d bytes", t.size))
+			return bad(fmt.Sprintf("longer than %d bytes", t.size))
 		}
 		copy(b, s)
 	default:
-		return nil, fmt.Errorf("fill value of %s: not supported", t.dtype)
+		return bad("no fill value can be given")
 	}
 	return b, nil
 }

@@ -72,6 +72,8 @@ type Options struct {
 	Shuffle     *bool
 	DType       string // numpy dtype string, e.g. "<f4"
 	FillValue   string // in the new dtype: a number, true/false for bool
+	// Force lets a rewrite give a version more than MaxVersionChunks chunks.
+	Force bool
 	// Progress, if set, is told the bands of new chunks done of the total as File goes.
 	Progress func(done, total int64)
 }
@@ -82,6 +84,7 @@ type Plan struct {
 	Versions      []string // the versions holding the dataset, in the order they are rewritten
 	Old, New      h5.DataSpec
 	OldSlots      int64 // raw_data chunk slots before
+	Cost                // what the rewrite makes and leaves behind
 	// fillChanged: the fill value changes, so elements equal to the old one change too.
 	fillChanged bool
 }
@@ -149,7 +152,8 @@ func onOff(b bool) string {
 
 // File rewrites dataset (a path inside the versions, e.g. "grp/ds") of the versioned file
 // at path with the changes o asks for, in every version holding it, and syncs once. With
-// dryRun it only plans: nothing is written. It refuses a file with stages kept beside it
+// dryRun it only plans: nothing is written. A rewrite past MaxVersionChunks without
+// o.Force is refused (ErrTooManyChunks) with the plan in the result, dry or not. It refuses a file with stages kept beside it
 // (their chunks are based on the old storage) and, through HDF5's file locking, one another
 // program has open (a mount's view of the old storage would go stale).
 func File(file, dataset string, o Options, dryRun bool) (Result, error) {
@@ -186,6 +190,9 @@ func File(file, dataset string, o Options, dryRun bool) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Plan: m.Plan}
+	if err := m.checkLimit(o.Force); err != nil {
+		return res, err // the plan says what the refused rewrite would cost
+	}
 	if dryRun {
 		return res, nil
 	}
@@ -260,6 +267,7 @@ func plan(f *versions.File, file, dataset string, o Options) (*modification, err
 	if err := m.newSpec(o); err != nil {
 		return nil, err
 	}
+	m.cost()
 	return m, nil
 }
 
@@ -346,7 +354,7 @@ func (m *modification) newSpec(o Options) error {
 	if o.FillValue != "" {
 		fill, err := parseFill(m.to, o.FillValue)
 		if err != nil {
-			return fmt.Errorf("--fillvalue: %w", err)
+			return fmt.Errorf("--fillvalue %w", err)
 		}
 		m.fillChanged = !fillEqual(m.to, fill, n.Fill)
 		if m.fillChanged {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -130,9 +131,47 @@ func parseArgs(name string, fl *flag.FlagSet, args []string, stderr io.Writer) (
 		return nil, 0
 	}
 	if err != nil {
-		return nil, badUsage(name, stderr, "%v", err)
+		return nil, badUsage(name, stderr, "%v", flagError(fl, err))
 	}
 	return operands, -1
+}
+
+// flagValueError matches the flag package's refusal of a value, which names neither the
+// option as it is typed nor the problem in words.
+var flagValueError = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-(\S+): (.*)$`)
+
+// flagError rewrites the flag package's refusal of a value as `--name "value": why`.
+func flagError(fl *flag.FlagSet, err error) error {
+	m := flagValueError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	value, name, why := m[1], m[2], m[3]
+	f := fl.Lookup(name)
+	if f == nil {
+		return err
+	}
+	dashes := "--"
+	if len(name) == 1 {
+		dashes = "-"
+	}
+	switch {
+	case strings.Contains(why, "out of range"):
+		why = "out of range"
+	case isBoolFlag(f):
+		why = "not true or false"
+	default:
+		if _, isNum := f.Value.(interface{ Get() any }); isNum {
+			why = "not a whole number"
+		}
+	}
+	return fmt.Errorf("%s%s %s: %s", dashes, name, value, why)
+}
+
+// isBoolFlag reports whether f is a switch (-n, --force).
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // badUsage prints one line naming the problem and the help to read, and returns 2.

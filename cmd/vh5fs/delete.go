@@ -40,10 +40,12 @@ Instead of naming versions, a policy picks them by timestamp, never the current 
   --before TIME     delete the versions older than TIME (see 'vh5fs help time')
 -n (--dry-run) prints what would be deleted and freed, and changes nothing.
 
-Prints the versions deleted, the prev_version links and current_version changed, and
-the chunks dropped and their bytes. The file does not shrink: HDF5 keeps the space it
-frees inside the file. Refused while the file is mounted or open elsewhere (a read-write
-mount holds its lock): unmount first.
+Prints the versions deleted, the prev_version links and current_version changed, the
+chunks dropped and their bytes, and the file's size before and after, as measured: HDF5
+keeps the space a deletion frees inside the file (the file may even grow by the metadata
+rewritten); vh5fs compact gives it back. On a terminal, stderr shows that the deletion
+runs. Refused while the file is mounted or open elsewhere (a read-write mount holds its
+lock): unmount first.
 `
 
 func runDelete(args []string, stdout, stderr io.Writer) int {
@@ -76,10 +78,16 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 		return badUsage("delete", stderr, "name versions or give a policy, not both")
 	case policies == 0 && len(names) == 0:
 		return badUsage("delete", stderr, "needs the VERSIONs to delete, or --keep-last, --keep-every or --before")
-	case *keepLast < 0 || *keepEvery < 0:
-		return badUsage("delete", stderr, "N must be positive")
-	case policies == 1 && *before == "" && *keepLast == 0 && *keepEvery == 0:
-		return badUsage("delete", stderr, "N must be positive")
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"keep-last", *keepLast}, {"keep-every", *keepEvery}} {
+		given := false
+		fl.Visit(func(f *flag.Flag) { given = given || f.Name == n.name })
+		if given && n.v <= 0 {
+			return badUsage("delete", stderr, "--%s %d: N must be a positive number", n.name, n.v)
+		}
 	}
 	policy.KeepLast, policy.KeepEvery = *keepLast, *keepEvery
 	if *before != "" {
@@ -125,11 +133,24 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
 		return 1
 	}
+	sizeBefore, statErr := os.Stat(file)
+	var stop func()
+	if isTerminal(stderr) {
+		bar := &progressBar{w: stderr, name: "delete"}
+		what := "deleting " + plural(int64(len(names)), "version") + " in one journaled sync"
+		if *dry {
+			what = "planning the deletion of " + plural(int64(len(names)), "version")
+		}
+		stop = bar.ticking(what)
+	}
 	var p *lifecycle.Plan
 	if *dry {
 		p, err = lifecycle.PlanDelete(f, names)
 	} else {
 		p, err = lifecycle.Delete(f, names)
+	}
+	if stop != nil {
+		stop()
 	}
 	if err != nil {
 		// A failed sync says what the file holds and how to recover; any other failure
@@ -140,8 +161,26 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, file, err)
 	}
 	printPlan(stdout, file, p, vs, *dry)
+	if *dry {
+		fmt.Fprintf(stdout, "would free %s of chunk data: %s\n", byteSize(p.FreedBytes), compactAfterDelete)
+		return 0
+	}
+	// The size is measured once libhdf5 has closed the file.
+	if err := f.Close(); err != nil {
+		return fail(stderr, file, err)
+	}
+	after, err := os.Stat(file)
+	if statErr != nil || err != nil {
+		fmt.Fprintf(stdout, "freed %s of chunk data: %s\n", byteSize(p.FreedBytes), compactAfterDelete)
+		return 0
+	}
+	fmt.Fprintf(stdout, "freed %s of chunk data; %s %s: %s\n",
+		byteSize(p.FreedBytes), file, sizeChange(sizeBefore.Size(), after.Size()), compactAfterDelete)
 	return 0
 }
+
+// compactAfterDelete is where the space a deletion frees goes.
+const compactAfterDelete = "HDF5 keeps freed space in the file until vh5fs compact"
 
 // printPlan says what the deletion did (or, dry, would do).
 func printPlan(w io.Writer, file string, p *lifecycle.Plan, vs []versions.Version, dry bool) {
@@ -180,7 +219,18 @@ func printPlan(w io.Writer, file string, p *lifecycle.Plan, vs []versions.Versio
 	if len(groups) > 0 {
 		fmt.Fprintf(w, "%s data groups: %s\n", would("dropped", "drop"), strings.Join(groups, " "))
 	}
-	fmt.Fprintf(w, "%s %s of chunk data (the file keeps its size)\n", would("freed", "free"), byteSize(p.FreedBytes))
+}
+
+// sizeChange says how a file's size, measured before and after, changed: "grew by X
+// (A -> B)", "shrank by X (A -> B)" or "kept its size (A)".
+func sizeChange(before, after int64) string {
+	switch {
+	case after > before:
+		return fmt.Sprintf("grew by %s (%s -> %s)", byteSize(after-before), byteSize(before), byteSize(after))
+	case after < before:
+		return fmt.Sprintf("shrank by %s (%s -> %s)", byteSize(before-after), byteSize(before), byteSize(after))
+	}
+	return fmt.Sprintf("kept its size (%s)", byteSize(before))
 }
 
 // plural is "1 chunk", "2 chunks".

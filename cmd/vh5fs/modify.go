@@ -18,7 +18,7 @@ import (
 
 func init() {
 	commands["modify"] = command{`usage: vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
-                    [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n]
+                    [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n] [--force]
 
 Changes how DATASET (a path inside the versions, e.g. grp/ds) is stored, in every version
 that holds it, as versioned-hdf5's modify_metadata does: each version is read and written
@@ -34,7 +34,18 @@ read-write open, or vh5fs fsck --repair). The old storage's space stays in the f
 vh5fs compact. Refused while another program has FILE open (a mount, read-only too, or
 h5py) or stages are kept beside it, and for variable-length string datasets.
 
-  -n    print what would change; write nothing
+Prints the new chunks of each version and in total; ends with the file's size before and
+after, measured, and the bytes of the old storage (raw_data and hash_table chunks,
+mapping lists) that vh5fs compact gives back. A rewrite that gives a version more than
+100000 chunks (and more than it had) is refused without --force: each chunk is one
+mapping of the version's virtual dataset, and libhdf5 1.10, as h5py and versioned-hdf5
+use it, needs about 25 KiB of memory per mapping to open a version (2.5 GiB for 100000
+mappings; 1000000 did not open in 19 GiB).
+
+  -n       print what would change and cost: the new chunks, the estimated growth of
+           the file (the new chunks, hash-table rows, chunk index, mapping lists and
+           headers) and what compact would give back; write nothing
+  --force  rewrite past the limit of chunks per version
 `, runModify}
 }
 
@@ -47,6 +58,7 @@ func runModify(args []string, stdout, stderr io.Writer) int {
 	dtype := fl.String("dtype", "", "new numpy dtype, e.g. <f4")
 	fill := fl.String("fillvalue", "", "new fill value")
 	dry := fl.Bool("n", false, "print what would change; write nothing")
+	force := fl.Bool("force", false, "rewrite even past the chunk limit")
 	ops, code := parseArgs("modify", fl, args, stderr)
 	if code >= 0 {
 		return code
@@ -59,6 +71,7 @@ func runModify(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badUsage("modify", stderr, "%v", err)
 	}
+	o.Force = *force
 	bar := &progressBar{w: stderr, name: "modify"}
 	if isTerminal(stderr) && !*dry {
 		o.Progress = func(done, total int64) { bar.update("rows of new chunks", done, total) }
@@ -69,26 +82,78 @@ func runModify(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	before, statErr := os.Stat(file)
 	res, err := modify.File(file, dataset, o, *dry)
 	bar.clear()
+	if errors.Is(err, modify.ErrTooManyChunks) && *dry {
+		printModifyPlan(stdout, file, res.Plan, before)
+	}
 	if err != nil {
 		if !errors.Is(err, modify.ErrUnsupported) && isOptionError(err) {
 			return badUsage("modify", stderr, "%v", err)
 		}
 		return fail(stderr, file, fmt.Errorf("%s: %w", dataset, err))
 	}
-	changes := strings.Join(res.Changes(), "; ")
-	if changes == "" {
-		changes = "storage as it is"
-	}
 	if *dry {
-		fmt.Fprintf(stdout, "%s: would rewrite %s in %d versions (%s): %s; raw_data holds %d chunk slots\n",
-			file, dataset, len(res.Versions), strings.Join(res.Versions, ", "), changes, res.OldSlots)
+		printModifyPlan(stdout, file, res.Plan, before)
 		return 0
 	}
-	fmt.Fprintf(stdout, "%s: rewrote %s in %d versions: %s; %d -> %d chunk slots, %s read, in %s\n",
-		file, dataset, len(res.Versions), changes, res.OldSlots, res.Slots, sizeString(res.Read), res.Elapsed.Round(1e6))
+	fmt.Fprintf(stdout, "%s: rewrote %s in %s: %s; %d -> %d chunk slots, %s read, in %s\n",
+		file, dataset, plural(int64(len(res.Versions)), "version"), changeList(res.Plan), res.OldSlots, res.Slots, sizeString(res.Read), res.Elapsed.Round(1e6))
+	fmt.Fprintf(stdout, "%s\n", chunkCounts(res.Plan))
+	after, err := os.Stat(file)
+	if statErr != nil || err != nil {
+		return 0 // rewritten; a size that cannot be measured is not printed
+	}
+	fmt.Fprintf(stdout, "%s %s; %s\n", file, sizeChange(before.Size(), after.Size()), compactNote(res.Unused))
 	return 0
+}
+
+// changeList is the plan's changes in one phrase.
+func changeList(p modify.Plan) string {
+	if c := p.Changes(); len(c) > 0 {
+		return strings.Join(c, "; ")
+	}
+	return "storage as it is"
+}
+
+// printModifyPlan says what a rewrite would do and cost: its changes, the new chunks of
+// each version and in total, and the estimated growth of the file, measured now.
+func printModifyPlan(w io.Writer, file string, p modify.Plan, st os.FileInfo) {
+	fmt.Fprintf(w, "%s: would rewrite %s in %s (%s): %s; raw_data holds %d chunk slots\n",
+		file, p.Dataset, plural(int64(len(p.Versions)), "version"), strings.Join(p.Versions, ", "), changeList(p), p.OldSlots)
+	fmt.Fprintf(w, "%s; about %s\n", chunkCounts(p), plural(p.NewSlots, "raw_data slot"))
+	now := ""
+	if st != nil {
+		now = " (now " + byteSize(st.Size()) + ")"
+	}
+	fmt.Fprintf(w, "estimate: the file%s would grow by about %s; then %s\n", now, byteSize(p.Growth), compactNote(p.Unused))
+}
+
+// chunkCounts is "new chunks per version: v1 12, v2 16 (28 in total)", the list cut
+// after a few versions.
+func chunkCounts(p modify.Plan) string {
+	const shown = 8
+	var parts []string
+	for i, v := range p.Versions {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("... (%d more)", len(p.Versions)-shown))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", v, p.VersionChunks[i]))
+	}
+	return fmt.Sprintf("new chunks per version: %s (%d in total, at most %d in one version; the limit is %d without --force)",
+		strings.Join(parts, ", "), p.Mappings, p.MaxChunks, modify.MaxVersionChunks)
+}
+
+// compactNote says what vh5fs compact gives back of the old storage, measured where
+// the file's layout lets it be.
+func compactNote(old int64) string {
+	if old < 0 {
+		return "vh5fs compact gives back the space the old storage took"
+	}
+	return fmt.Sprintf("vh5fs compact would give back at least %s (the old raw_data, hash_table and mapping lists, unused after the rewrite)",
+		byteSize(old))
 }
 
 // isOptionError tells a refused option (usage, status 2) from a file that cannot be
@@ -101,7 +166,9 @@ func modifyOptions(fl *flag.FlagSet, chunks, comp string, shuffle, noShuffle boo
 	var o modify.Options
 	set := map[string]bool{}
 	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if len(set) == 0 || (len(set) == 1 && set["n"]) {
+	delete(set, "n")
+	delete(set, "force")
+	if len(set) == 0 {
 		return o, errors.New("nothing to change: give --chunks, --compression, --shuffle, --no-shuffle, --dtype or --fillvalue")
 	}
 	if set["chunks"] {

@@ -50,6 +50,36 @@ func (p *progressBar) update(phase string, done, total int64) {
 	fmt.Fprintf(p.w, "\r\033[K%s [%s] %d/%d %s", p.name, bar, done, total, phase)
 }
 
+// ticking draws "name: phase (Ns)" every second, for work that reports no fraction done,
+// until stop, which erases the line.
+func (p *progressBar) ticking(phase string) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	start := time.Now()
+	draw := func() {
+		fmt.Fprintf(p.w, "\r\033[K%s: %s (%ds)", p.name, phase, int(time.Since(start).Seconds()))
+	}
+	p.drawn = true
+	draw()
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				draw()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+		p.clear()
+	}
+}
+
 // clear erases the line, so that what follows starts on a clean one.
 func (p *progressBar) clear() {
 	if p.drawn {
