@@ -60,7 +60,7 @@ const usage = `usage:
                                              delete_versions does; -n: what would go
   vh5fs compact FILE [-o OUT [--force]]      rewrite FILE without the space nothing uses
   vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
-               [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n]
+               [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n] [--force]
                                              change a dataset's storage in every version
   vh5fs help [COMMAND]
   vh5fs --version
