@@ -189,7 +189,7 @@ func currentTarget(version string) string { return "versions/" + version }
 func currentVersion(m *mount) (string, error) {
 	cur, committed, err := m.file.Current()
 	if err != nil {
-		return "", fmt.Errorf("current_version %q: %w", cur, err)
+		return "", fmt.Errorf("current_version: %w", err)
 	}
 	if cur != "" && !committed {
 		return "", fmt.Errorf("%s: current_version %q is not a committed version", m.file.Path(), cur)

@@ -141,7 +141,7 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 	}
 	h, err := f.h.OpenDataset(path)
 	if err != nil {
-		return nil, err
+		return nil, f.gone(path, err)
 	}
 	keep := false
 	defer func() {

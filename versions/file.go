@@ -69,10 +69,10 @@ type File struct {
 	retired  []*Dataset             // datasets Forget dropped that hold handles, closed by Close; GUARDED_BY(mu)
 	// retiredRaws are raw_data handles ForgetAll dropped, closed by Close. GUARDED_BY(mu)
 	retiredRaws []*h5.Dataset
-	meta        map[string]Version      // committed versions' metadata; GUARDED_BY(mu)
-	listing     atomic.Pointer[listing] // the last version list read from the bytes
-	live        *liveState              // OpenLive only (live.go)
-	asOf        *asOf                   // set by AsOf before the File is shared, then read-only
+	meta        map[string]Version       // committed versions' metadata; GUARDED_BY(mu)
+	snap        atomic.Pointer[snapshot] // the versions of the last state read from the bytes
+	live        *liveState               // OpenLive only (live.go)
+	asOf        *asOf                    // set by AsOf before the File is shared, then read-only
 }
 
 // Open opens path read-only and checks its layout. A file with a _version_data group must
@@ -209,11 +209,46 @@ func (f *File) CurrentVersion() (string, error) {
 	if f.asOf != nil {
 		return f.asOf.version, nil
 	}
-	s, err := f.stringAttr(VersionsGroup, "current_version")
+	snap := f.snapshot()
+	s, err := snap.current, snap.currentErr
+	if errors.Is(err, h5meta.ErrUnsupported) {
+		s, err = f.stringAttr(VersionsGroup, "current_version")
+	}
 	if err != nil || s == FirstVersion {
 		return "", err
 	}
 	return s, nil
+}
+
+// Current is CurrentVersion, and whether it names a committed version, both read from one
+// state of the file: before a commit's publish or after it, never current_version of one
+// and the committed flags of the other. In a healthy file committed is true unless name is
+// "".
+func (f *File) Current() (name string, committed bool, err error) {
+	if !f.versioned {
+		return "", false, nil
+	}
+	if f.asOf != nil {
+		return f.asOf.version, true, nil // AsOf found it committed
+	}
+	s := f.snapshot()
+	if s.unsupported() {
+		// Both through libhdf5, which a commit changes in this order: flag, then current.
+		if name, err = f.stringAttr(VersionsGroup, "current_version"); err != nil || name == FirstVersion || name == "" {
+			return "", false, err
+		}
+		_, committed, err = f.readVersion(name)
+		return name, committed, err
+	}
+	if s.currentErr != nil || s.current == FirstVersion || s.current == "" {
+		return "", false, s.currentErr
+	}
+	if s.listErr != nil { // a damaged list: the version's own group answers
+		_, committed, err = f.readVersion(s.current)
+	} else {
+		_, committed, err = s.version(f, s.current)
+	}
+	return s.current, committed, err
 }
 
 // Version is one committed version's metadata.
@@ -244,7 +279,8 @@ func (f *File) Versions() ([]Version, error) {
 	if !f.versioned {
 		return nil, nil
 	}
-	out, err := f.versionsFromBytes()
+	s := f.snapshot()
+	out, err := slices.Clone(s.versions), s.listErr
 	if errors.Is(err, h5meta.ErrUnsupported) {
 		out, err = f.versionsFromHDF5()
 	}
@@ -266,7 +302,10 @@ func (f *File) versionsFromHDF5() ([]Version, error) {
 		if (m.Kind != h5.KindGroup && m.Kind != h5.KindBroken) || m.Name == FirstVersion {
 			continue
 		}
-		v, ok, err := f.Version(m.Name)
+		v, ok, err := f.readVersion(m.Name)
+		if ok && f.hidden(v) {
+			ok = false
+		}
 		if err != nil {
 			// A version whose group or metadata cannot be read is listed all the same:
 			// looking it up answers the error, and the other versions stay readable.
@@ -280,66 +319,127 @@ func (f *File) versionsFromHDF5() ([]Version, error) {
 	return out, nil
 }
 
-// listing is a version list read from the file's bytes at gen.
-type listing struct {
-	gen      uint64
-	versions []Version
+// snapshot is one state of the file's bytes as far as its versions go: current_version and
+// the committed versions, read together under the bytes lock at gen. The durable bytes are
+// always a whole state (a commit's apply changes them under that lock, its body and its
+// publish each at once), while libhdf5 already sees a commit's writes before they are
+// durable: so readers ask the snapshot, not libhdf5, which versions exist and which is
+// current, and never meet current_version naming a version whose committed flag they
+// read from another state.
+type snapshot struct {
+	gen        uint64
+	current    string             // current_version as stored
+	currentErr error              // current_version unread; ErrUnsupported (wrapped): libhdf5 reads it
+	versions   []Version          // committed versions, and those whose metadata is unreadable
+	byName     map[string]Version // versions by name
+	broken     map[string]bool    // listed, but their metadata cannot be read
+	listErr    error              // the list unread; ErrUnsupported (wrapped): libhdf5 lists it
 }
 
-// versionsFromBytes is Versions through h5meta; versions already known come from f.meta.
-// While a commit writes, the bytes cannot be read: the list read last before it began is
-// still the list of committed versions (the commit's own is published when it ends), else
-// libhdf5 answers.
-func (f *File) versionsFromBytes() ([]Version, error) {
-	// The list changes only with the bytes, and every change of the bytes bumps gen: a
-	// list read at this gen is the list (and asks no lock a commit's libhdf5 calls hold).
-	if l := f.listing.Load(); l != nil && l.gen == f.store.Gen() {
-		return slices.Clone(l.versions), nil
+// version looks name up in s: the broken are asked again (f.readVersion answers the error).
+func (s *snapshot) version(f *File, name string) (Version, bool, error) {
+	if s.broken[name] {
+		return f.readVersion(name)
 	}
-	if !f.store.TryRLockBytes() {
-		gen, busy := f.store.Gen(), f.store.Writing()
-		if l := f.listing.Load(); l != nil && gen == f.store.Gen() && busy && l.gen == gen-1 {
-			return slices.Clone(l.versions), nil
-		}
-		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
+	v, ok := s.byName[name]
+	return v, ok, nil
+}
+
+// unsupported reports a part of s that h5meta does not decode, which libhdf5 answers.
+func (s *snapshot) unsupported() bool {
+	return errors.Is(s.currentErr, h5meta.ErrUnsupported) || errors.Is(s.listErr, h5meta.ErrUnsupported)
+}
+
+// snapshot returns the versions of the file's bytes now (versioned files only). While a
+// commit applies, it is the state before the apply if that was read, else it waits for the
+// apply, which runs no fsync under the lock. A damaged file's snapshot is read again at
+// every call, as its errors may be of the moment.
+func (f *File) snapshot() *snapshot {
+	// The versions change only with the bytes, and every change of the bytes bumps gen.
+	if s := f.snap.Load(); s != nil && s.gen == f.store.Gen() {
+		return s
 	}
-	gen := f.store.Gen()
-	f.store.RUnlockBytes()
-	addr, err := f.h.ObjectAddr(VersionsGroup)
+	addr, err := f.h.ObjectAddr(VersionsGroup) // the group's address never changes
 	if err != nil {
-		return nil, err
+		return &snapshot{currentErr: err, listErr: err}
 	}
 	// Lock ordering: File.mu, then the bytes lock (never File.mu while holding it).
 	f.mu.Lock()
 	known := maps.Clone(f.meta)
 	f.mu.Unlock()
-	found := map[string]Version{}
-	out, err := f.versionList(addr, known, found)
-	if err != nil {
-		return nil, err
+	if !f.store.TryRLockBytes() {
+		gen, busy := f.store.Gen(), f.store.Writing()
+		if s := f.snap.Load(); s != nil && busy && s.gen == gen-1 && gen == f.store.Gen() {
+			return s // the state the apply under way started from
+		}
+		f.store.RLockBytes()
 	}
+	gen := f.store.Gen()
+	found := map[string]Version{}
+	s := f.readSnapshot(addr, known, found)
+	f.store.RUnlockBytes()
+	s.gen = gen
 	f.mu.Lock()
 	maps.Copy(f.meta, found)
 	f.mu.Unlock()
-	if f.store.Gen() == gen {
-		f.listing.Store(&listing{gen: gen, versions: slices.Clone(out)})
+	kept := func(err error) bool { return err == nil || errors.Is(err, h5meta.ErrUnsupported) }
+	for kept(s.currentErr) && kept(s.listErr) {
+		old := f.snap.Load()
+		if old != nil && old.gen >= gen || f.snap.CompareAndSwap(old, s) {
+			break
+		}
 	}
-	return out, nil
+	return s
 }
 
-// versionList lists the versions linked from the group at addr, taking those in known as
-// they are and adding the others it reads to found. Reading 10,000 versions' attributes is
-// most of an `ls versions/`, so a long list is read by one goroutine per core.
-func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Version, error) {
-	if !f.store.TryRLockBytes() {
-		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
-	}
-	defer f.store.RUnlockBytes()
+// readSnapshot reads the versions group at addr, its current_version and its versions;
+// the bytes are held (RLockBytes).
+func (f *File) readSnapshot(addr uint64, known, found map[string]Version) *snapshot {
+	s := &snapshot{byName: map[string]Version{}, broken: map[string]bool{}}
 	// Thousands of small reads: through a mapping of the file rather than one pread each.
 	m, err := f.store.MappedMeta()
 	if err != nil {
-		return nil, err
+		s.currentErr, s.listErr = err, err
+		return s
 	}
+	s.current, s.currentErr = currentAttr(m, addr)
+	if s.versions, s.listErr = f.versionList(m, addr, known, found, s.broken); s.listErr != nil {
+		return s
+	}
+	slices.SortFunc(s.versions, func(a, b Version) int { return strings.Compare(a.Name, b.Name) })
+	for _, v := range s.versions {
+		s.byName[v.Name] = v
+	}
+	return s
+}
+
+// currentAttr reads current_version from the versions group at addr in m ("" if absent).
+func currentAttr(m *h5meta.File, addr uint64) (string, error) {
+	o, err := m.Inspect(addr)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", VersionsGroup, err)
+	}
+	for _, a := range o.Attrs {
+		if a.Name != "current_version" {
+			continue
+		}
+		if a.Value == nil {
+			return "", fmt.Errorf("%s: attribute current_version: %w", VersionsGroup, h5meta.ErrUnsupported)
+		}
+		s, isString := a.Value.(string)
+		if !isString {
+			return "", fmt.Errorf("%s: attribute current_version is %T, not a string", VersionsGroup, a.Value)
+		}
+		return s, nil
+	}
+	return "", nil
+}
+
+// versionList lists the versions linked from the group at addr in m, taking those in known
+// as they are, adding the others it reads to found and the names of those whose metadata
+// cannot be read to broken. Reading 10,000 versions' attributes is most of an
+// `ls versions/`, so a long list is read by one goroutine per core. The bytes are held.
+func (f *File) versionList(m *h5meta.File, addr uint64, known, found map[string]Version, broken map[string]bool) ([]Version, error) {
 	links, err := m.Links(addr)
 	if err != nil {
 		return nil, err
@@ -347,6 +447,7 @@ func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Vers
 	type entry struct {
 		v          Version
 		keep, read bool // listed; read here (not known)
+		broken     bool // listed, its metadata unreadable
 		err        error
 	}
 	entries := make([]entry, len(links))
@@ -368,7 +469,7 @@ func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Vers
 			if err != nil {
 				// A version whose metadata cannot be read is listed all the same: looking it
 				// up answers the error, and the other versions stay readable.
-				e.v, e.keep = Version{Name: l.Name}, true
+				e.v, e.keep, e.broken = Version{Name: l.Name}, true, true
 				continue
 			}
 			if !o.IsGroup {
@@ -404,6 +505,9 @@ func (f *File) versionList(addr uint64, known, found map[string]Version) ([]Vers
 		if e.read {
 			found[e.v.Name] = e.v
 		}
+		if e.broken {
+			broken[e.v.Name] = true
+		}
 	}
 	return out, nil
 }
@@ -422,6 +526,14 @@ func (f *File) version(name string) (v Version, ok bool, err error) {
 	if !f.versioned || name == "" || name == FirstVersion || strings.Contains(name, "/") {
 		return Version{}, false, nil
 	}
+	if s := f.snapshot(); s.listErr == nil {
+		return s.version(f, name)
+	}
+	return f.readVersion(name) // a damaged list, or one h5meta does not decode
+}
+
+// readVersion is version through libhdf5 and the version's attributes.
+func (f *File) readVersion(name string) (v Version, ok bool, err error) {
 	f.mu.Lock()
 	v, ok = f.meta[name]
 	f.mu.Unlock()
@@ -453,7 +565,7 @@ func (f *File) ForgetAll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.meta = map[string]Version{}
-	f.listing.Store(nil)
+	f.snap.Store(nil)
 	for _, d := range f.datasets {
 		if !droppable(d) {
 			f.retired = append(f.retired, d)
@@ -474,7 +586,7 @@ func (f *File) Forget(names ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.meta = map[string]Version{}
-	f.listing.Store(nil)
+	f.snap.Store(nil)
 	for p, d := range f.datasets {
 		for _, n := range names {
 			if strings.HasPrefix(p, VersionsGroup+"/"+n+"/") {
@@ -587,7 +699,7 @@ type Entry struct {
 func (f *File) List(path string) ([]Entry, error) {
 	members, err := f.h.Members(path)
 	if err != nil {
-		return nil, err
+		return nil, f.gone(path, err)
 	}
 	out := make([]Entry, 0, len(members))
 	for _, m := range members {
@@ -603,6 +715,15 @@ func (f *File) List(path string) ([]Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// gone is err, a failure to open path, or ErrNotFound if path names nothing now: a
+// version renamed or deleted since its name was looked up is not an I/O error.
+func (f *File) gone(path string, err error) error {
+	if k, kerr := f.h.Kind(path); kerr == nil && k == h5.KindMissing {
+		return fmt.Errorf("%s: %w", path, ErrNotFound)
+	}
+	return err
 }
 
 // Kind tells whether path is a group, a dataset or missing.
