@@ -83,6 +83,16 @@ func File(path string, o Options) (Result, error) {
 	}
 	src, err := h5.OpenSource(t.file)
 	if err != nil {
+		// The journal driver's open fails without libhdf5's reason (a truncated file's
+		// sizes, say); the plain open gives it.
+		var he *h5.Error
+		if errors.As(err, &he) {
+			if f, err2 := h5.Open(t.file); err2 != nil {
+				err = err2
+			} else {
+				f.Close()
+			}
+		}
 		return Result{}, err
 	}
 	defer src.Close()
