@@ -32,15 +32,21 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"log": {`usage: vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline]
+		"log": {`usage: vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline | --json]
        vh5fs log --all FILE [-n N]
 
 The history of VERSION (default: the current version), newest first, following
-prev_version to the first version: each version's name, timestamp, parent and the
+prev_version to the first version: each version's name, timestamp, parent, the
 datasets changed from its parent (A added, M modified: shape or chunk map differs,
-D removed). --at TIME starts from the version current at TIME (see 'vh5fs help time').
+D removed) and the HDF5 attributes changed on the groups and datasets both hold
+('attribute x units: "m" -> "km"', 'added: V', 'removed (was V)'; values as the
+user.hdf5.* xattrs show them, / is the version's own group).
+--at TIME starts from the version current at TIME (see 'vh5fs help time').
 -n N shows at most N versions; --oneline one line per version: name, timestamp and the
-number of datasets changed.
+number of datasets (and attributes) changed. --json prints one JSON array, a version an
+object: version, timestamp, parent, current, datasets [{path, change}], attributes
+[{path, name, change, old, new}] (change: added, removed, modified; old and new are the
+values, absent when the attribute is).
 --all shows every version, one line each, with the branches drawn as lanes (as
 git log --all --graph --oneline draws them): writing versions/<old>/ in a read-write
 mount makes a sibling of <old>'s children, a new branch.
@@ -62,11 +68,17 @@ the dataset's dtype, shape, chunks, filters, fill value, chunks stored of the to
 chunks shared with the parent version. With --at, the part after ':' is the DATASET of the
 version current at TIME.
 `, runInfo},
-		"diff": {`usage: vh5fs diff [-v] FILE V1 V2 [DATASET]
+		"diff": {`usage: vh5fs diff [-v | --json] FILE V1 V2 [DATASET]
 
 What changed in each dataset (or only DATASET) from version V1 to V2, one line each: how
 many elements changed and the range of their old and new values (numeric dtypes), and,
 when the shape changed, how many elements were added and removed and their values.
+Then one line per HDF5 attribute changed on a group or dataset both versions hold (or on
+DATASET): 'x: attribute units: "m" -> "km"', 'added: V' or 'removed (was V)', values as
+the user.hdf5.* xattrs show them; / is the version's own group.
+--json prints one JSON object: from, to, datasets [{path, change (added, removed,
+modified or unchanged), old_shape, new_shape, elements_changed, elements_compared,
+elements_added, elements_removed}], attributes [{path, name, change, old, new}].
 Only the chunks that differ are read: the chunk maps tell the others (the same raw_data
 slot, or equal hash-table digests, hold the same data).
 -v adds, per dataset, how the chunks were decided and one line per differing chunk with
@@ -300,6 +312,7 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 	limit := fl.Int("n", 0, "show at most this many versions (0: all)")
 	oneline := fl.Bool("oneline", false, "one line per version")
 	everyVersion := fl.Bool("all", false, "every version, with branches")
+	asJSON := fl.Bool("json", false, "one JSON array")
 	f, file, start, chosen, code := openAtVersion(fl, "start from the version current at this time", args, stderr)
 	if code >= 0 {
 		return code
@@ -307,6 +320,9 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 	defer f.Close()
 	if *limit < 0 {
 		return badUsage("log", stderr, "-n must not be negative")
+	}
+	if *asJSON && (*oneline || *everyVersion) {
+		return badUsage("log", stderr, "--json goes with neither --oneline nor --all")
 	}
 	if *everyVersion {
 		if chosen {
@@ -323,6 +339,7 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 	if *limit > 0 && *limit < len(hist) {
 		hist = hist[:*limit]
 	}
+	entries := []logJSON{}
 	for i, v := range hist {
 		parent := v.PrevVersion
 		dangling := parent != "" && (i+1 == len(all) || all[i+1].Name != parent)
@@ -334,12 +351,20 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, file, err)
 		}
+		attrs, err := inspect.AttrChanges(f, from, v.Name, "")
+		if err != nil {
+			return fail(stderr, file, err)
+		}
+		if *asJSON {
+			entries = append(entries, newLogJSON(v, parent, dangling, v.Name == cur, changes, attrs))
+			continue
+		}
 		mark := ""
 		if v.Name == cur {
 			mark = " (current)"
 		}
 		if *oneline {
-			fmt.Fprintf(stdout, "%s  %s  %d changed%s\n", v.Name, v.Timestamp, len(changes), mark)
+			fmt.Fprintf(stdout, "%s  %s  %s%s\n", v.Name, v.Timestamp, changedCount(len(changes), len(attrs)), mark)
 			continue
 		}
 		if i > 0 {
@@ -355,13 +380,116 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 		default:
 			fmt.Fprintf(stdout, "parent:    %s\n", parent)
 		}
-		if len(changes) == 0 {
+		if len(changes) == 0 && len(attrs) == 0 {
 			fmt.Fprintln(stdout, "    (no dataset changed)")
 		}
 		for _, c := range changes {
 			fmt.Fprintf(stdout, "    %s %s\n", changeLetter[c.Kind], c.Path)
 		}
+		for _, a := range attrs {
+			fmt.Fprintf(stdout, "    attribute %s %s\n", objectName(a.Path), attrChangeText(a))
+		}
 	}
+	if *asJSON {
+		return printJSON(stdout, stderr, file, entries)
+	}
+	return 0
+}
+
+// changedCount is "2 changed", with ", 1 attribute changed" when attributes changed.
+func changedCount(datasets, attrs int) string {
+	s := fmt.Sprintf("%d changed", datasets)
+	if attrs > 0 {
+		s += fmt.Sprintf(", %s changed", plural(int64(attrs), "attribute"))
+	}
+	return s
+}
+
+// objectName is an attribute's object as printed: its path in the version, / for the
+// version's own group.
+func objectName(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+// attrChangeText is `units: "m" -> "km"`, `units added: "m"` or `units removed (was "m")`.
+func attrChangeText(a inspect.AttrChange) string {
+	switch a.Kind {
+	case inspect.Added:
+		return fmt.Sprintf("%s added: %s", a.Name, a.New)
+	case inspect.Removed:
+		return fmt.Sprintf("%s removed (was %s)", a.Name, a.Old)
+	}
+	return fmt.Sprintf("%s: %s -> %s", a.Name, a.Old, a.New)
+}
+
+// attrJSON is an attribute change in the JSON outputs of log and diff.
+type attrJSON struct {
+	Path   string          `json:"path"`
+	Name   string          `json:"name"`
+	Change string          `json:"change"`
+	Old    json.RawMessage `json:"old,omitempty"`
+	New    json.RawMessage `json:"new,omitempty"`
+}
+
+func newAttrJSON(cs []inspect.AttrChange) []attrJSON {
+	out := make([]attrJSON, 0, len(cs))
+	for _, c := range cs {
+		a := attrJSON{Path: objectName(c.Path), Name: c.Name, Change: c.Kind}
+		// A change of type alone carries the dtype after the value: a string then.
+		raw := func(text string) json.RawMessage {
+			if text == "" {
+				return nil
+			}
+			if json.Valid([]byte(text)) {
+				return json.RawMessage(text)
+			}
+			b, _ := json.Marshal(text)
+			return b
+		}
+		a.Old, a.New = raw(c.Old), raw(c.New)
+		out = append(out, a)
+	}
+	return out
+}
+
+// logJSON is one version in log --json.
+type logJSON struct {
+	Version       string        `json:"version"`
+	Timestamp     string        `json:"timestamp"`
+	Parent        string        `json:"parent"`
+	ParentMissing bool          `json:"parent_missing,omitempty"`
+	Current       bool          `json:"current"`
+	Datasets      []datasetJSON `json:"datasets"`
+	Attributes    []attrJSON    `json:"attributes"`
+}
+
+type datasetJSON struct {
+	Path   string `json:"path"`
+	Change string `json:"change"`
+}
+
+func newLogJSON(v versions.Version, parent string, dangling, current bool, changes []inspect.DatasetChange, attrs []inspect.AttrChange) logJSON {
+	if parent == "" {
+		parent = versions.FirstVersion
+	}
+	e := logJSON{Version: v.Name, Timestamp: v.Timestamp, Parent: parent, ParentMissing: dangling, Current: current,
+		Datasets: make([]datasetJSON, 0, len(changes)), Attributes: newAttrJSON(attrs)}
+	for _, c := range changes {
+		e.Datasets = append(e.Datasets, datasetJSON{c.Path, c.Kind})
+	}
+	return e
+}
+
+// printJSON writes v indented, with a final newline.
+func printJSON(stdout, stderr io.Writer, file string, v any) int {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	fmt.Fprintf(stdout, "%s\n", b)
 	return 0
 }
 
@@ -666,9 +794,13 @@ func filterString(fs []h5.Filter) string {
 func runDiff(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("diff", flag.ContinueOnError)
 	verbose := fl.Bool("v", false, "chunk detail")
+	asJSON := fl.Bool("json", false, "one JSON object")
 	ops, code := parseArgs("diff", fl, args, stderr)
 	if code >= 0 {
 		return code
+	}
+	if *asJSON && *verbose {
+		return badUsage("diff", stderr, "-v and --json together")
 	}
 	if len(ops) < 3 || len(ops) > 4 {
 		return badUsage("diff", stderr, "needs FILE V1 V2 [DATASET]")
@@ -697,14 +829,60 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, file, err)
 	}
+	attrs, err := inspect.AttrChanges(f, ops[1], ops[2], ds)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	out := diffJSON{From: ops[1], To: ops[2], Datasets: []datasetDiffJSON{}, Attributes: newAttrJSON(attrs)}
 	for _, dd := range diffs {
 		ed, err := inspect.DiffElements(f, ops[1], ops[2], dd)
 		if err != nil {
 			return fail(stderr, file, err)
 		}
+		if *asJSON {
+			out.Datasets = append(out.Datasets, newDatasetDiffJSON(dd, ed))
+			continue
+		}
 		printDiff(stdout, dd, ed, *verbose)
 	}
+	if *asJSON {
+		return printJSON(stdout, stderr, file, out)
+	}
+	for _, a := range attrs {
+		fmt.Fprintf(stdout, "%s: attribute %s\n", objectName(a.Path), attrChangeText(a))
+	}
 	return 0
+}
+
+// diffJSON is diff --json's object.
+type diffJSON struct {
+	From       string            `json:"from"`
+	To         string            `json:"to"`
+	Datasets   []datasetDiffJSON `json:"datasets"`
+	Attributes []attrJSON        `json:"attributes"`
+}
+
+type datasetDiffJSON struct {
+	Path     string  `json:"path"`
+	Change   string  `json:"change"`
+	OldShape []int64 `json:"old_shape"`
+	NewShape []int64 `json:"new_shape"`
+	// Element counts, where the dtype and the number of axes let elements correspond.
+	Changed  *int64 `json:"elements_changed,omitempty"`
+	Compared *int64 `json:"elements_compared,omitempty"`
+	Added    *int64 `json:"elements_added,omitempty"`
+	Removed  *int64 `json:"elements_removed,omitempty"`
+}
+
+func newDatasetDiffJSON(dd inspect.DatasetDiff, ed inspect.ElementDiff) datasetDiffJSON {
+	j := datasetDiffJSON{Path: dd.Path, Change: dd.Kind, OldShape: dd.Shape1, NewShape: dd.Shape2}
+	if j.Change == "" {
+		j.Change = "unchanged"
+	}
+	if dd.Kind == inspect.Modified && !ed.Incomparable {
+		j.Changed, j.Compared, j.Added, j.Removed = &ed.Changed, &ed.Compared, &ed.Added, &ed.Removed
+	}
+	return j
 }
 
 // printDiff prints a dataset's line: what changed in its elements; with verbose, the
@@ -862,6 +1040,10 @@ func logAll(f *versions.File, file string, limit int, stdout, stderr io.Writer) 
 		if err != nil {
 			return fail(stderr, file, err)
 		}
+		attrs, err := inspect.AttrChanges(f, from, v.Name, "")
+		if err != nil {
+			return fail(stderr, file, err)
+		}
 		mark := ""
 		if v.Name == cur {
 			mark = " (current)"
@@ -869,7 +1051,7 @@ func logAll(f *versions.File, file string, limit int, stdout, stderr io.Writer) 
 		if v.PrevVersion != "" && !known[v.PrevVersion] {
 			mark += fmt.Sprintf(" (parent %s missing)", v.PrevVersion)
 		}
-		fmt.Fprintf(stdout, "%s %s  %s  %d changed%s\n", r.Graph, v.Name, v.Timestamp, len(changes), mark)
+		fmt.Fprintf(stdout, "%s %s  %s  %s%s\n", r.Graph, v.Name, v.Timestamp, changedCount(len(changes), len(attrs)), mark)
 	}
 	return 0
 }
