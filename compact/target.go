@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/stage"
 )
 
 // target is a compaction's source and destination, resolved and checked.
@@ -100,12 +101,8 @@ func (t *target) resolveOut(path, out string, force bool) error {
 			return fmt.Errorf("-o %s: has %d hard links, and the copy replaces it with a new file, which the other "+
 				"names would not get: remove the other links first, or write to another name", out, n)
 		}
-		if _, err := os.Lstat(dst + h5.JournalSuffix); err == nil {
-			return fmt.Errorf("-o %s: the journal of an interrupted vh5fs change (%s) is beside it: "+
-				"run 'vh5fs fsck --repair %s' or remove the journal first", out, dst+h5.JournalSuffix, out)
-		}
 		t.out, t.replaced = dst, ost
-		return nil
+		return besideOut(out, dst)
 	}
 	dir := filepath.Dir(dst)
 	dst2, derr := os.Stat(dir)
@@ -120,6 +117,21 @@ func (t *target) resolveOut(path, out string, force bool) error {
 		return fmt.Errorf("-o %s: %v", out, unwrapPath(err))
 	}
 	t.out = dst
+	return besideOut(out, dst)
+}
+
+// besideOut refuses an out (resolved: dst) that has what belongs to another file beside
+// it: a journal of an interrupted change, which would be recovered onto the copy, or
+// saved stages, which record another file's raw_data slots.
+func besideOut(out, dst string) error {
+	if _, err := os.Lstat(dst + h5.JournalSuffix); err == nil {
+		return fmt.Errorf("-o %s: the journal of an interrupted vh5fs change (%s) is beside it: "+
+			"run 'vh5fs fsck --repair %s' or remove the journal first", out, dst+h5.JournalSuffix, out)
+	}
+	if ss, err := stage.Saved(dst); err == nil && len(ss) > 0 {
+		return fmt.Errorf("-o %s: stage %s is saved beside it (%s), whose raw_data slots are another file's: "+
+			"commit or remove the stages first, or write elsewhere", out, ss[0].Name, stage.Dir(dst))
+	}
 	return nil
 }
 

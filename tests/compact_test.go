@@ -362,6 +362,19 @@ func TestCompactOut(t *testing.T) {
 			require.NoError(t, os.WriteFile(dir+"/old.h5", []byte("replace me"), 0o644))
 			return []string{"-o", dir + "/old.h5", "--force"}
 		}, inside: "old.h5"},
+		{name: "a journal beside OUT", setup: func(t *testing.T, dir, file string) []string {
+			require.NoError(t, os.WriteFile(dir+"/new.h5.vh5fs-journal", []byte("another file's"), 0o644))
+			return []string{"-o", dir + "/new.h5"}
+		}, want: "-o DIR/new.h5: the journal of an interrupted vh5fs change (DIR/new.h5.vh5fs-journal) is beside it: " +
+			"run 'vh5fs fsck --repair DIR/new.h5' or remove the journal first"},
+		{name: "stages beside OUT", setup: func(t *testing.T, dir, file string) []string {
+			copyFile(t, compactSrc, dir+"/old.h5")
+			m := mount(t, dir+"/old.h5", "rw")
+			require.NoError(t, os.Mkdir(filepath.Join(m.Dir, "stage", "s1"), 0o755))
+			m.unmount(t)
+			return []string{"-o", dir + "/old.h5", "--force"}
+		}, want: "-o DIR/old.h5: stage s1 is saved beside it (DIR/.old.h5.vh5fs-stages), whose raw_data slots are " +
+			"another file's: commit or remove the stages first, or write elsewhere"},
 		{name: "new", setup: func(t *testing.T, dir, file string) []string {
 			return []string{"-o", dir + "/new.h5"}
 		}, inside: "new.h5"},
@@ -429,6 +442,19 @@ func TestCompactOut(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("OUT held by a read-only mount", func(t *testing.T) {
+		file, out := fixture.Copy(t, compactSrc), fixture.Copy(t, compactSrc)
+		m := mount(t, out, "ro")
+		sum := fileSHA(t, out)
+		_, stderr, code := vh5fsRun(t, "compact", file, "-o", out, "--force")
+		require.Equal(t, 1, code)
+		held := fmt.Sprintf("the read-only vh5fs mount at %s (pid %d)", m.Dir, m.cmd.Process.Pid)
+		require.Equal(t, "vh5fs: "+file+": "+strings.TrimPrefix(compactRefusal(out, []string{held}, "unmount first (umount "+m.Dir+")"), "vh5fs: "),
+			oneLine(t, stderr))
+		require.Equal(t, sum, fileSHA(t, out), "OUT is as it was")
+		requireNoCompactTemp(t, filepath.Dir(out))
+	})
 
 	_, stderr, code := vh5fsRun(t, "compact", fixture.Copy(t, compactSrc), "--force")
 	require.Equal(t, 2, code)
