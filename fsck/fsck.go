@@ -5,7 +5,9 @@
 package fsck
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -32,10 +34,7 @@ type checker struct {
 	f        *versions.File
 	h        *h5.File
 	findings []Finding
-	// slots[dataGroup][row] = the trimmed extents mappings use for that slot
-	extents map[string]map[int64][][]int64
-	chunks  map[string][]int64
-	types   map[string]*versions.Dataset
+	groups   map[string]*dataGroup // by the data group's path
 	// unreadable[obj] is set once obj's attributes were found corrupt (reported once).
 	unreadable map[string]bool
 	// progress, if set, hears of each step: phase, steps done, steps in the phase.
@@ -66,7 +65,7 @@ func CheckProgress(file string, progress func(phase string, done, total int64)) 
 	if !f.Versioned() {
 		return nil, fmt.Errorf("%s: not a versioned-hdf5 file", file)
 	}
-	c := &checker{f: f, h: f.HDF5(), extents: map[string]map[int64][][]int64{}, chunks: map[string][]int64{}, types: map[string]*versions.Dataset{}, unreadable: map[string]bool{}, progress: progress}
+	c := &checker{f: f, h: f.HDF5(), groups: map[string]*dataGroup{}, unreadable: map[string]bool{}, progress: progress}
 	if err := c.versions(); err != nil {
 		return nil, err
 	}
@@ -213,7 +212,220 @@ func (c *checker) tree(dir, rel string) error {
 	return nil
 }
 
+// readCheckCells bounds the datasets fsck also reads as the mount does (versions.File):
+// its chunk map costs memory in proportion to the chunks. Larger ones are checked by their
+// mappings alone, streamed from the file's bytes.
+const readCheckCells = 1 << 20
+
+// maxDatasetFindings bounds what one dataset adds: a damaged list of ten million mappings
+// would otherwise make ten million findings.
+const maxDatasetFindings = 100
+
+// dataGroup is what the checks of a data group's hash table need, gathered from the
+// versions' datasets that use it.
+type dataGroup struct {
+	raw     string  // raw_data's path
+	info    h5.Info // raw_data's
+	strings bool    // variable-length strings
+	// ext[slot] is 1 + the index in exts of the trimmed extent mappings use for the slot (0:
+	// none); a slot mapped with several extents has the others in more[slot].
+	ext  []int32
+	exts [][]int64
+	idx  map[string]int32
+	more map[int64][]int32
+}
+
+// use records that a mapping reads slot with extent l.
+func (g *dataGroup) use(slot int64, l []int64) {
+	key := fmt.Sprint(l)
+	k, ok := g.idx[key]
+	if !ok {
+		k = int32(len(g.exts))
+		g.exts = append(g.exts, slices.Clone(l))
+		g.idx[key] = k
+	}
+	if slot < 0 || slot >= int64(len(g.ext)) { // beyond raw_data: reported by the mapping check
+		return
+	}
+	switch cur := g.ext[slot]; {
+	case cur == 0:
+		g.ext[slot] = k + 1
+	case cur != k+1 && !slices.Contains(g.more[slot], k):
+		g.more[slot] = append(g.more[slot], k)
+	}
+}
+
+// extents are the extents mappings use for slot.
+func (g *dataGroup) extents(slot int64) [][]int64 {
+	if slot < 0 || slot >= int64(len(g.ext)) || g.ext[slot] == 0 {
+		return nil
+	}
+	out := [][]int64{g.exts[g.ext[slot]-1]}
+	for _, k := range g.more[slot] {
+		out = append(out, g.exts[k])
+	}
+	return out
+}
+
+// group returns the data group whose raw_data is at raw, opening it on first use.
+func (c *checker) group(raw string) (*dataGroup, error) {
+	dir := path.Dir(raw)
+	if g, ok := c.groups[dir]; ok {
+		return g, nil
+	}
+	d, err := c.h.OpenDataset(raw)
+	if err != nil {
+		return nil, err
+	}
+	info := d.Info()
+	d.Close()
+	if info.Layout != h5.Chunked || len(info.Chunks) == 0 || len(info.Chunks) != len(info.Shape) {
+		return nil, fmt.Errorf("%s is not chunked", raw)
+	}
+	slots := info.Shape[0] / info.Chunks[0]
+	g := &dataGroup{raw: raw, info: info, strings: info.Type.VlenString, ext: make([]int32, slots),
+		idx: map[string]int32{}, more: map[int64][]int32{}}
+	if a, ok := c.attr(raw, "chunks"); !ok || !slices.Equal(asInts(a.Value), info.Chunks) {
+		c.add(raw, "attribute chunks %v, HDF5 chunk dims %v", a.Value, info.Chunks)
+	}
+	c.groups[dir] = g
+	return g, nil
+}
+
+// errStop ends a scan of mappings early.
+var errStop = errors.New("stop")
+
 func (c *checker) dataset(p string) error {
+	hdr, ok, err := c.h.DatasetHeader(p)
+	if err != nil {
+		c.add(p, "unreadable: %v", err)
+		return nil
+	}
+	var first string // the first mapping's source: the dataset's raw_data
+	if ok {
+		_, ok, err = c.h.VirtualMappings(p, func(m h5.Mapping) error {
+			first = m.SrcDataset
+			return errStop
+		})
+	}
+	if !ok || first == "" || (err != nil && !errors.Is(err, errStop)) {
+		return c.datasetThroughHDF5(p)
+	}
+	g, err := c.group(first)
+	if err != nil {
+		c.add(p, "unreadable: raw_data %s: %v", first, err)
+		return nil
+	}
+	if raw, ok := c.vstr(p, "raw_data"); ok && raw != g.raw {
+		c.add(p, "raw_data attribute %q, mappings use %q", raw, g.raw)
+	}
+	if !slices.Equal(hdr.MaxShape, hdr.Shape) {
+		c.add(p, "maxshape %v != shape %v", hdr.MaxShape, hdr.Shape)
+	}
+	if raw, ok, err := c.h.DatasetHeader(g.raw); err != nil || !ok || !bytes.Equal(raw.Type, hdr.Type) {
+		// Equal types may be encoded differently: libhdf5 decides.
+		if err := c.sameType(p, g); err != nil {
+			return err
+		}
+	}
+	cells := int64(1)
+	for i, n := range hdr.Shape {
+		cells *= (n + g.info.Chunks[i] - 1) / g.info.Chunks[i]
+	}
+	if cells <= readCheckCells {
+		if _, err := c.f.Dataset(p); err != nil {
+			c.add(p, "unreadable: %v", err)
+			return nil
+		}
+	}
+	var found []Finding // kept once the list's checksum holds
+	more := 0
+	add := func(format string, args ...any) {
+		if len(found) < maxDatasetFindings {
+			found = append(found, Finding{p, fmt.Sprintf(format, args...)})
+		} else {
+			more++
+		}
+	}
+	seen := make([]uint64, (cells+63)/64)
+	_, _, err = c.h.VirtualMappings(p, func(m h5.Mapping) error {
+		c.mapping(m, hdr.Shape, g, seen, add)
+		return nil
+	})
+	if err != nil {
+		c.add(p, "mappings unreadable: %v", err)
+		return nil
+	}
+	c.findings = append(c.findings, found...)
+	if more > 0 {
+		c.add(p, "%d more problems in its mappings", more)
+	}
+	return nil
+}
+
+// mapping checks one mapping of a dataset of the given shape reading g's raw_data, marks
+// its chunk in seen (one bit a chunk of the grid) and records the slot's extent.
+func (c *checker) mapping(m h5.Mapping, shape []int64, g *dataGroup, seen []uint64, add func(string, ...any)) {
+	chunks, rawShape := g.info.Chunks, g.info.Shape
+	where := fmt.Sprintf("mapping at %v", m.VStart)
+	if m.SrcFile != "." || m.SrcDataset != g.raw {
+		add("%s: source %s:%s", where, m.SrcFile, m.SrcDataset)
+	}
+	if len(m.VStart) != len(shape) || len(m.SrcStart) != len(chunks) {
+		add("%s: rank %d, the dataset's %d", where, len(m.VStart), len(shape))
+		return
+	}
+	aligned := true
+	for i := range m.VStart {
+		want := min(chunks[i], shape[i]-m.VStart[i])
+		switch {
+		case m.VStart[i]%chunks[i] != 0:
+			add("%s: not chunk-aligned", where)
+			aligned = false
+		case m.VCount[i] != want || m.SrcCount[i] != want:
+			add("%s: extent %v/%v, chunk's trimmed extent %d on axis %d", where, m.VCount, m.SrcCount, want, i)
+		case i > 0 && m.SrcStart[i] != 0:
+			add("%s: source starts at %v", where, m.SrcStart)
+		case i == 0 && m.SrcStart[0]%chunks[0] != 0:
+			add("%s: source row %d is not a slot", where, m.SrcStart[0])
+		case m.SrcStart[i]+m.SrcCount[i] > rawShape[i]:
+			add("%s: source beyond raw_data's %v", where, rawShape)
+		}
+	}
+	if aligned {
+		cell := int64(0) // the chunk's index in the grid, C order
+		for i := range m.VStart {
+			n := (shape[i] + chunks[i] - 1) / chunks[i]
+			cell = cell*n + m.VStart[i]/chunks[i]
+		}
+		if cell >= 0 && cell/64 < int64(len(seen)) {
+			if seen[cell/64]&(1<<(cell%64)) != 0 {
+				add("%s: chunk mapped twice", where)
+			}
+			seen[cell/64] |= 1 << (cell % 64)
+		}
+	}
+	g.use(m.SrcStart[0]/chunks[0], m.VCount)
+}
+
+// sameType compares a virtual dataset's type with its raw_data's through libhdf5, which
+// opens the virtual dataset (decoding its mappings): only for headers whose bytes differ.
+func (c *checker) sameType(p string, g *dataGroup) error {
+	vds, err := c.h.OpenDataset(p)
+	if err != nil {
+		c.add(p, "unreadable: %v", err)
+		return nil
+	}
+	defer vds.Close()
+	if t := vds.Info().Type; t.DType != g.info.Type.DType {
+		c.add(p, "dtype %s, raw_data has %s", t.DType, g.info.Type.DType)
+	}
+	return nil
+}
+
+// datasetThroughHDF5 checks a dataset whose header or mappings h5meta does not read, as
+// the mount reads it and through libhdf5.
+func (c *checker) datasetThroughHDF5(p string) error {
 	d, err := c.f.Dataset(p)
 	if err != nil {
 		c.add(p, "unreadable: %v", err)
@@ -226,16 +438,13 @@ func (c *checker) dataset(p string) error {
 	if raw, ok := c.vstr(p, "raw_data"); ok && raw != d.RawData {
 		c.add(p, "raw_data attribute %q, mappings use %q", raw, d.RawData)
 	}
-	group := d.DataGroup()
-	c.types[group] = d
-	raw := d.RawDataset().Info()
-	chunks := raw.Chunks
-	c.chunks[group] = chunks
-	if a, ok := c.attr(d.RawData, "chunks"); !ok || !slices.Equal(asInts(a.Value), chunks) {
-		c.add(d.RawData, "attribute chunks %v, HDF5 chunk dims %v", a.Value, chunks)
+	g, err := c.group(d.RawData)
+	if err != nil {
+		c.add(p, "unreadable: raw_data %s: %v", d.RawData, err)
+		return nil
 	}
-	if d.Type.DType != raw.Type.DType {
-		c.add(p, "dtype %s, raw_data has %s", d.Type.DType, raw.Type.DType)
+	if d.Type.DType != g.info.Type.DType {
+		c.add(p, "dtype %s, raw_data has %s", d.Type.DType, g.info.Type.DType)
 	}
 	vds, err := c.h.OpenDataset(p)
 	if err != nil {
@@ -250,61 +459,41 @@ func (c *checker) dataset(p string) error {
 		c.add(p, "mappings unreadable: %v", err)
 		return nil
 	}
-	if c.extents[group] == nil {
-		c.extents[group] = map[int64][][]int64{}
+	cells := int64(1)
+	for i, n := range d.Shape {
+		cells *= (n + g.info.Chunks[i] - 1) / g.info.Chunks[i]
 	}
-	seen := map[string]bool{}
+	seen := make([]uint64, (cells+63)/64)
 	for _, m := range maps {
-		where := fmt.Sprintf("mapping at %v", m.VStart)
-		if m.SrcFile != "." || m.SrcDataset != d.RawData {
-			c.add(p, "%s: source %s:%s", where, m.SrcFile, m.SrcDataset)
-		}
-		for i := range m.VStart {
-			want := min(chunks[i], d.Shape[i]-m.VStart[i])
-			switch {
-			case m.VStart[i]%chunks[i] != 0:
-				c.add(p, "%s: not chunk-aligned", where)
-			case m.VCount[i] != want || m.SrcCount[i] != want:
-				c.add(p, "%s: extent %v/%v, chunk's trimmed extent %d on axis %d", where, m.VCount, m.SrcCount, want, i)
-			case i > 0 && m.SrcStart[i] != 0:
-				c.add(p, "%s: source starts at %v", where, m.SrcStart)
-			case i == 0 && m.SrcStart[0]%chunks[0] != 0:
-				c.add(p, "%s: source row %d is not a slot", where, m.SrcStart[0])
-			case m.SrcStart[i]+m.SrcCount[i] > raw.Shape[i]:
-				c.add(p, "%s: source beyond raw_data's %v", where, raw.Shape)
-			}
-		}
-		key := fmt.Sprint(m.VStart)
-		if seen[key] {
-			c.add(p, "%s: chunk mapped twice", where)
-		}
-		seen[key] = true
-		c.extents[group][m.SrcStart[0]] = append(c.extents[group][m.SrcStart[0]], m.VCount)
+		c.mapping(m, d.Shape, g, seen, func(format string, args ...any) { c.add(p, format, args...) })
 	}
 	return nil
 }
 
 // hashTables checks every row of every used data group's hash table against its slot.
 func (c *checker) hashTables() error {
-	groups := make([]string, 0, len(c.types))
-	for g := range c.types {
-		groups = append(groups, g)
+	dirs := make([]string, 0, len(c.groups))
+	for d := range c.groups {
+		dirs = append(dirs, d)
 	}
-	slices.Sort(groups)
-	for _, g := range groups {
-		d := c.types[g]
-		if d.Strings {
+	slices.Sort(dirs)
+	for _, d := range dirs {
+		g := c.groups[d]
+		if g.strings {
 			continue // vlen hash tables are checked by versioned-hdf5's own rebuild only
 		}
-		if err := c.hashTable(g, d); err != nil {
+		if err := c.hashTable(d, g); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *checker) hashTable(group string, d *versions.Dataset) error {
-	tp := group + "/hash_table"
+// hashRows is how many hash-table rows are read at a time.
+const hashRows = 1 << 14
+
+func (c *checker) hashTable(dir string, g *dataGroup) error {
+	tp := dir + "/hash_table"
 	ht, err := c.h.OpenDataset(tp)
 	if err != nil {
 		c.add(tp, "missing: %v", err)
@@ -321,52 +510,59 @@ func (c *checker) hashTable(group string, d *versions.Dataset) error {
 		c.add(tp, "%d-byte rows, %d rows for largest_index %d", ht.Info().Type.Size, ht.Info().Shape[0], largest)
 		return nil
 	}
-	chunks := c.chunks[group]
-	raw := d.RawDataset()
-	if raw.Info().Shape[0] < largest*chunks[0] {
-		c.add(d.RawData, "%d rows, fewer than largest_index %d slots", raw.Info().Shape[0], largest)
+	chunks := g.info.Chunks
+	if g.info.Shape[0] < largest*chunks[0] {
+		c.add(g.raw, "%d rows, fewer than largest_index %d slots", g.info.Shape[0], largest)
 	}
-	rows := make([]byte, 48*largest)
-	if largest > 0 {
-		if err := ht.ReadBox([]int64{0}, []int64{largest}, []int64{largest}, []int64{0}, rows); err != nil {
+	raw, err := c.h.OpenDataset(g.raw)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	size := g.info.Type.Size
+	slot := make([]byte, size*int(chunkplan.Elements(chunks)))
+	zero := make([]int64, len(chunks))
+	rows := make([]byte, 48*min(largest, hashRows))
+	for base := int64(0); base < largest; base += hashRows {
+		n := min(largest-base, hashRows)
+		if err := ht.ReadBox([]int64{base}, []int64{n}, []int64{n}, []int64{0}, rows[:48*n]); err != nil {
 			return err
 		}
-	}
-	slot := make([]byte, d.Type.Size*int(chunkplan.Elements(chunks)))
-	zero := make([]int64, len(chunks))
-	for i := int64(0); i < largest; i++ {
-		c.tick(tp, i, largest)
-		r := rows[48*i : 48*(i+1)]
-		start := int64(binary.LittleEndian.Uint64(r[32:]))
-		stop := int64(binary.LittleEndian.Uint64(r[40:]))
-		where := fmt.Sprintf("row %d (%d, %d)", i, start, stop)
-		if start%chunks[0] != 0 || stop < start || stop-start > chunks[0] {
-			c.add(tp, "%s: not a slot", where)
-			continue
-		}
-		st := make([]int64, len(chunks))
-		st[0] = start
-		if err := raw.ReadBox(st, chunks, chunks, zero, slot); err != nil {
-			c.add(tp, "%s: slot unreadable: %v", where, err)
-			continue
-		}
-		var digest [32]byte
-		copy(digest[:], r)
-		// The row records L0; the other axes of L come from the mappings that use it. A slot
-		// no mapping uses is checked with full extents on the other axes.
-		extents := c.extents[group][start]
-		if len(extents) == 0 {
-			l := slices.Clone(chunks)
-			l[0] = stop - start
-			extents = [][]int64{l}
-		}
-		for _, l := range extents {
-			if l[0] != stop-start {
-				c.add(tp, "%s: a mapping uses %d rows of it", where, l[0])
+		for j := range n {
+			i := base + j
+			c.tick(tp, i, largest)
+			r := rows[48*j : 48*(j+1)]
+			start := int64(binary.LittleEndian.Uint64(r[32:]))
+			stop := int64(binary.LittleEndian.Uint64(r[40:]))
+			where := fmt.Sprintf("row %d (%d, %d)", i, start, stop)
+			if start%chunks[0] != 0 || stop < start || stop-start > chunks[0] {
+				c.add(tp, "%s: not a slot", where)
 				continue
 			}
-			if commit.Hash(slot, chunks, l, d.Type.Size) != digest {
-				c.add(tp, "%s: digest does not match the slot's contents with extent %s", where, commit.ShapeSuffix(l))
+			st := make([]int64, len(chunks))
+			st[0] = start
+			if err := raw.ReadBox(st, chunks, chunks, zero, slot); err != nil {
+				c.add(tp, "%s: slot unreadable: %v", where, err)
+				continue
+			}
+			var digest [32]byte
+			copy(digest[:], r)
+			// The row records L0; the other axes of L come from the mappings that use it. A
+			// slot no mapping uses is checked with full extents on the other axes.
+			extents := g.extents(start / chunks[0])
+			if len(extents) == 0 {
+				l := slices.Clone(chunks)
+				l[0] = stop - start
+				extents = [][]int64{l}
+			}
+			for _, l := range extents {
+				if l[0] != stop-start {
+					c.add(tp, "%s: a mapping uses %d rows of it", where, l[0])
+					continue
+				}
+				if commit.Hash(slot, chunks, l, size) != digest {
+					c.add(tp, "%s: digest does not match the slot's contents with extent %s", where, commit.ShapeSuffix(l))
+				}
 			}
 		}
 	}

@@ -238,3 +238,28 @@ func (f *File) RefCount(ohdr uint64) (uint32, error) {
 	}
 	return binary.LittleEndian.Uint32(p[4:]), nil
 }
+
+// Header is what a dataset's object header says of its dataspace and datatype.
+type Header struct {
+	Dims, MaxDims []int64 // MaxDims -1 for unlimited
+	Type          []byte  // the datatype message as stored: equal bytes are equal types
+}
+
+// Header returns the dataspace and datatype of the dataset whose object header is at ohdr,
+// without its layout: for a virtual dataset, without decoding one mapping.
+func (f *File) Header(ohdr uint64) (Header, error) {
+	dims, maxdims, err := f.dataspace(ohdr)
+	if err != nil {
+		return Header{}, err
+	}
+	t, err := f.message(ohdr, msgDatatype, "datatype")
+	if err != nil {
+		return Header{}, err
+	}
+	h := Header{Dims: make([]int64, len(dims)), MaxDims: make([]int64, len(maxdims)), Type: t}
+	for i := range dims {
+		h.Dims[i] = int64(dims[i])
+		h.MaxDims[i] = int64(maxdims[i]) // ^0 (unlimited) is -1
+	}
+	return h, nil
+}
