@@ -32,7 +32,7 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"log": {`usage: vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline | --json]
+		"log": {`usage: vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline] [--json]
        vh5fs log --all FILE [-n N]
 
 The history of VERSION (default: the current version), newest first, following
@@ -68,7 +68,7 @@ the dataset's dtype, shape, chunks, filters, fill value, chunks stored of the to
 chunks shared with the parent version. With --at, the part after ':' is the DATASET of the
 version current at TIME.
 `, runInfo},
-		"diff": {`usage: vh5fs diff [-v | --json] FILE V1 V2 [DATASET]
+		"diff": {`usage: vh5fs diff [-v] FILE V1 V2 [DATASET] [--json]
 
 What changed in each dataset (or only DATASET) from version V1 to V2, one line each: how
 many elements changed and the range of their old and new values (numeric dtypes), and,

@@ -42,13 +42,15 @@ const usage = `usage:
   vh5fs mount [-o OPTIONS] [--at TIME] FILE MOUNTPOINT
                                              serve in the foreground
   vh5fs FILE MOUNTPOINT [-o OPTIONS]         mount.fuse3 form: mount, serve in the background
-  vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline]
+  vh5fs log FILE [VERSION] [--at TIME] [-n N] [--oneline] [--json]
                                              history, newest first
   vh5fs log --all FILE [-n N]                every version, branches drawn as a graph
   vh5fs ls FILE [VERSION] [--at TIME]        a version's datasets
   vh5fs ls --stages FILE                     the stages kept beside FILE
   vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
-  vh5fs diff [-v] FILE V1 V2 [DATASET]       what changed between two versions; -v: chunks
+  vh5fs diff [-v] FILE V1 V2 [DATASET] [--json]
+                                             what changed between two versions (data and
+                                             attributes); -v: chunks; --json: as JSON
   vh5fs fsck [--repair [--discard-journal]] FILE
                                              check the file's invariants; --repair completes
                                              an interrupted commit, --discard-journal drops it
