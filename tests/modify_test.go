@@ -1,9 +1,12 @@
 package tests
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,6 +85,14 @@ func TestModifyRefused(t *testing.T) {
 		{[]string{"g/z", "--compression", "gzip=11"}, 2, "0 to 9"},
 		{[]string{"g/z", "--shuffle", "--no-shuffle"}, 2, "together"},
 		{[]string{"g/z", "--dtype", "<U4"}, 2, "--dtype"},
+		{[]string{"g/z", "--fillvalue", "abc"}, 2, `modify: --fillvalue "abc": not a number for dtype <f8; see 'vh5fs help modify'`},
+		{[]string{"g/z", "--fillvalue", "1e400"}, 2, `--fillvalue "1e400": out of range for dtype <f8`},
+		{[]string{"g/z", "--dtype", "<f4", "--fillvalue", "1e39"}, 2, `--fillvalue "1e39": out of range for dtype <f4`},
+		{[]string{"g/z", "--dtype", "<i4", "--fillvalue", "1.5"}, 2, `--fillvalue "1.5": not an integer for dtype <i4`},
+		{[]string{"g/z", "--dtype", "|u1", "--fillvalue", "300"}, 2, `--fillvalue "300": out of range for dtype |u1`},
+		{[]string{"g/z", "--dtype", "|b1", "--fillvalue", "yes"}, 2, `--fillvalue "yes": not true, false, 1 or 0 for dtype |b1`},
+		{[]string{"g/z", "--shuffle=maybe"}, 2, `--shuffle "maybe": not true or false`},
+		{[]string{"g/z", "--force"}, 2, "nothing to change"},
 		{[]string{"g/nope", "--chunks", "4,4"}, 1, "no version holds a dataset g/nope"},
 	} {
 		_, stderr, code := vh5fsRun(t, append([]string{"modify", file}, c.args...)...)
@@ -107,7 +118,8 @@ func TestModifyRefused(t *testing.T) {
 
 	out, stderr, code := vh5fsRun(t, "modify", file, "g/z", "--chunks", "5,3", "--compression", "gzip", "-n")
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, file+": would rewrite g/z in 4 versions (v1, v2, v3, v4): chunks (4, 5) -> (5, 3); compression none -> gzip=4; raw_data holds 13 chunk slots\n", out)
+	first, _, _ := strings.Cut(out, "\n")
+	require.Equal(t, file+": would rewrite g/z in 4 versions (v1, v2, v3, v4): chunks (4, 5) -> (5, 3); compression none -> gzip=4; raw_data holds 13 chunk slots", first)
 }
 
 // TestModifyKill kills `vh5fs modify` just before each system call of its sync in turn
@@ -168,4 +180,160 @@ func TestModifyKill(t *testing.T) {
 	t.Logf("%d kills over the sync (%d with a whole journal beside the file, %d of them inside the guarded apply, which h5py refused as not HDF5)", kills, applied, hidden)
 	require.Greater(t, kills, 5, "the kills cover the sync's steps")
 	require.Positive(t, hidden, "kills fall inside the guarded apply")
+}
+
+// TestModifyCost: modify and modify -n print each version's new chunks and the total;
+// -n estimates the file's growth (within 15% of what the rewrite then measures on a file
+// of 200,000 mappings) and changes nothing; the rewrite prints the file's size before and
+// after as stat measures it, and the old storage compact gives back, which compact then
+// gives back at least. A rewrite past 100,000 chunks in a version is refused in one line
+// naming the limit and --force, dry or not, the file untouched; --force rewrites it.
+func TestModifyCost(t *testing.T) {
+	rechunk := "testdata/fixtures/modify/golden_modify_rechunk_2d-before.h5"
+	// wide has one version of 110,000 elements: 1-element chunks make 110,000 a version.
+	wide := func(t *testing.T) string {
+		return makeVersioned(t, "--shape", "110000", "--chunks", "10000", "--dtype", "<i8")
+	}
+	chunkLine := "new chunks per version: v1 12, v2 12, v3 8, v4 12 (44 in total, at most 12 in one version; the limit is 100000 without --force)"
+	for _, c := range []struct {
+		name string
+		file func(t *testing.T) string
+		args []string // after FILE DATASET
+		code int
+		out  []string // lines stdout starts with, in order ("%s": the file, "%b": its size before)
+		err  string   // what the one stderr line holds
+		// changed: the rewrite goes through; compact then gives back what it said.
+		changed bool
+	}{
+		{"dry run", func(t *testing.T) string { return fixture.Copy(t, rechunk) },
+			[]string{"g/z", "--chunks", "5,3", "--compression", "gzip", "-n"}, 0, []string{
+				"%s: would rewrite g/z in 4 versions (v1, v2, v3, v4): chunks (4, 5) -> (5, 3); compression none -> gzip=4; raw_data holds 13 chunk slots",
+				chunkLine + "; about 18 raw_data slots",
+				"estimate: the file (now %b) would grow by about ",
+			}, "", false},
+		{"rewrite", func(t *testing.T) string { return fixture.Copy(t, rechunk) },
+			[]string{"g/z", "--chunks", "5,3", "--compression", "gzip"}, 0, []string{
+				"%s: rewrote g/z in 4 versions: chunks (4, 5) -> (5, 3); compression none -> gzip=4; 13 -> 29 chunk slots, ",
+				chunkLine,
+				"%s %c; vh5fs compact would give back at least ",
+			}, "", true},
+		{"past the limit", wide,
+			[]string{"data", "--chunks", "1"}, 1, nil,
+			"%s: data: chunks (1,) make 110000 chunks in a version, past the limit of 100000 per version (h5py needs about 25 KiB of memory per chunk to open a version: 2.6 GiB here); --force rewrites anyway", false},
+		{"past the limit, dry", wide,
+			[]string{"data", "--chunks", "1", "-n"}, 1, []string{
+				"%s: would rewrite data in 1 version (v0): chunks (10000,) -> (1,); raw_data holds 11 chunk slots",
+				"new chunks per version: v0 110000 (110000 in total, at most 110000 in one version; the limit is 100000 without --force); about 110000 raw_data slots",
+				"estimate: the file (now %b) would grow by about ",
+			}, "past the limit of 100000 per version", false},
+		{"past the limit, forced", wide,
+			[]string{"data", "--chunks", "1", "--force"}, 0, []string{
+				"%s: rewrote data in 1 version: chunks (10000,) -> (1,); 11 -> 110000 chunk slots, ",
+				"new chunks per version: v0 110000 (110000 in total, at most 110000 in one version; the limit is 100000 without --force)",
+				"%s %c; vh5fs compact would give back at least ",
+			}, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := c.file(t)
+			st, err := os.Stat(file)
+			require.NoError(t, err)
+			sum := fileSum(t, file)
+			stdout, stderr, code := vh5fsRun(t, append([]string{"modify", file}, c.args...)...)
+			require.Equal(t, c.code, code, "stdout %s\nstderr %s", stdout, stderr)
+			after, err := os.Stat(file)
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+			if c.out == nil {
+				require.Empty(t, stdout)
+			} else {
+				require.Len(t, lines, len(c.out), stdout)
+			}
+			for i, want := range c.out {
+				want = strings.ReplaceAll(want, "%s", file)
+				want = strings.ReplaceAll(want, "%b", sizeText(st.Size()))
+				want = strings.ReplaceAll(want, "%c", sizePhrase(st.Size(), after.Size()))
+				require.True(t, strings.HasPrefix(lines[i], want), "line %d\n%q\nwant prefix\n%q", i, lines[i], want)
+			}
+			if c.err == "" {
+				require.Empty(t, stderr, "no progress or other noise when stderr is no terminal")
+			} else {
+				require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+				require.Contains(t, stderr, strings.ReplaceAll(c.err, "%s", file))
+			}
+			if !c.changed {
+				require.Equal(t, sum, fileSum(t, file), "the file is untouched")
+				return
+			}
+			require.NotEqual(t, sum, fileSum(t, file))
+			// What compact gives back is at least the old storage modify measured.
+			unused := parseSize(t, lines[2][strings.LastIndex(lines[2], "at least ")+len("at least "):])
+			_, stderr, code = vh5fsRun(t, "compact", file)
+			require.Equal(t, 0, code, stderr)
+			compacted, err := os.Stat(file)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, after.Size()-compacted.Size(), unused,
+				"compact gave back %d bytes, modify said at least %s", after.Size()-compacted.Size(), lines[2])
+		})
+	}
+
+	// The estimate against the growth measured: 20 versions of 10,000 new chunks each.
+	file := makeVersioned(t, "--shape", "100000", "--chunks", "1000", "--versions", "20", "--dtype", "<i8")
+	out, stderr, code := vh5fsRun(t, "modify", file, "data", "--chunks", "10", "-n")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "(200000 in total, at most 10000 in one version;")
+	est := regexp.MustCompile(`would grow by about ([0-9.]+ \S+);`).FindStringSubmatch(out)
+	require.NotNil(t, est, out)
+	before, err := os.Stat(file)
+	require.NoError(t, err)
+	_, stderr, code = vh5fsRun(t, "modify", file, "data", "--chunks", "10")
+	require.Equal(t, 0, code, stderr)
+	after, err := os.Stat(file)
+	require.NoError(t, err)
+	grew := after.Size() - before.Size()
+	require.InDelta(t, float64(grew), float64(parseSize(t, est[1])), 0.15*float64(grew),
+		"estimated %s, grew by %d bytes", est[1], grew)
+}
+
+// fileSum is the SHA-256 of a file's bytes.
+func fileSum(t *testing.T, path string) [32]byte {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return sha256.Sum256(b)
+}
+
+// sizeText is n as the commands print sizes: B, or KiB, MiB, GiB with one decimal.
+func sizeText(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < 3 {
+		v, i = v/1024, i+1
+	}
+	return fmt.Sprintf("%.1f %s", v, []string{"KiB", "MiB", "GiB", "TiB"}[i])
+}
+
+// sizePhrase is how the commands say a file's size changed.
+func sizePhrase(before, after int64) string {
+	switch {
+	case after > before:
+		return fmt.Sprintf("grew by %s (%s -> %s)", sizeText(after-before), sizeText(before), sizeText(after))
+	case after < before:
+		return fmt.Sprintf("shrank by %s (%s -> %s)", sizeText(before-after), sizeText(before), sizeText(after))
+	}
+	return fmt.Sprintf("kept its size (%s)", sizeText(before))
+}
+
+// parseSize reads a size sizeText printed at the start of s, rounded down to what its
+// decimal can tell (a printed "1.2 KiB" is at least 1.15 KiB).
+func parseSize(t *testing.T, s string) int64 {
+	m := regexp.MustCompile(`^([0-9.]+) (B|KiB|MiB|GiB)`).FindStringSubmatch(s)
+	require.NotNil(t, m, "no size in %q", s)
+	v, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	unit := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m[2]]
+	if m[2] != "B" {
+		v -= 0.05
+	}
+	return int64(v * unit)
 }
