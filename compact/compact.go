@@ -19,7 +19,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5"
 )
@@ -96,14 +99,16 @@ func File(path string, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer src.Close()
-	if k, err := src.Kind(dataRoot); err != nil {
+	switch k, err := src.Kind(dataRoot); {
+	case err != nil:
 		return Result{}, err
-	} else if k != h5.KindGroup {
+	case k != h5.KindGroup:
 		return Result{}, fmt.Errorf("%s: %w", path, ErrNotVersioned)
 	}
 	tmp := tmpName(t.out)
 	res, err := copyFile(src, tmp, o.Progress)
 	if err != nil {
+		err = spaceFailure(tmp, err)
 		os.Remove(tmp)
 		return Result{}, err
 	}
@@ -123,6 +128,22 @@ func File(path string, o Options) (Result, error) {
 		res.After = st.Size()
 	}
 	return res, nil
+}
+
+// lowSpace is free space below which a failed copy is taken for a full filesystem: more
+// than any one write of the copy (a chunk, a few MiB of them).
+const lowSpace = 64 << 20
+
+// spaceFailure tells a copy that failed for want of space from one that failed reading
+// the file: libhdf5's error stack says no more than "file write failed". Called before
+// tmp is removed, while it still takes the space it took.
+func spaceFailure(tmp string, err error) error {
+	var fs unix.Statfs_t
+	if unix.Statfs(filepath.Dir(tmp), &fs) != nil || fs.Bavail*uint64(fs.Bsize) >= lowSpace {
+		return err
+	}
+	return fmt.Errorf("writing the compacted copy %s: its filesystem is full (%d KiB left), nothing changed: "+
+		"make room, or write the copy elsewhere (-o OUT); libhdf5 said: %v", tmp, fs.Bavail*uint64(fs.Bsize)>>10, err)
 }
 
 // copyFile copies every object of src into a new file at tmp, fsynced.

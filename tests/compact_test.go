@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/internal/fixture"
 )
@@ -564,4 +565,25 @@ func names(es []os.DirEntry) []string {
 		ns = append(ns, e.Name())
 	}
 	return ns
+}
+
+// TestCompactDiskFull: a copy that runs out of space says so (not that the file is
+// corrupt) in one line, and leaves the file as it was and no temporary beside it.
+func TestCompactDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=60k"); err != nil {
+		t.Skipf("needs root to mount a small tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	file := filepath.Join(dir, "data.h5")
+	copyFile(t, compactSrc, file) // 48 KiB: a 44 KiB copy does not fit beside it
+	sum := fileSHA(t, file)
+	_, stderr, code := vh5fsRun(t, "compact", file)
+	require.Equal(t, 1, code)
+	line := oneLine(t, stderr)
+	require.True(t, strings.HasPrefix(line, fmt.Sprintf("vh5fs: %s: writing the compacted copy %s/.data.h5.vh5fs-compact: "+
+		"its filesystem is full (", file, dir)), line)
+	require.Contains(t, line, "nothing changed: make room, or write the copy elsewhere (-o OUT)")
+	require.Equal(t, sum, fileSHA(t, file))
+	requireNoCompactTemp(t, dir)
 }

@@ -28,8 +28,8 @@ place, compact is refused while any other process has FILE open (a mount, read-o
 too, h5py, any reader), naming each by pid (a vh5fs mount by its mount point), and for
 a FILE with several hard links. -o OUT writes a new file and leaves FILE alone; an
 existing OUT is replaced only with --force; OUT naming FILE itself compacts in place.
-Refused, the file as it was, for a plain (not versioned-hdf5) HDF5 file and for a file
-with an interrupted change pending (see 'vh5fs fsck').
+A plain (not versioned-hdf5) HDF5 file, and a file with an interrupted change pending
+(see 'vh5fs fsck'), are refused and left as they were.
 Prints the sizes before and after; shows a progress bar on stderr when it is a terminal.
 `, runCompact}
 }
