@@ -34,7 +34,7 @@ func TestCmdDelete(t *testing.T) {
 			"would delete 1 of 4 versions:", "  v2  2024-01-02 00:00:00.000000+0000",
 			"would relink v3: prev_version v2 -> v1",
 			"would drop 2 chunks; would move 6 of the 13 kept in the data groups compacted",
-			"would free 60 B of chunk data (the file keeps its size)"}, "", ""},
+			"would free 60 B of chunk data: HDF5 keeps freed space in the file until vh5fs compact"}, "", ""},
 		{"middle", middle, []string{"v2"}, 0, []string{"deleted 1 of 4 versions:", "relinked v3: prev_version v2 -> v1"}, "",
 			"golden_delete_middle-after.h5"},
 		{"several", several, []string{"v2", "v4", "v5"}, 0, []string{
@@ -53,6 +53,11 @@ func TestCmdDelete(t *testing.T) {
 		{"names and policy", middle, []string{"v2", "--keep-last", "1"}, 2, nil, "delete: name versions or give a policy, not both", ""},
 		{"two policies", middle, []string{"--keep-last", "1", "--before", "2024-01-02"}, 2, nil, "delete: --keep-last, --keep-every and --before are alternatives", ""},
 		{"nothing named", middle, nil, 2, nil, "delete: needs the VERSIONs to delete", ""},
+		{"keep-last not a number", middle, []string{"--keep-last", "x"}, 2, nil, `delete: --keep-last "x": not a whole number; see 'vh5fs help delete'`, ""},
+		{"keep-every not whole", middle, []string{"--keep-every", "1.5"}, 2, nil, `delete: --keep-every "1.5": not a whole number`, ""},
+		{"keep-last zero", middle, []string{"--keep-last", "0"}, 2, nil, "delete: --keep-last 0: N must be a positive number", ""},
+		{"keep-every negative", middle, []string{"--keep-every=-2"}, 2, nil, "delete: --keep-every -2: N must be a positive number", ""},
+		{"dry run not a switch value", middle, []string{"-n=maybe", "v2"}, 2, nil, `delete: -n "maybe": not true or false`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := copyPath(t, c.src)
@@ -60,6 +65,9 @@ func TestCmdDelete(t *testing.T) {
 			require.NoError(t, err)
 			stdout, stderr, code := vh5fsRun(t, append([]string{"delete", file}, c.args...)...)
 			require.Equal(t, c.code, code, "stdout %s\nstderr %s", stdout, stderr)
+			if code == 0 {
+				require.Empty(t, stderr, "no progress or other noise when stderr is no terminal")
+			}
 			lines := strings.Split(stdout, "\n")
 			for _, want := range c.out {
 				require.True(t, slices.ContainsFunc(lines, func(l string) bool { return strings.HasSuffix(l, want) }),
@@ -82,6 +90,35 @@ func TestCmdDelete(t *testing.T) {
 			require.NoError(t, conform.Files(file, fixturePath(c.after)))
 			_, _, code = vh5fsRun(t, "fsck", file)
 			require.Equal(t, 0, code)
+			// The size said is the size measured, whichever way it went.
+			now, err := os.Stat(file)
+			require.NoError(t, err)
+			want := fmt.Sprintf("; %s %s: HDF5 keeps freed space in the file until vh5fs compact", file, sizePhrase(int64(len(orig)), now.Size()))
+			require.True(t, slices.ContainsFunc(lines, func(l string) bool {
+				return strings.HasPrefix(l, "freed ") && strings.HasSuffix(l, want)
+			}), "no line ending %q in\n%s", want, stdout)
+		})
+	}
+}
+
+// TestCmdDeleteProgress: on a terminal (script(1) gives delete one) stderr shows that the
+// deletion runs, and the line is erased before the report; without one there is nothing
+// (TestCmdDelete).
+func TestCmdDeleteProgress(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) not installed")
+	}
+	for _, c := range []struct {
+		name, args, want string
+	}{
+		{"delete", "v2", `\r\x1b\[Kdelete: deleting 1 version in one journaled sync \(\d+s\)\r\x1b\[K\S+: deleted 1 of 4 versions:`},
+		{"dry run", "-n v2 v3", `\r\x1b\[Kdelete: planning the deletion of 2 versions \(\d+s\)\r\x1b\[K\S+: would delete 2 of 4 versions:`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := copyPath(t, fixturePath("golden_delete_middle-before.h5"))
+			out, err := exec.Command("script", "-qec", vh5fsBin+" delete "+file+" "+c.args, "/dev/null").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Regexp(t, c.want, string(out))
 		})
 	}
 }
