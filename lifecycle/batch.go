@@ -10,7 +10,8 @@ import (
 
 // DeleteBody deletes versions from f (open read-write) as Delete does, but writes only the
 // body, in its own guarded journaled sync: the deleted version groups unlinked,
-// prev_version relinked, current_version moved. Every version the file lists then reads
+// prev_version relinked, current_version moved, and the data groups no version left has
+// unlinked (Groups, all Drop). Every version the file lists then reads
 // as before; the chunks only the deleted versions used stay in raw_data, unused, until
 // Reclaim. The data groups the deleted versions held with a non-empty axis 0 are added to
 // the file's pending set (Pending, durable before the body's sync) and named in the
@@ -20,7 +21,7 @@ func DeleteBody(f *versions.File, names []string) (*Plan, error) {
 	if !f.Writable() {
 		return nil, fmt.Errorf("%s is not open for writing", f.Path())
 	}
-	p, _, err := planVersions(f, names)
+	p, kept, err := planVersions(f, names)
 	if err != nil {
 		return nil, err
 	}
@@ -34,9 +35,25 @@ func DeleteBody(f *versions.File, names []string) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("data group %s: %w", g, err)
 		}
-		if held {
-			p.Pending = append(p.Pending, g)
+		if !held {
+			continue
 		}
+		inKept, err := anyHolds(h, g, p.NewCurrent, kept)
+		if err != nil {
+			return nil, fmt.Errorf("data group %s: %w", g, err)
+		}
+		if inKept {
+			p.Pending = append(p.Pending, g)
+			continue
+		}
+		// No version left has the dataset: its data group goes with the body, as the
+		// whole deletion drops it, so that the path is free for a new dataset at once.
+		pg, err := planGroup(h, g, p.Delete, kept, false)
+		if err != nil {
+			return nil, fmt.Errorf("data group %s: %w", g, err)
+		}
+		p.Groups = append(p.Groups, *pg)
+		p.FreedBytes += pg.FreedBytes
 	}
 	if err := addPending(f.Path(), p.Pending); err != nil {
 		return nil, err
@@ -47,10 +64,30 @@ func DeleteBody(f *versions.File, names []string) (*Plan, error) {
 	return p, nil
 }
 
+// anyHolds reports whether any of the versions has a dataset at data group rel's path
+// (of any shape), first first: the current version, which most often does.
+func anyHolds(h *h5.File, rel, first string, vs []string) (bool, error) {
+	for _, v := range append([]string{first}, vs...) {
+		if v == versions.FirstVersion {
+			continue
+		}
+		_, present, err := eachMapping(h, v, rel, nil, nil)
+		if err != nil || present {
+			return present, err
+		}
+	}
+	return false, nil
+}
+
 func executeBody(h *h5.File, p *Plan) (err error) {
 	defer cancelUnsynced(h, &err, "deleted")
 	if err := writeBody(h, p); err != nil {
 		return err
+	}
+	for _, g := range p.Groups { // Drop, no listed version maps them
+		if err := h.Unlink(versions.DataRoot + "/" + g.Path); err != nil {
+			return fmt.Errorf("data group %s: %w", g.Path, err)
+		}
 	}
 	// The unlinks rewrite the versions group's link storage and free the objects: no order
 	// of their writes is known to keep a half-applied unlink readable.

@@ -55,7 +55,7 @@ type Plan struct {
 	Current    string   // current_version before
 	NewCurrent string   // and after
 	Relinks    []Relink // in version name order
-	Groups     []Group  // every data group, in name order (DeleteBody: none)
+	Groups     []Group  // every data group, in name order (DeleteBody: those it dropped)
 	FreedBytes int64    // stored bytes of the chunks dropped
 	Pending    []string // DeleteBody: the data groups it left to Reclaim, in name order
 }

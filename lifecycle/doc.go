@@ -73,8 +73,11 @@
 // DeleteBody writes the body alone, in its own guarded sync (the
 // unlinks rewrite the versions group's link storage in several places, whose half-applied
 // state no order of writes is known to keep readable), and records the data groups the
-// deleted versions held with a non-empty axis 0 in a sidecar beside the file
-// (PendingPath: ".FILE.vh5fs-reclaim"), durably before that sync. Every listed version
+// deleted versions held with a non-empty axis 0, and that a version left still has, in a
+// sidecar beside the file
+// (PendingPath: ".FILE.vh5fs-reclaim"), durably before that sync; a data group no
+// version left has goes with the body, as the whole deletion drops it, so that its path
+// is free for a new dataset at once. Every listed version
 // reads as before; the deleted versions' chunks stay in raw_data with their hash rows,
 // unused slots that versioned-hdf5 reads like any other file's (a commit may even map
 // them again). Reclaim then runs the publish for the pending groups against the versions
