@@ -35,7 +35,7 @@ install: $(BIN)
 	install -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/vh5fs
 	install -m 0644 docs/vh5fs.1 $(DESTDIR)$(MANDIR)/man1/vh5fs.1
 	install -m 0644 scripts/vh5fs.bash-completion $(DESTDIR)$(BASHCOMPDIR)/vh5fs
-	install -m 0644 README.md LICENSE $(DESTDIR)$(DOCDIR)
+	install -m 0644 README.md docs/GUIDE.md LICENSE $(DESTDIR)$(DOCDIR)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/vh5fs $(DESTDIR)$(MANDIR)/man1/vh5fs.1 $(DESTDIR)$(BASHCOMPDIR)/vh5fs

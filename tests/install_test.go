@@ -37,6 +37,7 @@ func TestMakeInstall(t *testing.T) {
 		{"share/bash-completion/completions/vh5fs", 0o644},
 		{"share/doc/vh5fs/LICENSE", 0o644},
 		{"share/doc/vh5fs/README.md", 0o644},
+		{"share/doc/vh5fs/GUIDE.md", 0o644},
 	} {
 		st, err := os.Stat(filepath.Join(prefix, tc.path))
 		require.NoError(t, err, tc.path)

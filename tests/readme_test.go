@@ -16,31 +16,37 @@ import (
 	"github.com/vh5fs/vh5fs/internal/fixture"
 )
 
-// recipe is one ```sh block of the README with the annotation before it:
+// recipe is one ```sh block of the README or the guide (docs/GUIDE.md) with the
+// annotation before it:
 // <!-- recipe: KIND -->, KIND being mounts (the block mounts data.h5 itself), ro (the test
 // mounts data.h5 first), live (the test starts a SWMR writer on run.h5 first) or skip (with
 // the reason).
 type recipe struct {
 	kind, script string
+	file         string // README.md or docs/GUIDE.md
 	line         int
 }
 
 var recipeRE = regexp.MustCompile("(?s)<!-- recipe: (\\w+)[^>]*-->\n```sh\n(.*?)```")
 
 func readmeRecipes(t *testing.T) []recipe {
-	b, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	text := string(b)
 	var out []recipe
-	for _, m := range recipeRE.FindAllStringSubmatchIndex(text, -1) {
-		out = append(out, recipe{kind: text[m[2]:m[3]], script: text[m[4]:m[5]], line: strings.Count(text[:m[0]], "\n") + 1})
+	for _, file := range []string{"README.md", "docs/GUIDE.md"} {
+		b, err := os.ReadFile("../" + file)
+		require.NoError(t, err)
+		text := string(b)
+		n := 0
+		for _, m := range recipeRE.FindAllStringSubmatchIndex(text, -1) {
+			out = append(out, recipe{kind: text[m[2]:m[3]], script: text[m[4]:m[5]], file: file, line: strings.Count(text[:m[0]], "\n") + 1})
+			n++
+		}
+		// Every sh block is annotated: a new recipe cannot go untested by accident.
+		require.Equal(t, strings.Count(text, "```sh\n"), n, "a ```sh block of %s has no <!-- recipe: KIND --> line before it", file)
 	}
-	// Every sh block is annotated: a new recipe cannot go untested by accident.
-	require.Equal(t, strings.Count(text, "```sh\n"), len(out), "a ```sh block of README.md has no <!-- recipe: KIND --> line before it")
 	return out
 }
 
-// TestReadmeRecipes runs every recipe of the README as a newcomer would paste it into sh
+// TestReadmeRecipes runs every recipe of the README and the guide as a newcomer would paste it into sh
 // (set -e), with vh5fs and python3 on PATH, data.h5 a copy of the demo file and /mnt/run a
 // fresh directory, and checks what each should have done.
 func TestReadmeRecipes(t *testing.T) {
@@ -54,7 +60,7 @@ func TestReadmeRecipes(t *testing.T) {
 			continue
 		}
 		ran++
-		t.Run(r.kind+"@"+strconv.Itoa(r.line), func(t *testing.T) {
+		t.Run(r.kind+"@"+r.file+":"+strconv.Itoa(r.line), func(t *testing.T) {
 			work := t.TempDir()
 			data := filepath.Join(work, "data.h5")
 			require.NoError(t, os.Rename(fixture.Copy(t, "testdata/fixtures/grid_2d_gzip.h5"), data))
@@ -79,7 +85,7 @@ func TestReadmeRecipes(t *testing.T) {
 					require.NoError(t, os.Mkdir(mnt, 0o755))
 				}
 			default:
-				t.Fatalf("README.md line %d: unknown recipe kind %q", r.line, r.kind)
+				t.Fatalf("%s line %d: unknown recipe kind %q", r.file, r.line, r.kind)
 			}
 			cmd := exec.Command("sh", "-ec", script)
 			cmd.Dir = work
@@ -92,7 +98,7 @@ func TestReadmeRecipes(t *testing.T) {
 				require.NoError(t, os.WriteFile(filepath.Join(work, "new.bin"), newData, 0o644))
 			}
 			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "README.md line %d:\n%s\n---\n%s", r.line, script, out)
+			require.NoError(t, err, "%s line %d:\n%s\n---\n%s", r.file, r.line, script, out)
 			checkRecipe(t, r, string(out), data, mnt)
 		})
 	}
@@ -153,6 +159,6 @@ print(v.attrs["current_version"], v["r5"].attrs["prev_version"], sorted(k for k 
 	case r.kind == "ro": // the chunk map pages
 		require.Contains(t, out, `"0_0"`)
 	default:
-		t.Fatalf("README.md line %d: no check for this recipe", r.line)
+		t.Fatalf("%s line %d: no check for this recipe", r.file, r.line)
 	}
 }

@@ -344,10 +344,10 @@ func TestRefsSpeed(t *testing.T) {
 	require.Less(t, took[1], 5*time.Second)
 }
 
-// refsRecipes are the README's recipes of "Zarr references" (marked skip for
+// refsRecipes are the guide's recipes of "Zarr references" (marked skip for
 // TestReadmeRecipes, which mounts): the references, Dask and xarray.
 func refsRecipes(t *testing.T) []string {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/GUIDE.md")
 	require.NoError(t, err)
 	text := string(b)
 	start := strings.Index(text, "## Zarr references")
@@ -379,7 +379,7 @@ func runRecipe(t *testing.T, dir, script string) string {
 	return string(out)
 }
 
-// TestRefsReadme runs the README's recipes of "Zarr references" in one directory, as a
+// TestRefsReadme runs the guide's recipes of "Zarr references" in one directory, as a
 // newcomer would paste them, with data.h5 a copy of the demo file, and checks what they
 // print against h5py. The xarray recipe is run again on references whose "temp" is an
 // int32 dataset with fill value 0 holding real zeros and an unwritten chunk: it
@@ -420,16 +420,16 @@ print(repr(float(t.mean())), repr(float(t.max())))`, data)
 	require.Contains(t, runRecipe(t, ints, blocks[2]), "('temp_dim_0', 'temp_dim_1') int32 2.0 2025-01-01 00:00:00.000000+0000")
 }
 
-// readmeXarrayOpen is the README xarray recipe's xr.open_dataset(...) call, as written.
+// readmeXarrayOpen is the guide's xarray recipe's xr.open_dataset(...) call, as written.
 func readmeXarrayOpen(t *testing.T) string {
 	m := regexp.MustCompile(`(?s)xr\.open_dataset\(.*?\)\s*(#[^\n]*)?\n`).FindString(refsRecipes(t)[2])
-	require.NotEmpty(t, m, "the README's xarray recipe calls xr.open_dataset")
+	require.NotEmpty(t, m, "the guide's xarray recipe calls xr.open_dataset")
 	return strings.TrimSpace(regexp.MustCompile(`#[^\n]*`).ReplaceAllString(m, ""))
 }
 
 // TestRefsXarrayFill: HDF5's fill value is data, but xarray's Zarr backend masks
 // every element equal to an array's fill_value as missing (NaN, in a float dtype) unless
-// opened with mask_and_scale=False, as the README's recipe does. Through that call, int,
+// opened with mask_and_scale=False, as the guide's recipe does. Through that call, int,
 // uint8 and float datasets whose fill value (0, -1, 255, NaN) also appears as data, each
 // with an unwritten chunk, in a plain file and in a version, read with h5py's dtype and
 // values; zarr still reads unwritten chunks as the fill value. A plain open masks them.
@@ -443,7 +443,7 @@ func TestRefsXarrayFill(t *testing.T) {
 	require.Empty(t, warnings)
 	got := run(t, python(t), "py/xarray_refs.py", "check", "--open", open, plain, out)
 	require.Contains(t, got, "xarray ok: 5 datasets equal to h5py's")
-	// What the README warns of: a plain open masks every fill-valued element.
+	// What the guide warns of: a plain open masks every fill-valued element.
 	require.Contains(t, got, "plain: temp float64 masked 32\n")
 	require.Contains(t, got, "plain: zeros float64 masked 27\n")
 	require.Contains(t, got, "plain: nan float32 equal\n", "masking NaN as NaN changes nothing")

@@ -74,7 +74,7 @@ empty directory, and serves it in the foreground until Ctrl-C, SIGTERM or
 Options (-o, comma-separated, may repeat):
   ro            read-only (the default)
   rw            read-write: writing versions/<v>/<dataset> stages changes; fsync or
-                close commits them as a new version (see README); refused at once
+                close commits them as a new version (see docs/GUIDE.md); refused at once
                 unless the file, its directory and its filesystem are writable; only
                 versioned-hdf5 files (a plain HDF5 file mounts read-only)
   allow_delete  with rw: rmdir MNT/versions/<v> deletes the version (as vh5fs delete);
@@ -86,7 +86,7 @@ Options (-o, comma-separated, may repeat):
                 beyond it they go to the .h5 ahead of the commit, or to a spill file
   live          follow an HDF5 SWMR writer (sizes and reads track its flushes) and
                 commits of other processes (new versions appear); read-only, no
-                file locking (see README, "Live mounts")
+                file locking (see docs/GUIDE.md, "Live mounts")
   allow_other   let other users see the mount (the kernel then checks the modes:
                 default_permissions)
   uid=N, gid=N  owner and group of every file (default: the mounting user's)
