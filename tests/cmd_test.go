@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pkg/xattr"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/internal/fixture"
@@ -358,7 +360,7 @@ func TestCmdErrors(t *testing.T) {
 		{"log usage", []string{"log"}, 2, "log: needs FILE"},
 		{"log both", []string{"log", good, "v1", "--at", "2024-01-01"}, 2, "give VERSION or --at"},
 		{"log negative limit", []string{"log", good, "-n", "-1"}, 2, "-n must not be negative"},
-		{"log bad limit", []string{"log", good, "-n", "x"}, 2, `invalid value "x" for flag -n`},
+		{"log bad limit", []string{"log", good, "-n", "x"}, 2, `log: -n "x": not a whole number`},
 		{"diff usage", []string{"diff", good, "v1"}, 2, "diff: needs FILE V1 V2"},
 		{"bad flag", []string{"ls", "--bogus", good}, 2, "ls: flag provided but not defined: -bogus"},
 		{"help unknown", []string{"help", "frob"}, 2, `unknown command "frob"`},
@@ -379,7 +381,7 @@ func TestCmdErrors(t *testing.T) {
 		require.NotEmpty(t, out)
 	}
 	out, _, _ := vh5fsRun(t, "help", "diff")
-	require.True(t, strings.HasPrefix(out, "usage: vh5fs diff [-v] FILE V1 V2 [DATASET]"), out)
+	require.True(t, strings.HasPrefix(out, "usage: vh5fs diff [-v] FILE V1 V2 [DATASET] [--json]"), out)
 }
 
 // TestCmdFsckProgress: on a terminal (script(1) gives fsck one) fsck draws a progress bar
@@ -394,4 +396,108 @@ func TestCmdFsckProgress(t *testing.T) {
 	require.Regexp(t, `\r\x1b\[Kfsck \[[#.]{30}\] \d+/\d+ versions`, s)
 	require.Regexp(t, `\r\x1b\[Kfsck \[[#.]{30}\] \d+/\d+ /_version_data/\S+/hash_table`, s)
 	require.Regexp(t, `\r\x1b\[Kok: \d+ versions checked\r\n$`, s, "the bar is erased before the verdict")
+}
+
+// TestCmdAttrChanges: versions that change only attributes, committed through a stage
+// (setfattr on the stage's dataset and root, then mv into versions/), show in log (text,
+// --oneline, --json, --all) and diff (text, one dataset, --json) with the object, the
+// attribute, and its old and new values.
+func TestCmdAttrChanges(t *testing.T) {
+	file := copyPath(t, fixturePath("basic_1d.h5")) // v1..v4, x has units "m"
+	m := mount(t, file, "rw")
+	for _, s := range []struct {
+		name string
+		edit func(dir string) error
+	}{
+		{"a1", func(dir string) error {
+			return errors.Join(xattr.Set(filepath.Join(dir, "x"), "user.hdf5.units", []byte(`"km"`)),
+				xattr.Set(dir, "user.hdf5.author", []byte(`"ci"`)))
+		}},
+		// The root's author is set again: whether a stage's root keeps its base's
+		// attributes is the stage's business, not this test's.
+		{"a2", func(dir string) error {
+			return errors.Join(xattr.Remove(filepath.Join(dir, "x"), "user.hdf5.units"),
+				xattr.Set(dir, "user.hdf5.author", []byte(`"ci"`)))
+		}},
+	} {
+		dir := filepath.Join(m.Dir, "stage", s.name)
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		require.NoError(t, s.edit(dir))
+		require.NoError(t, os.Rename(dir, filepath.Join(m.Dir, "versions", s.name)))
+	}
+	m.unmount(t)
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string // patterns of stdout's lines in order, but log's version, timestamp and parent
+	}{
+		{"log", []string{"log", file, "-n", "2"}, []string{
+			`    attribute x units removed \(was "km"\)`,
+			`    attribute / author added: "ci"`, `    attribute x units: "m" -> "km"`}},
+		{"log --oneline", []string{"log", file, "--oneline", "-n", "2"}, []string{
+			`a2  \S+ \S+  0 changed, 1 attribute changed \(current\)`,
+			`a1  \S+ \S+  0 changed, 2 attributes changed`}},
+		{"log --all", []string{"log", "--all", file, "-n", "3"}, []string{
+			`\* a2  \S+ \S+  0 changed, 1 attribute changed \(current\)`,
+			`\* a1  \S+ \S+  0 changed, 2 attributes changed`, `\* v4  \S+ \S+  1 changed`}},
+		{"diff", []string{"diff", file, "v4", "a1"}, []string{
+			`x: unchanged, shape \[6\]`, `/: attribute author added: "ci"`, `x: attribute units: "m" -> "km"`}},
+		{"diff back", []string{"diff", file, "a2", "v4"}, []string{
+			`x: unchanged, shape \[6\]`, `/: attribute author removed \(was "ci"\)`, `x: attribute units added: "m"`}},
+		{"diff one dataset", []string{"diff", file, "a1", "a2", "x"}, []string{
+			`x: unchanged, shape \[6\]`, `x: attribute units removed \(was "km"\)`}},
+		{"diff of data", []string{"diff", file, "v3", "v4"}, []string{`x: 1 of 6 elements changed \(old 50, new 555\); shape \[13\] -> \[6\]`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, code := vh5fsRun(t, c.args...)
+			require.Equal(t, 0, code, stderr)
+			var got []string
+			for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+				if !regexp.MustCompile(`^(version|timestamp|parent)|^$`).MatchString(l) {
+					got = append(got, l)
+				}
+			}
+			require.Len(t, got, len(c.want), out)
+			for i, w := range c.want {
+				require.Regexp(t, "^"+w, got[i])
+			}
+		})
+	}
+
+	type attr struct {
+		Path, Name, Change string
+		Old, New           any
+	}
+	var d struct {
+		From, To   string
+		Datasets   []struct{ Path, Change string }
+		Attributes []attr
+	}
+	out, stderr, code := vh5fsRun(t, "diff", file, "v4", "a1", "--json")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &d), out)
+	require.Equal(t, "v4", d.From)
+	require.Equal(t, "a1", d.To)
+	require.Equal(t, []struct{ Path, Change string }{{"x", "unchanged"}}, d.Datasets)
+	require.Equal(t, []attr{{"/", "author", "added", nil, "ci"}, {"x", "units", "modified", "m", "km"}}, d.Attributes)
+
+	var l []struct {
+		Version, Parent string
+		Current         bool
+		Datasets        []struct{ Path, Change string }
+		Attributes      []attr
+	}
+	out, stderr, code = vh5fsRun(t, "log", file, "--json", "-n", "3")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &l), out)
+	require.Len(t, l, 3)
+	require.Equal(t, "a2", l[0].Version)
+	require.True(t, l[0].Current)
+	require.Equal(t, []attr{{"x", "units", "removed", "km", nil}}, l[0].Attributes)
+	require.Equal(t, "a1", l[1].Version)
+	require.Equal(t, "v4", l[1].Parent)
+	require.Len(t, l[1].Attributes, 2)
+	require.Equal(t, []struct{ Path, Change string }{{"x", "modified"}}, l[2].Datasets)
+	require.Empty(t, l[2].Attributes)
 }
