@@ -93,6 +93,25 @@ func (r *Reclaimer) timed() {
 	r.scheduleLocked(min(r.quiet<<min(r.tries, 10), reclaimMaxDelay))
 }
 
+// Flush runs a pending reclaim now and waits for it, for what would otherwise make it
+// wait long (a stage records raw_data slots from its creation until its commit); one that
+// cannot run now is tried again later.
+func (r *Reclaimer) Flush() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.mu.Unlock()
+	if r.run(false) {
+		r.mu.Lock()
+		r.scheduleLocked(r.quiet)
+		r.mu.Unlock()
+	}
+}
+
 // Close ends the timed runs and runs the reclaim once more, waiting for it: at unmount,
 // once no request is served any more and before the committer closes.
 func (r *Reclaimer) Close() {
