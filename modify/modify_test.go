@@ -280,3 +280,64 @@ func TestFailureHalfway(t *testing.T) {
 	require.NoError(t, err, "a later modify goes through")
 	checkGolden(t, file, m)
 }
+
+// TestCost: the new chunks of each version follow from its shape; the old storage is
+// measured; dry or not, the plan carries them.
+func TestCost(t *testing.T) {
+	m := golden(t, "golden_modify_rechunk_2d")
+	for _, c := range []struct {
+		name     string
+		chunks   []int64
+		versions []int64 // new chunks of v1..v4
+		slots    int64
+	}{
+		{"finer", []int64{5, 3}, []int64{12, 12, 8, 12}, 18},
+		{"elements", []int64{1, 1}, []int64{120, 120, 90, 140}, 260}, // shapes (12, 10), (12, 10), (9, 10), (14, 10)
+		{"one chunk", []int64{100, 100}, []int64{1, 1, 1, 1}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := fixture.Copy(t, m.Before)
+			res, err := File(file, "g/z", Options{Chunks: c.chunks}, true)
+			require.NoError(t, err)
+			require.Equal(t, c.versions, res.VersionChunks)
+			var total int64
+			for _, n := range c.versions {
+				total += n
+			}
+			require.Equal(t, total, res.Mappings)
+			require.Equal(t, slices.Max(c.versions), res.MaxChunks)
+			require.Equal(t, c.slots, res.NewSlots)
+			require.Positive(t, res.Growth)
+			require.Positive(t, res.Unused, "the old storage is measured")
+		})
+	}
+}
+
+// TestLimit: a rewrite past MaxVersionChunks chunks in a version is refused unless forced
+// or no version gets more chunks than one had before.
+func TestLimit(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		most, oldMost int64
+		force         bool
+		refused       bool
+	}{
+		{"at the limit", MaxVersionChunks, 10, false, false},
+		{"past it", MaxVersionChunks + 1, 10, false, true},
+		{"forced", MaxVersionChunks + 1, 10, true, false},
+		{"no worse than before", MaxVersionChunks + 1, MaxVersionChunks + 1, false, false},
+		{"worse than before", 3 * MaxVersionChunks, 2 * MaxVersionChunks, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &modification{Plan: Plan{New: h5.DataSpec{Chunks: []int64{1}}, Cost: Cost{MaxChunks: c.most, OldMaxChunks: c.oldMost}}}
+			err := m.checkLimit(c.force)
+			if !c.refused {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrTooManyChunks)
+			require.ErrorContains(t, err, fmt.Sprintf("make %d chunks in a version, past the limit of 100000 per version", c.most))
+			require.ErrorContains(t, err, "--force rewrites anyway")
+		})
+	}
+}
