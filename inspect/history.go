@@ -1,7 +1,9 @@
 // Package inspect answers the command line's questions about a file's history: walking
 // prev_version (log), which datasets changed between two versions, and which chunks and
 // elements differ (diff), decided from the chunk maps and hash tables package versions
-// reads, reading data only where those cannot tell. Nothing here is on a mount's path.
+// reads, reading data only where those cannot tell; and which HDF5 attributes of the
+// groups and datasets two versions share changed (AttrChanges), so that a version that
+// changes only metadata does not read as no change. Nothing here is on a mount's path.
 package inspect
 
 import (
