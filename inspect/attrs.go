@@ -26,8 +26,14 @@ type AttrChange struct {
 // (the log prints them): they differ between any two versions, which is no change.
 var versionMetadata = []string{"committed", "prev_version", "timestamp"}
 
+// A version's own group holds attributes of that version alone: versioned-hdf5's
+// stage_version does not carry them to the next version (the attribute "note" a version
+// was given is not in its child's group). One the older version has and the newer lacks
+// is therefore no removal, and is not listed; added and changed ones are.
+
 // AttrChanges compares the HDF5 attributes of the objects two versions share: of every
-// group and dataset, or, with rel, of that dataset alone. from == "" compares against
+// group and dataset, or, with rel, of that dataset alone; of the versions' own groups,
+// only the attributes the newer one adds or changes. from == "" compares against
 // __first_version__'s empty root: nothing is shared, nothing is listed. The result is
 // sorted by path, then name.
 func AttrChanges(f *versions.File, from, to, rel string) ([]AttrChange, error) {
@@ -85,6 +91,8 @@ func AttrChanges(f *versions.File, from, to, rel string) ([]AttrChange, error) {
 			switch {
 			case !inOld:
 				c.Kind, c.New = Added, b.text
+			case !inNew && p == "":
+				continue // not carried over, not removed (see above)
 			case !inNew:
 				c.Kind, c.Old = Removed, a.text
 			case a.text != b.text:

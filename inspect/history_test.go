@@ -262,3 +262,31 @@ func TestChunkStats(t *testing.T) {
 		require.Equal(t, []int{tc.total, tc.stored, tc.shared}, []int{total, stored, shared}, tc.version)
 	}
 }
+
+// TestAttrChanges: attribute changes in files versioned-hdf5 wrote (the goldens' scripts
+// say what each version set), and none where nothing was set.
+func TestAttrChanges(t *testing.T) {
+	for _, c := range []struct {
+		file, from, to, rel string
+		want                []AttrChange
+	}{
+		{"golden_stage_multi-after.h5", "r1", "golden", "", []AttrChange{{"volume", "unit", Added, "", `"shares"`}}},
+		{"golden_stage_multi-after.h5", "r1", "golden", "prices", nil},
+		{"golden_delete_branch-before.h5", "v2", "v3b", "", []AttrChange{{"x", "units", Modified, `"m"`, `"cm"`}}},
+		{"golden_delete_branch-before.h5", "v3b", "v2", "x", []AttrChange{{"x", "units", Modified, `"cm"`, `"m"`}}},
+		{"golden_delete_branch-before.h5", "v2", "v3a", "", nil},
+		// A version's own attributes: v3 sets note, v4 (which does not) lacks it.
+		{"golden_delete_middle-before.h5", "v2", "v3", "", []AttrChange{{"", "note", Added, "", `"third"`}}},
+		{"golden_delete_middle-before.h5", "v3", "v4", "", nil},
+		{"golden_delete_middle-before.h5", "", "v1", "", nil},
+	} {
+		t.Run(fmt.Sprintf("%s %s-%s %s", c.file, c.from, c.to, c.rel), func(t *testing.T) {
+			f, err := versions.Open(filepath.Join(fixture.Dir(), c.file))
+			require.NoError(t, err)
+			defer f.Close()
+			got, err := AttrChanges(f, c.from, c.to, c.rel)
+			require.NoError(t, err)
+			require.Equal(t, c.want, got)
+		})
+	}
+}

@@ -40,7 +40,9 @@ prev_version to the first version: each version's name, timestamp, parent, the
 datasets changed from its parent (A added, M modified: shape or chunk map differs,
 D removed) and the HDF5 attributes changed on the groups and datasets both hold
 ('attribute x units: "m" -> "km"', 'added: V', 'removed (was V)'; values as the
-user.hdf5.* xattrs show them, / is the version's own group).
+user.hdf5.* xattrs show them). / is the version's own group, whose attributes belong to
+that version alone (versioned-hdf5 does not carry them to the next): the ones it adds
+or changes are listed, not the parent's it lacks.
 --at TIME starts from the version current at TIME (see 'vh5fs help time').
 -n N shows at most N versions; --oneline one line per version: name, timestamp and the
 number of datasets (and attributes) changed. --json prints one JSON array, a version an
@@ -75,7 +77,8 @@ many elements changed and the range of their old and new values (numeric dtypes)
 when the shape changed, how many elements were added and removed and their values.
 Then one line per HDF5 attribute changed on a group or dataset both versions hold (or on
 DATASET): 'x: attribute units: "m" -> "km"', 'added: V' or 'removed (was V)', values as
-the user.hdf5.* xattrs show them; / is the version's own group.
+the user.hdf5.* xattrs show them; / is the version's own group, whose attributes belong
+to each version alone: those V2 adds or changes are listed, not those only V1 has.
 --json prints one JSON object: from, to, datasets [{path, change (added, removed,
 modified or unchanged), old_shape, new_shape, elements_changed, elements_compared,
 elements_added, elements_removed}], attributes [{path, name, change, old, new}].
