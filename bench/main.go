@@ -70,6 +70,9 @@ func main() {
 	compactSize := flag.Int("compact-size", 4096, "manage suite: MiB of live raw_data chunks in the file compacted (0: none)")
 	deleteChunks := flag.Int("delete-chunks", 10000, "manage suite: chunks of the dataset whose versions are deleted (0: none)")
 	deleteVersions := flag.Int("delete-versions", 1000, "manage suite: versions of the file versions are deleted from")
+	rmdirChunks := flag.Int("rmdir-chunks", 20, "manage suite: chunks of the dataset whose versions are deleted one rmdir each (0: none)")
+	rmdirVersions := flag.Int("rmdir-versions", 400, "manage suite: versions of the file versions are deleted from one rmdir each")
+	rmdirCount := flag.Int("rmdir-count", 50, "manage suite: versions deleted one rmdir each (v1 to vN)")
 	modifySize := flag.Int("modify-size", 1024, "manage suite: MiB of the dataset vh5fs modify rechunks (0: none)")
 	deleteLibTimeout := flag.Duration("delete-lib-timeout", 10*time.Minute, "manage suite: when versioned-hdf5's delete_versions is stopped")
 	modifyLibTimeout := flag.Duration("modify-lib-timeout", 30*time.Minute, "manage suite: when versioned-hdf5's modify_metadata is stopped")
@@ -121,6 +124,9 @@ func main() {
 				fatal(err)
 			}
 			if err := benchDelete(*cache, *vh5fs, *writeReps, *deleteChunks, *deleteVersions, *deleteLibTimeout); err != nil {
+				fatal(err)
+			}
+			if err := benchBatchDelete(*cache, *vh5fs, *writeReps, *rmdirChunks, *rmdirVersions, *rmdirCount); err != nil {
 				fatal(err)
 			}
 			if err := benchModify(*cache, *vh5fs, *writeReps, *modifySize, *modifyLibTimeout); err != nil {
