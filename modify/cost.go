@@ -41,8 +41,10 @@ type Cost struct {
 	// Growth estimates the bytes the file grows by: the new slots' stored chunks,
 	// hash-table rows and chunk-index entries, the new mapping lists (libhdf5 1.10's
 	// encoding) and the new objects' headers. The old storage stays in the file until
-	// vh5fs compact.
-	Growth int64
+	// vh5fs compact. Compressed chunks are taken to compress as the old ones did;
+	// GrowthWhole is the same estimate with every chunk stored whole (new chunks,
+	// smaller ones above all, may compress worse), equal to Growth for uncompressed data.
+	Growth, GrowthWhole int64
 	// Unused is the stored bytes of the old raw_data's chunks, its hash_table's and the
 	// versions' mapping lists, read from the file: space the rewrite leaves unused, which
 	// vh5fs compact gives back (with the old objects' headers and index nodes, not
@@ -86,14 +88,18 @@ func (m *modification) cost() {
 	if compression(m.New) == "none" || compression(m.Old) == "none" || ratio <= 0 || ratio > 1 {
 		ratio = 1 // stored whole, or no measure of how the new filters compress: whole chunks
 	}
-	// Per slot: its hash-table row and its entry in raw_data's chunk index (a version 1
-	// B-tree key of size, filter mask and rank+1 offsets, and a child address).
-	perSlot := chunkBytes*ratio + hashRowBytes + float64(16+8*(rank+1))
 	// Per mapping, in libhdf5 1.10's list: the source file and dataset names, then two
 	// one-block hyperslab selections.
 	src := len(versions.DataRoot + "/" + m.Dataset + "/raw_data")
 	perMapping := int64(2+src+1) + 2*(24+8*rank)
-	c.Growth = int64(float64(c.NewSlots)*perSlot) + c.Mappings*perMapping + rewriteBytes + int64(len(m.Versions))*versionBytes
+	growth := func(ratio float64) int64 {
+		// Per slot: the stored chunk, its hash-table row and its entry in raw_data's chunk
+		// index (a version 1 B-tree key of size, filter mask and rank+1 offsets, and a
+		// child address).
+		perSlot := chunkBytes*ratio + hashRowBytes + float64(16+8*(rank+1))
+		return int64(float64(c.NewSlots)*perSlot) + c.Mappings*perMapping + rewriteBytes + int64(len(m.Versions))*versionBytes
+	}
+	c.Growth, c.GrowthWhole = growth(ratio), growth(1)
 }
 
 // rewriteBytes and versionBytes are what a rewrite adds besides its chunks and mappings,

@@ -127,7 +127,11 @@ func printModifyPlan(w io.Writer, file string, p modify.Plan, st os.FileInfo) {
 	if st != nil {
 		now = " (now " + byteSize(st.Size()) + ")"
 	}
-	fmt.Fprintf(w, "estimate: the file%s would grow by about %s; then %s\n", now, byteSize(p.Growth), compactNote(p.Unused))
+	grow := "about " + byteSize(p.Growth)
+	if p.GrowthWhole > p.Growth+p.Growth/10 {
+		grow += fmt.Sprintf(" if the new chunks compress as the old ones (up to about %s if they do not)", byteSize(p.GrowthWhole))
+	}
+	fmt.Fprintf(w, "estimate: the file%s would grow by %s; then %s\n", now, grow, compactNote(p.Unused))
 }
 
 // chunkCounts is "new chunks per version: v1 12, v2 16 (28 in total)", the list cut
