@@ -74,3 +74,23 @@ func TestCollectionFreeSpaceZero(t *testing.T) {
 	require.ErrorContains(t, err, "object 0")
 	require.NotErrorIs(t, err, ErrUnsupported, "corrupt, not unsupported")
 }
+
+// TestChecksumWindows: the checksum computed a window at a time is the checksum, and done
+// hears of every byte but the last block's, in order.
+func TestChecksumWindows(t *testing.T) {
+	data := make([]byte, 1000)
+	for i := range data {
+		data[i] = byte(i*7 + 3)
+	}
+	for _, n := range []int{0, 1, 11, 12, 13, 24, 25, 999, 1000} {
+		for _, w := range []int{12, 24, 100, 1 << 20} {
+			last := 0
+			got := checksumWindows(data[:n], w, func(off int) {
+				require.Greater(t, off, last)
+				last = off
+			})
+			require.Equal(t, checksum(data[:n]), got, "%d bytes, window %d", n, w)
+			require.True(t, n == 0 || (n-last >= 1 && n-last <= 12), "%d bytes, window %d: done at %d", n, w, last)
+		}
+	}
+}

@@ -10,6 +10,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // MapFile returns a reader of the first size bytes of file that copies from a read-only
@@ -90,4 +93,20 @@ func mmapRange(conn syscall.Conn, off uint64, length int) (region []byte, err er
 		return nil, cerr
 	}
 	return region, err
+}
+
+// release lets the pages of a mapped list before its byte off go from memory (they are
+// the file's: a later read faults them in again from the page cache).
+func (l *MappingList) release(off int) {
+	if !l.mapped || off <= 0 || off > len(l.obj) {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(l.obj)))
+	first := (base + page - 1) &^ (page - 1) // the first whole page of obj
+	end := (base + uintptr(off)) &^ (page - 1)
+	if end <= first {
+		return
+	}
+	_ = unix.Madvise(l.obj[first-base:end-base:end-base], unix.MADV_DONTNEED)
 }

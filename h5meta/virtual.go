@@ -143,6 +143,11 @@ func faultAddr(r any) uintptr {
 	return f.Addr()
 }
 
+// releaseWindow is how many bytes of a mapped list Scan and Verify read before they let
+// the pages behind them go: a list of ten million mappings is a gigabyte, which would
+// otherwise all count in the process's resident memory.
+const releaseWindow = 16 << 20
+
 // Len is the number of mappings in the list.
 func (l *MappingList) Len() int { return int(l.n) }
 
@@ -154,7 +159,8 @@ func (l *MappingList) Verify() (err error) {
 	}
 	defer l.guard(&err)()
 	n := len(l.obj) - 4
-	if stored, sum := binary.LittleEndian.Uint32(l.obj[n:]), checksum(l.obj[:n]); stored != sum {
+	sum := checksumWindows(l.obj[:n], releaseWindow, func(off int) { l.release(off) })
+	if stored := binary.LittleEndian.Uint32(l.obj[n:]); stored != sum {
 		return fmt.Errorf("h5meta: mapping list of dataset at %d: checksum %#08x, computed %#08x: corrupt", l.ohdr, stored, sum)
 	}
 	return nil
@@ -196,7 +202,12 @@ const batchLen = 512
 func (l *MappingList) Scan(fn func(b *Batch) bool) (err error) {
 	defer l.guard(&err)()
 	var d decoder
+	released := 0
 	for i := uint64(0); i < l.n; {
+		if l.b.off-released >= releaseWindow {
+			released = l.b.off
+			l.release(released)
+		}
 		n := uint64(0)
 		if d.head != "" { // a run of entries laid out like the last one
 			n = d.run(&l.b, min(l.n-i, batchLen))
