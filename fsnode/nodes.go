@@ -2,6 +2,7 @@ package fsnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -349,7 +350,7 @@ func joinPath(dir, name string) string {
 }
 
 func listGroup(m *mount, path string) ([]fuse.DirEntry, syscall.Errno) {
-	entries, err := m.file.List(path)
+	entries, err := listDir(m, path)
 	if err != nil {
 		return nil, errno(err)
 	}
@@ -368,6 +369,18 @@ func listGroup(m *mount, path string) ([]fuse.DirEntry, syscall.Errno) {
 	return list, 0
 }
 
+// listDir lists the HDF5 group at dir. A group gone meanwhile (its version renamed or
+// deleted) is ESTALE, never ENOENT: the kernel keeps an ENOENT lookup as a negative entry
+// in the old directory, whose entry a rename moves to the new name, so the version's
+// files would be missing under its new name too; ESTALE has the kernel walk again.
+func listDir(m *mount, dir string) ([]versions.Entry, error) {
+	entries, err := m.file.List(dir)
+	if errors.Is(err, versions.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", syscall.ESTALE, err)
+	}
+	return entries, err
+}
+
 // lookupChild finds name in the HDF5 group at dir. parent carries the version's
 // immutability and time down the tree (nil at the root of the plain tree).
 func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, parent *groupNode, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -379,7 +392,7 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 		immutable, mtime = parent.immutable, parent.mtime
 	}
 	path := joinPath(dir, name)
-	entries, err := m.file.List(dir)
+	entries, err := listDir(m, dir)
 	if err != nil {
 		return nil, errno(err)
 	}

@@ -352,8 +352,9 @@ func (s *snapshot) unsupported() bool {
 
 // snapshot returns the versions of the file's bytes now (versioned files only). While a
 // commit applies, it is the state before the apply if that was read, else it waits for the
-// apply, which runs no fsync under the lock. A damaged file's snapshot is read again at
-// every call, as its errors may be of the moment.
+// apply, which runs no fsync under the lock; while a guarded sync's mark is on the file,
+// the state before that sync. A damaged file's snapshot is read again at every call, as
+// its errors may be of the moment.
 func (f *File) snapshot() *snapshot {
 	// The versions change only with the bytes, and every change of the bytes bumps gen.
 	if s := f.snap.Load(); s != nil && s.gen == f.store.Gen() {
@@ -378,6 +379,14 @@ func (f *File) snapshot() *snapshot {
 	found := map[string]Version{}
 	s := f.readSnapshot(addr, known, found)
 	f.store.RUnlockBytes()
+	if (s.currentErr != nil || s.listErr != nil) && h5.GuardMarked(f.Path()) {
+		// A guarded sync (a rename, a deletion's compaction) has the file's signature
+		// replaced by its mark until its apply is durable, which hides the new state from
+		// h5meta: the state before it stands until then.
+		if prev := f.snap.Load(); prev != nil {
+			return prev
+		}
+	}
 	s.gen = gen
 	f.mu.Lock()
 	maps.Copy(f.meta, found)
