@@ -172,8 +172,20 @@ func readersDuringCommits(t *testing.T, n, edits int, kinds []string) {
 			}
 		}
 	}
-	// edit makes one history edit of kind; rename and rmdir count as editing.
+	// The handle that committed pins its base until the kernel releases it, which close
+	// does not wait for: a rename or deletion answers EBUSY until then.
 	busy := 0
+	retryBusy := func(edit func() error) error {
+		for try := 0; ; try++ {
+			err := edit()
+			if !errors.Is(err, syscall.EBUSY) || try == 100 {
+				return err
+			}
+			busy++
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// edit makes one history edit of kind; rename and rmdir count as editing.
 	edit := func(kind string, k int) {
 		cur := current()
 		switch kind {
@@ -183,17 +195,7 @@ func readersDuringCommits(t *testing.T, n, edits int, kinds []string) {
 				from = other(cur)
 			}
 			editing.Add(1)
-			// The handle that committed pins its base until the kernel releases it, which
-			// close does not wait for: EBUSY until then.
-			var err error
-			for try := 0; ; try++ {
-				err = os.Rename(p("versions", from), p("versions", to))
-				if !errors.Is(err, syscall.EBUSY) || try == 100 {
-					break
-				}
-				busy++
-				time.Sleep(10 * time.Millisecond)
-			}
+			err := retryBusy(func() error { return os.Rename(p("versions", from), p("versions", to)) })
 			editing.Add(1)
 			require.NoError(t, err, "mv versions/%s versions/%s", from, to)
 			live[slices.Index(live, from)] = to
@@ -204,7 +206,7 @@ func readersDuringCommits(t *testing.T, n, edits int, kinds []string) {
 		case editDelete:
 			v := other(cur)
 			editing.Add(1)
-			err := syscall.Rmdir(p("versions", v))
+			err := retryBusy(func() error { return syscall.Rmdir(p("versions", v)) })
 			editing.Add(1)
 			require.NoError(t, err, "rmdir versions/%s", v)
 			live = slices.DeleteFunc(live, func(x string) bool { return x == v })
@@ -237,7 +239,7 @@ func readersDuringCommits(t *testing.T, n, edits int, kinds []string) {
 	stop.Store(true)
 	wg.Wait()
 
-	t.Logf("%d commits and %d history edits %v in %v (renames retried on EBUSY: %d); %d reader loops, %d ENOENT or ESTALE during renames and deletions, %d errors",
+	t.Logf("%d commits and %d history edits %v in %v (edits retried on EBUSY: %d); %d reader loops, %d ENOENT or ESTALE during renames and deletions, %d errors",
 		n, done, kinds, elapsed.Round(time.Millisecond), busy, loops.Load(), vanished.Load(), len(failures))
 	require.Empty(t, failures[:min(len(failures), 10)], "readers' errors (%d)", len(failures))
 	require.NotContains(t, m.stderr.String(), "request failed", "the mount answered EIO")
