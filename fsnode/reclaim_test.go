@@ -67,3 +67,24 @@ func TestReclaimer(t *testing.T) {
 		})
 	}
 }
+
+// TestReclaimerUnreadablePending: a pending set that cannot be read is logged and tried
+// again later; nothing is written meanwhile.
+func TestReclaimerUnreadablePending(t *testing.T) {
+	file := fixture.Copy(t, filepath.Join(fixture.Dir(), "golden_delete_middle-before.h5"))
+	require.NoError(t, os.WriteFile(lifecycle.PendingPath(file), []byte("{not json"), 0o644))
+	before, err := os.ReadFile(file)
+	require.NoError(t, err)
+	f, err := versions.OpenRW(file)
+	require.NoError(t, err)
+	c, err := commit.Open(f, commit.Options{StageMem: mountopts.DefaultStageMem})
+	require.NoError(t, err)
+	r := NewReclaimer(c, nil)
+	require.True(t, r.run(false), "tried again later")
+	r.Close()
+	c.Close()
+	require.NoError(t, f.Close())
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+}
