@@ -13,12 +13,17 @@
 // Everything a committed version holds is immutable, so Dataset values are cached for the
 // life of the File (those holding large chunk maps within a budget, dscache.go).
 //
-// Lock ordering: File.mu, then the chunk store's lock over the file's bytes (shared by
-// readers of metadata from the bytes, exclusive while a commit's sync applies its
-// journal), then the HDF5 lock (package h5); never the other way round. A commit's sync
-// takes the bytes lock holding only the h5.File's sync lock (h5/journal.go), so it never
-// takes File.mu while it holds it. The whole order of the program's locks is
-// docs/ARCHITECTURE.md's table.
+// Which versions exist and which is current are read from the file's durable bytes, one
+// state at a time (snapshot), not from libhdf5 (but where h5meta does not decode them),
+// which sees a commit's writes before they are published: readers see the file before a
+// commit's publish or after it, never a mix of both.
+//
+// Lock ordering: File.snapMu (one reader reads a new state), File.mu, then the chunk
+// store's lock over the file's bytes (shared by readers of metadata from the bytes,
+// exclusive while a commit's sync applies its journal), then the HDF5 lock (package h5);
+// never the other way round. A commit's sync takes the bytes lock holding only the
+// h5.File's sync lock (h5/journal.go), so it never takes File.mu while it holds it. The
+// whole order of the program's locks is docs/ARCHITECTURE.md's table.
 package versions
 
 import (
@@ -71,6 +76,7 @@ type File struct {
 	retiredRaws []*h5.Dataset
 	meta        map[string]Version       // committed versions' metadata; GUARDED_BY(mu)
 	snap        atomic.Pointer[snapshot] // the versions of the last state read from the bytes
+	snapMu      sync.Mutex               // one reader reads a new state, the others wait for it
 	live        *liveState               // OpenLive only (live.go)
 	asOf        *asOf                    // set by AsOf before the File is shared, then read-only
 }
@@ -356,25 +362,24 @@ func (s *snapshot) unsupported() bool {
 // the state before that sync. A damaged file's snapshot is read again at every call, as
 // its errors may be of the moment.
 func (f *File) snapshot() *snapshot {
-	// The versions change only with the bytes, and every change of the bytes bumps gen.
-	if s := f.snap.Load(); s != nil && s.gen == f.store.Gen() {
+	if s := f.lastSnapshot(); s != nil {
 		return s
+	}
+	// Lock ordering: snapMu, then File.mu (never held with the bytes lock), the bytes
+	// lock, the HDF5 lock.
+	f.snapMu.Lock()
+	defer f.snapMu.Unlock()
+	if s := f.lastSnapshot(); s != nil {
+		return s // read by the reader this one waited for
 	}
 	addr, err := f.h.ObjectAddr(VersionsGroup) // the group's address never changes
 	if err != nil {
 		return &snapshot{currentErr: err, listErr: err}
 	}
-	// Lock ordering: File.mu, then the bytes lock (never File.mu while holding it).
 	f.mu.Lock()
 	known := maps.Clone(f.meta)
 	f.mu.Unlock()
-	if !f.store.TryRLockBytes() {
-		gen, busy := f.store.Gen(), f.store.Writing()
-		if s := f.snap.Load(); s != nil && busy && s.gen == gen-1 && gen == f.store.Gen() {
-			return s // the state the apply under way started from
-		}
-		f.store.RLockBytes()
-	}
+	f.store.RLockBytes()
 	gen := f.store.Gen()
 	found := map[string]Version{}
 	s := f.readSnapshot(addr, known, found)
@@ -399,6 +404,18 @@ func (f *File) snapshot() *snapshot {
 		}
 	}
 	return s
+}
+
+// lastSnapshot is the snapshot last read if it is the file's state now, or the state the
+// apply under way started from; else nil.
+func (f *File) lastSnapshot() *snapshot {
+	// The versions change only with the bytes, and every change of the bytes bumps gen.
+	gen := f.store.Gen()
+	s := f.snap.Load()
+	if s != nil && (s.gen == gen || f.store.Writing() && s.gen == gen-1 && f.store.Gen() == gen) {
+		return s
+	}
+	return nil
 }
 
 // readSnapshot reads the versions group at addr, its current_version and its versions;
