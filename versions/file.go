@@ -29,6 +29,7 @@ package versions
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"runtime"
 	"slices"
@@ -77,6 +78,7 @@ type File struct {
 	meta        map[string]Version       // committed versions' metadata; GUARDED_BY(mu)
 	snap        atomic.Pointer[snapshot] // the versions of the last state read from the bytes
 	snapMu      sync.Mutex               // one reader reads a new state, the others wait for it
+	signedAt    int64                    // where the superblock's signature is, read as such (signed); -1: as stored
 	live        *liveState               // OpenLive only (live.go)
 	asOf        *asOf                    // set by AsOf before the File is shared, then read-only
 }
@@ -100,7 +102,7 @@ func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
 		h.Close()
 		return nil, err
 	}
-	f := &File{h: h, store: store, datasets: map[string]*Dataset{}, mapped: datasetBudget{limit: datasetChunkBudget}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}}
+	f := &File{h: h, store: store, datasets: map[string]*Dataset{}, mapped: datasetBudget{limit: datasetChunkBudget}, raws: map[string]*h5.Dataset{}, meta: map[string]Version{}, signedAt: -1}
 	if err := f.checkLayout(); err != nil {
 		h.Close()
 		store.Close()
@@ -108,6 +110,11 @@ func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
 	}
 	if h.Writable() {
 		h.SetApplyLock(store.ApplyLock())
+		// The file's own syncs are the only ones that can mark it (the HDF5 file lock keeps
+		// other writers out), and each applies under the bytes lock.
+		if m, err := store.Meta(); err == nil {
+			f.signedAt = m.Base()
+		}
 	}
 	return f, nil
 }
@@ -358,9 +365,8 @@ func (s *snapshot) unsupported() bool {
 
 // snapshot returns the versions of the file's bytes now (versioned files only). While a
 // commit applies, it is the state before the apply if that was read, else it waits for the
-// apply, which runs no fsync under the lock; while a guarded sync's mark is on the file,
-// the state before that sync. A damaged file's snapshot is read again at every call, as
-// its errors may be of the moment.
+// apply, which runs no fsync under the lock. A damaged file's snapshot is read again at
+// every call, as its errors may be of the moment.
 func (f *File) snapshot() *snapshot {
 	if s := f.lastSnapshot(); s != nil {
 		return s
@@ -384,14 +390,6 @@ func (f *File) snapshot() *snapshot {
 	found := map[string]Version{}
 	s := f.readSnapshot(addr, known, found)
 	f.store.RUnlockBytes()
-	if (s.currentErr != nil || s.listErr != nil) && h5.GuardMarked(f.Path()) {
-		// A guarded sync (a rename, a deletion's compaction) has the file's signature
-		// replaced by its mark until its apply is durable, which hides the new state from
-		// h5meta: the state before it stands until then.
-		if prev := f.snap.Load(); prev != nil {
-			return prev
-		}
-	}
 	s.gen = gen
 	f.mu.Lock()
 	maps.Copy(f.meta, found)
@@ -422,8 +420,7 @@ func (f *File) lastSnapshot() *snapshot {
 // the bytes are held (RLockBytes).
 func (f *File) readSnapshot(addr uint64, known, found map[string]Version) *snapshot {
 	s := &snapshot{byName: map[string]Version{}, broken: map[string]bool{}}
-	// Thousands of small reads: through a mapping of the file rather than one pread each.
-	m, err := f.store.MappedMeta()
+	m, err := f.bytesMeta()
 	if err != nil {
 		s.currentErr, s.listErr = err, err
 		return s
@@ -437,6 +434,40 @@ func (f *File) readSnapshot(addr uint64, known, found map[string]Version) *snaps
 		s.byName[v.Name] = v
 	}
 	return s
+}
+
+// bytesMeta opens the file's bytes for h5meta, through a mapping (thousands of small reads
+// rather than one pread each), with the HDF5 signature where a guarded sync of this File
+// (h5.File.GuardSync: a rename, a deletion's compaction) puts its mark until its apply is
+// durable: the bytes lock keeps each state the apply leaves whole, and the mark is there
+// for other programs, which do not take it. The bytes are held.
+func (f *File) bytesMeta() (*h5meta.File, error) {
+	st, err := f.store.File().Stat()
+	if err != nil {
+		return nil, err
+	}
+	r := h5meta.MapFile(f.store.File(), st.Size())
+	if f.signedAt >= 0 {
+		r = signed{r, f.signedAt}
+	}
+	return h5meta.Open(r, st.Size())
+}
+
+// hdf5Signature opens every HDF5 file's superblock (HDF5 file format specification, II.A).
+const hdf5Signature = "\x89HDF\r\n\x1a\n"
+
+// signed reads r with hdf5Signature at at.
+type signed struct {
+	r  io.ReaderAt
+	at int64
+}
+
+func (s signed) ReadAt(p []byte, off int64) (int, error) {
+	n, err := s.r.ReadAt(p, off)
+	if off <= s.at && s.at+int64(len(hdf5Signature)) <= off+int64(n) {
+		copy(p[s.at-off:], hdf5Signature)
+	}
+	return n, err
 }
 
 // currentAttr reads current_version from the versions group at addr in m ("" if absent).
