@@ -77,6 +77,7 @@ type File struct {
 	retiredRaws []*h5.Dataset
 	meta        map[string]Version       // committed versions' metadata; GUARDED_BY(mu)
 	snap        atomic.Pointer[snapshot] // the versions of the last state read from the bytes
+	cur         atomic.Pointer[current]  // the current version of the last state read without the list
 	snapMu      sync.Mutex               // one reader reads a new state, the others wait for it
 	signedAt    int64                    // where the superblock's signature is, read as such (signed); -1: as stored
 	live        *liveState               // OpenLive only (live.go)
@@ -244,6 +245,11 @@ func (f *File) Current() (name string, committed bool, err error) {
 	if f.asOf != nil {
 		return f.asOf.version, true, nil // AsOf found it committed
 	}
+	if f.lastSnapshot() == nil {
+		if c, ok := f.currentOnly(); ok {
+			return c.name, c.committed, nil
+		}
+	}
 	s := f.snapshot()
 	if s.unsupported() {
 		// Both through libhdf5, which a commit changes in this order: flag, then current.
@@ -262,6 +268,78 @@ func (f *File) Current() (name string, committed bool, err error) {
 		_, committed, err = s.version(f, s.current)
 	}
 	return s.current, committed, err
+}
+
+// current is current_version, and whether it names a committed version, in the state of
+// the file's bytes at gen.
+type current struct {
+	gen       uint64
+	name      string
+	committed bool
+}
+
+// currentOnly is Current without the list of versions, which costs in proportion to their
+// number at every new state: current_version and the committed flag of the version it
+// names, read from one state of the bytes. ok is false where the snapshot answers (an
+// error, a name libhdf5 does not have, the state moving on meanwhile).
+func (f *File) currentOnly() (c *current, ok bool) {
+	gen := f.store.Gen()
+	if c := f.cur.Load(); c != nil && (c.gen == gen || f.store.Writing() && c.gen == gen-1 && f.store.Gen() == gen) {
+		return c, true
+	}
+	addr, err := f.h.ObjectAddr(VersionsGroup)
+	if err != nil {
+		return nil, false
+	}
+	f.store.RLockBytes()
+	gen = f.store.Gen()
+	m, err := f.bytesMeta()
+	var name string
+	if err == nil {
+		name, err = currentAttr(m, addr)
+	}
+	f.store.RUnlockBytes()
+	if err != nil {
+		return nil, false
+	}
+	c = &current{gen: gen}
+	if name != FirstVersion {
+		c.name = name
+	}
+	if c.name != "" {
+		// A version once committed is so in every state whose current_version names it.
+		f.mu.Lock()
+		_, c.committed = f.meta[name]
+		f.mu.Unlock()
+	}
+	if c.name != "" && !c.committed {
+		vaddr, err := f.h.ObjectAddr(VersionsGroup + "/" + name)
+		if err != nil {
+			return nil, false
+		}
+		var o *h5meta.Object
+		f.store.RLockBytes()
+		if f.store.Gen() != gen {
+			err = errors.New("the state moved on")
+		} else if m, err = f.bytesMeta(); err == nil {
+			o, err = m.Inspect(vaddr)
+		}
+		f.store.RUnlockBytes()
+		var attrs []h5.Attr
+		if err == nil {
+			attrs, err = objectAttrs(o)
+		}
+		if err != nil {
+			return nil, false
+		}
+		_, c.committed = versionFromAttrs(name, attrs)
+	}
+	for {
+		old := f.cur.Load()
+		if old != nil && old.gen >= gen || f.cur.CompareAndSwap(old, c) {
+			return c, true
+		}
+	}
 }
 
 // Version is one committed version's metadata.
@@ -623,6 +701,7 @@ func (f *File) ForgetAll() {
 	defer f.mu.Unlock()
 	f.meta = map[string]Version{}
 	f.snap.Store(nil)
+	f.cur.Store(nil)
 	for _, d := range f.datasets {
 		if !droppable(d) {
 			f.retired = append(f.retired, d)
@@ -644,6 +723,7 @@ func (f *File) Forget(names ...string) {
 	defer f.mu.Unlock()
 	f.meta = map[string]Version{}
 	f.snap.Store(nil)
+	f.cur.Store(nil)
 	for p, d := range f.datasets {
 		for _, n := range names {
 			if strings.HasPrefix(p, VersionsGroup+"/"+n+"/") {
