@@ -30,12 +30,13 @@ const (
 )
 
 // TestReadersSeeOneState: readers of a read-write mount (readlink current, ls versions/,
-// stat, ls and a 4 KiB read of current/data) are never answered an error a healthy file
-// does not have while commits and history edits run through the same mount: each request
-// sees the file before a change or after it, never current_version of one state and the
-// committed flags of another, and the bytes read are what some version holds. ENOENT (and
-// ESTALE, to a directory open across the change) is allowed only to a request that
-// overlapped a rename or deletion: a name it walked may have just gone away.
+// a 4 KiB read of a version listed, stat, ls and a 4 KiB read of current/data) are never
+// answered an error a healthy file does not have while commits and history edits run
+// through the same mount: each request sees the file before a change or after it, never
+// current_version of one state and the committed flags of another, and the bytes read are
+// what some version holds. ENOENT (and ESTALE, to a directory open across the change) is
+// allowed only to a request that overlapped a rename or deletion: a name it walked may
+// have just gone away.
 //
 // VH5FS_READERS_COMMITS and VH5FS_READERS_EDITS set the load of each case (defaults: 200
 // commits, 20 edits; the figure is 1000 and 100).
@@ -108,10 +109,11 @@ func readersDuringCommits(t *testing.T, n, edits int, kinds []string) {
 		failMu.Unlock()
 	}
 	var wg sync.WaitGroup
-	for range readers {
+	for r := range readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 1))
 			buf := make([]byte, 4096)
 			for !stop.Load() {
 				e0 := editing.Load()
@@ -137,6 +139,13 @@ func readersDuringCommits(t *testing.T, n, edits int, kinds []string) {
 				if ok("ls versions", err) && len(ents) == 0 {
 					fail("ls versions", errors.New("no versions listed"))
 				}
+				if len(ents) > 0 { // a version listed, most likely read for the first time
+					v := ents[rng.IntN(len(ents))].Name()
+					b, err := readHead(p("versions", v, "data"), buf)
+					if ok("read versions/"+v+"/data", err) && (b != len(buf) || !isKnown(buf)) {
+						fail("read versions/"+v+"/data", fmt.Errorf("%d bytes no version holds", b))
+					}
+				}
 				ents, err = os.ReadDir(p("current"))
 				if ok("ls current", err) && (len(ents) != 1 || ents[0].Name() != "data") {
 					fail("ls current", fmt.Errorf("%d entries", len(ents)))
@@ -145,14 +154,10 @@ func readersDuringCommits(t *testing.T, n, edits int, kinds []string) {
 				if ok("stat current/data", err) && st.Size() != 8*elems {
 					fail("stat current/data", fmt.Errorf("size %d", st.Size()))
 				}
-				f, err := os.Open(p("current", "data"))
-				if ok("open current/data", err) {
-					got, err := f.ReadAt(buf, 0)
-					if ok("read current/data", err) && (got != len(buf) || !isKnown(buf)) {
-						fail("read current/data", fmt.Errorf("%d bytes no version holds, first element %v", got,
-							math.Float64frombits(binary.LittleEndian.Uint64(buf))))
-					}
-					f.Close()
+				got, err := readHead(p("current", "data"), buf)
+				if ok("read current/data", err) && (got != len(buf) || !isKnown(buf)) {
+					fail("read current/data", fmt.Errorf("%d bytes no version holds, first element %v", got,
+						math.Float64frombits(binary.LittleEndian.Uint64(buf))))
 				}
 				loops.Add(1)
 			}
@@ -266,4 +271,14 @@ func readersDuringCommits(t *testing.T, n, edits int, kinds []string) {
 		require.NoError(t, err)
 		require.True(t, isKnown(b), "versions/%s/data", v)
 	}
+}
+
+// readHead reads the first len(buf) bytes of the file at path into buf.
+func readHead(path string, buf []byte) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return f.ReadAt(buf, 0)
 }

@@ -342,7 +342,7 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 	}
 	f.store.RLockBytes() // the bytes read below are not being rewritten by a commit
 	defer f.store.RUnlockBytes()
-	m, err := f.store.Meta()
+	m, err := f.bytesMeta(false)
 	var list *h5meta.MappingList
 	var shape []int64
 	if err == nil {
@@ -646,7 +646,7 @@ func (f *File) mappings(h *h5.Dataset) ([]h5.Mapping, error) {
 		return h.Mappings()
 	}
 	defer f.store.RUnlockBytes()
-	if m, err := f.store.Meta(); err == nil {
+	if m, err := f.bytesMeta(false); err == nil {
 		if addr, err := h.Addr(); err == nil {
 			if maps, err := m.VirtualMappings(addr); err == nil {
 				out := make([]h5.Mapping, len(maps))

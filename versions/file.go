@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -293,7 +294,7 @@ func (f *File) currentOnly() (c *current, ok bool) {
 	}
 	f.store.RLockBytes()
 	gen = f.store.Gen()
-	m, err := f.bytesMeta()
+	m, err := f.bytesMeta(true)
 	var name string
 	if err == nil {
 		name, err = currentAttr(m, addr)
@@ -321,7 +322,7 @@ func (f *File) currentOnly() (c *current, ok bool) {
 		f.store.RLockBytes()
 		if f.store.Gen() != gen {
 			err = errors.New("the state moved on")
-		} else if m, err = f.bytesMeta(); err == nil {
+		} else if m, err = f.bytesMeta(true); err == nil {
 			o, err = m.Inspect(vaddr)
 		}
 		f.store.RUnlockBytes()
@@ -498,7 +499,7 @@ func (f *File) lastSnapshot() *snapshot {
 // the bytes are held (RLockBytes).
 func (f *File) readSnapshot(addr uint64, known, found map[string]Version) *snapshot {
 	s := &snapshot{byName: map[string]Version{}, broken: map[string]bool{}}
-	m, err := f.bytesMeta()
+	m, err := f.bytesMeta(true)
 	if err != nil {
 		s.currentErr, s.listErr = err, err
 		return s
@@ -514,21 +515,26 @@ func (f *File) readSnapshot(addr uint64, known, found map[string]Version) *snaps
 	return s
 }
 
-// bytesMeta opens the file's bytes for h5meta, through a mapping (thousands of small reads
-// rather than one pread each), with the HDF5 signature where a guarded sync of this File
-// (h5.File.GuardSync: a rename, a deletion's compaction) puts its mark until its apply is
-// durable: the bytes lock keeps each state the apply leaves whole, and the mark is there
-// for other programs, which do not take it. The bytes are held.
-func (f *File) bytesMeta() (*h5meta.File, error) {
+// bytesMeta opens the file's bytes for h5meta (the chunk store's Meta, or with mapped its
+// MappedMeta: thousands of small reads rather than one pread each), with the HDF5
+// signature where a guarded sync of this File (h5.File.GuardSync: a rename, a deletion's
+// compaction) puts its mark until its apply is durable: the bytes lock keeps each state
+// the apply leaves whole, and the mark is there for other programs, which do not take
+// it. The bytes are held.
+func (f *File) bytesMeta(mapped bool) (*h5meta.File, error) {
+	if f.signedAt < 0 && mapped {
+		return f.store.MappedMeta()
+	} else if f.signedAt < 0 {
+		return f.store.Meta()
+	}
 	st, err := f.store.File().Stat()
 	if err != nil {
 		return nil, err
 	}
-	r := h5meta.MapFile(f.store.File(), st.Size())
-	if f.signedAt >= 0 {
-		r = signed{r, f.signedAt}
+	if mapped {
+		return h5meta.Open(signed{h5meta.MapFile(f.store.File(), st.Size()), f.signedAt}, st.Size())
 	}
-	return h5meta.Open(r, st.Size())
+	return h5meta.Open(signedFile{f.store.File(), f.signedAt}, st.Size())
 }
 
 // hdf5Signature opens every HDF5 file's superblock (HDF5 file format specification, II.A).
@@ -542,10 +548,27 @@ type signed struct {
 
 func (s signed) ReadAt(p []byte, off int64) (int, error) {
 	n, err := s.r.ReadAt(p, off)
-	if off <= s.at && s.at+int64(len(hdf5Signature)) <= off+int64(n) {
-		copy(p[s.at-off:], hdf5Signature)
-	}
+	sign(p[:n], off, s.at)
 	return n, err
+}
+
+// signedFile is signed for the file itself, which h5meta maps long mapping lists of.
+type signedFile struct {
+	*os.File
+	at int64
+}
+
+func (s signedFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := s.File.ReadAt(p, off)
+	sign(p[:n], off, s.at)
+	return n, err
+}
+
+// sign writes hdf5Signature over p, read at off, where it holds the bytes at at.
+func sign(p []byte, off, at int64) {
+	if off <= at && at+int64(len(hdf5Signature)) <= off+int64(len(p)) {
+		copy(p[at-off:], hdf5Signature)
+	}
 }
 
 // currentAttr reads current_version from the versions group at addr in m ("" if absent).
@@ -775,7 +798,7 @@ func (f *File) bytesAttrs(path string) ([]h5.Attr, error) {
 	if !f.store.TryRLockBytes() { // a commit is writing: libhdf5 answers
 		return nil, fmt.Errorf("a commit is being written: %w", h5meta.ErrUnsupported)
 	}
-	m, err := f.store.Meta()
+	m, err := f.bytesMeta(false)
 	var o *h5meta.Object
 	if err == nil {
 		o, err = m.Inspect(addr)
