@@ -5,6 +5,9 @@
 //	go run ./bench [-suite commit] [-cache DIR] [-reps N] [-sizes 1000,10000,100000] [-layouts gzip]
 //	go run ./bench -suite stage [-reps N] [-stage-datasets 10] [-stage-chunks 10000]
 //
+// Suite "bounded" (bench/bounded.go): fsck, info, ls, log, diff, delete -n and refs on a
+// dataset of -bounded-chunks one-byte chunks: time and peak RSS against 256 MiB.
+//
 // Suite "commit": commit 1 and 100 changed chunks into a dataset of 1k, 10k and 100k chunks
 // (1 KiB each) in files with 10 and 1000 prior versions; the time of each phase (plan and
 // hashing, raw_data writes, hash_table rows, the version group with its virtual dataset,
@@ -49,7 +52,7 @@ var versionedHDF5Commit = map[int]time.Duration{1000: 130 * time.Millisecond, 10
 const chunkElems = 128 // float64: 1 KiB chunks
 
 func main() {
-	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, stage, refs, write, manage")
+	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, stage, refs, write, manage, bounded")
 	size := flag.Int64("size", 1<<30, "bytes of each read-suite dataset")
 	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
 	src := flag.String("src", "", "loopback-serve: the directory to serve")
@@ -76,6 +79,8 @@ func main() {
 	modifySize := flag.Int("modify-size", 1024, "manage suite: MiB of the dataset vh5fs modify rechunks (0: none)")
 	deleteLibTimeout := flag.Duration("delete-lib-timeout", 10*time.Minute, "manage suite: when versioned-hdf5's delete_versions is stopped")
 	modifyLibTimeout := flag.Duration("modify-lib-timeout", 30*time.Minute, "manage suite: when versioned-hdf5's modify_metadata is stopped")
+	boundedChunks := flag.Int("bounded-chunks", 10_000_000, "bounded suite: chunks of the dataset each command reads (0: none)")
+	boundedTimeout := flag.Duration("bounded-timeout", 10*time.Minute, "bounded suite: when a command is stopped")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := os.MkdirAll(*cache, 0o755); err != nil {
@@ -86,7 +91,7 @@ func main() {
 		if err := serveLoopback(*src, flag.Arg(0)); err != nil {
 			fatal(err)
 		}
-	case "all", "reads", "latency", "commit", "stage", "refs", "write", "manage":
+	case "all", "reads", "latency", "commit", "stage", "refs", "write", "manage", "bounded":
 		if *suite == "all" || *suite == "reads" {
 			if err := benchReads(*cache, *size, *reps, *vh5fs, *keep, *layouts); err != nil {
 				fatal(err)
@@ -130,6 +135,11 @@ func main() {
 				fatal(err)
 			}
 			if err := benchModify(*cache, *vh5fs, *writeReps, *modifySize, *modifyLibTimeout); err != nil {
+				fatal(err)
+			}
+		}
+		if *suite == "all" || *suite == "bounded" {
+			if err := benchBounded(*cache, *vh5fs, *boundedChunks, *boundedTimeout); err != nil {
 				fatal(err)
 			}
 		}

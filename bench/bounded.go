@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// boundedLimit is the memory every command must stay within on a dataset of ten million
+// chunks (or refuse it in one line).
+const boundedLimit = 256 << 20
+
+// benchBounded runs each reading command once on a file whose dataset has chunks chunks
+// (one byte each, two versions) and prints its time and peak RSS against boundedLimit.
+// The file is made by vh5fs modify --force, which the limit does not bind (it says so).
+func benchBounded(cache, vh5fs string, chunks int, timeout time.Duration) error {
+	if chunks <= 0 {
+		return nil
+	}
+	src, err := cached(filepath.Join(cache, fmt.Sprintf("bounded-%d-src.h5", chunks)), func(tmp string) error {
+		return run("/usr/bin/python3", "tests/py/make_versioned.py", tmp, "--shape", strconv.Itoa(chunks),
+			"--chunks", strconv.Itoa(max(chunks/100, 1)), "--dtype", "|u1", "--modulo", "251", "--versions", "2")
+	})
+	if err != nil {
+		return err
+	}
+	file, err := cached(filepath.Join(cache, fmt.Sprintf("bounded-%d.h5", chunks)), func(tmp string) error {
+		if err := run("cp", src, tmp); err != nil {
+			return err
+		}
+		return run(vh5fs, "modify", tmp, "data", "--chunks", "1", "--force")
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\ncommands on a dataset of %d one-byte chunks, 2 versions (target: peak RSS <= %d MiB, or a one-line refusal)\n", chunks, boundedLimit>>20)
+	for _, args := range [][]string{
+		{"fsck", file},
+		{"info", file},
+		{"info", file + ":v1/data"},
+		{"ls", file, "v1"},
+		{"log", file},
+		{"diff", file, "v0", "v1"},
+		{"delete", "-n", file, "v0"},
+		{"refs", file, "v1", "-o", os.DevNull},
+	} {
+		d, rss, code, stopped, err := timedRSS(timeout, vh5fs, args...)
+		if err != nil {
+			return err
+		}
+		verdict := "ok"
+		switch {
+		case stopped:
+			verdict = fmt.Sprintf("stopped after %s", timeout)
+		case rss > boundedLimit && code == 0:
+			verdict = "OVER"
+		case code != 0:
+			verdict = fmt.Sprintf("exit %d", code)
+		}
+		label := strings.Join(args, " ")
+		label = strings.ReplaceAll(strings.ReplaceAll(label, file, "FILE"), " -o "+os.DevNull, "")
+		fmt.Printf("  %-22s %11s  peak RSS %5d MiB  %s\n", label, ms(d), rss>>20, verdict)
+	}
+	return nil
+}
+
+// timedRSS runs name with args, its output discarded, and returns its time, peak RSS and
+// exit code; one still running after timeout is stopped.
+func timedRSS(timeout time.Duration, name string, args ...string) (d time.Duration, rss int64, code int, stopped bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, name, args...)
+	start := time.Now()
+	err = c.Run()
+	d = time.Since(start)
+	if c.ProcessState == nil {
+		return 0, 0, 0, false, fmt.Errorf("%s %v: %w", name, args, err)
+	}
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss << 10
+	}
+	return d, rss, c.ProcessState.ExitCode(), ctx.Err() != nil, nil
+}
