@@ -105,6 +105,12 @@ func executeBody(h *h5.File, p *Plan) (err error) {
 // would have made. Nothing may record raw_data slots meanwhile: no open handle's staged
 // changes, no stage.
 func Reclaim(f *versions.File) (*Plan, error) {
+	return ReclaimProgress(f, nil)
+}
+
+// ReclaimProgress is Reclaim, telling progress (if not nil) how it goes: each pending data
+// group planned, each chunk moved and data group written, then the sync.
+func ReclaimProgress(f *versions.File, progress Progress) (*Plan, error) {
 	if !f.Writable() {
 		return nil, fmt.Errorf("%s is not open for writing", f.Path())
 	}
@@ -121,11 +127,9 @@ func Reclaim(f *versions.File) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	groups = slices.DeleteFunc(groups, func(g string) bool { return !slices.Contains(pending, g) })
 	changes := false
-	for _, g := range groups {
-		if !slices.Contains(pending, g) {
-			continue
-		}
+	for i, g := range groups {
 		pg, err := planGroup(h, g, nil, kept, true)
 		if err != nil {
 			return nil, fmt.Errorf("data group %s: %w", g, err)
@@ -133,9 +137,10 @@ func Reclaim(f *versions.File) (*Plan, error) {
 		p.Groups = append(p.Groups, *pg)
 		p.FreedBytes += pg.FreedBytes
 		changes = changes || pg.Action == Drop || pg.Moves > 0 || pg.Dropped > 0 || pg.rows != nil
+		progress.report(Step{Phase: Planning, Done: int64(i + 1), Total: int64(len(groups))})
 	}
 	if changes {
-		if err := executePublish(h, p.Groups); err != nil {
+		if err := executePublish(h, p.Groups, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -143,13 +148,14 @@ func Reclaim(f *versions.File) (*Plan, error) {
 	return p, nil
 }
 
-func executePublish(h *h5.File, groups []Group) (err error) {
+func executePublish(h *h5.File, groups []Group, progress Progress) (err error) {
 	defer cancelUnsynced(h, &err, "reclaimed")
-	if err := writePublish(h, groups); err != nil {
+	if err := writePublish(h, groups, progress); err != nil {
 		return err
 	}
 	if err := h.GuardSync(); err != nil {
 		return err
 	}
+	progress.report(Step{Phase: Syncing})
 	return h.FlushSync()
 }

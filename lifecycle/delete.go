@@ -73,6 +73,12 @@ func (p *Plan) Moves() int {
 // __first_version__ (ErrFirstVersion) and names that are no version group (ErrNoVersion).
 // The data groups earlier deletions left to reclaim (Pending) are compacted too.
 func PlanDelete(f *versions.File, names []string) (*Plan, error) {
+	return PlanDeleteProgress(f, names, nil)
+}
+
+// PlanDeleteProgress is PlanDelete, telling progress (if not nil) of each data group
+// planned.
+func PlanDeleteProgress(f *versions.File, names []string, progress Progress) (*Plan, error) {
 	p, keptVersions, err := planVersions(f, names)
 	if err != nil {
 		return nil, err
@@ -86,13 +92,14 @@ func PlanDelete(f *versions.File, names []string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, g := range groups {
+	for i, g := range groups {
 		pg, err := planGroup(h, g, p.Delete, keptVersions, slices.Contains(pending, g))
 		if err != nil {
 			return nil, fmt.Errorf("data group %s: %w", g, err)
 		}
 		p.Groups = append(p.Groups, *pg)
 		p.FreedBytes += pg.FreedBytes
+		progress.report(Step{Phase: Planning, Done: int64(i + 1), Total: int64(len(groups))})
 	}
 	return p, nil
 }
@@ -422,14 +429,20 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string, pending b
 // journaled sync (see the package doc), and returns the plan. The data groups left
 // pending by earlier bodies (DeleteBody) are reclaimed with it.
 func Delete(f *versions.File, names []string) (*Plan, error) {
+	return DeleteProgress(f, names, nil)
+}
+
+// DeleteProgress is Delete, telling progress (if not nil) how it goes: each data group
+// planned, each chunk moved and data group written, then the sync.
+func DeleteProgress(f *versions.File, names []string, progress Progress) (*Plan, error) {
 	if !f.Writable() {
 		return nil, fmt.Errorf("%s is not open for writing", f.Path())
 	}
-	p, err := PlanDelete(f, names)
+	p, err := PlanDeleteProgress(f, names, progress)
 	if err != nil {
 		return nil, err
 	}
-	if err := execute(f.HDF5(), p); err != nil {
+	if err := execute(f.HDF5(), p, progress); err != nil {
 		return nil, err
 	}
 	forgetPending(f.Path())
@@ -452,7 +465,7 @@ func cancelUnsynced(h *h5.File, err *error, what string) {
 }
 
 // execute writes plan p in one sync: the body, then the publish.
-func execute(h *h5.File, p *Plan) (err error) {
+func execute(h *h5.File, p *Plan, progress Progress) (err error) {
 	defer cancelUnsynced(h, &err, "deleted")
 	if err := writeBody(h, p); err != nil {
 		return err
@@ -460,12 +473,13 @@ func execute(h *h5.File, p *Plan) (err error) {
 	if err := h.FlushBody(); err != nil {
 		return err
 	}
-	if err := writePublish(h, p.Groups); err != nil {
+	if err := writePublish(h, p.Groups, progress); err != nil {
 		return err
 	}
 	if err := h.GuardSync(); err != nil {
 		return err
 	}
+	progress.report(Step{Phase: Syncing})
 	return h.FlushSync()
 }
 
@@ -494,8 +508,8 @@ func writeBody(h *h5.File, p *Plan) error {
 }
 
 // writePublish writes the compaction of groups, against the versions the file lists once
-// the body is written.
-func writePublish(h *h5.File, groups []Group) error {
+// the body is written, telling progress of each chunk moved and each group written.
+func writePublish(h *h5.File, groups []Group, progress Progress) error {
 	var kept []string
 	ms, err := h.Members(versions.VersionsGroup)
 	if err != nil {
@@ -506,18 +520,35 @@ func writePublish(h *h5.File, groups []Group) error {
 			kept = append(kept, m.Name)
 		}
 	}
+	st := Step{Phase: Compacting}
+	for _, g := range groups {
+		st.Moves += int64(g.Moves)
+		if g.Action != Keep {
+			st.Total++
+		}
+	}
 	for i := range groups {
 		g := &groups[i]
+		if g.Action == Keep {
+			continue
+		}
+		st.Group = g.Path
+		progress.report(st)
 		var err error
 		switch g.Action {
 		case Drop:
 			err = h.Unlink(versions.DataRoot + "/" + g.Path)
 		case Compact:
-			err = compact(h, g, kept)
+			err = compact(h, g, kept, func() {
+				st.Moved++
+				progress.report(st)
+			})
 		}
 		if err != nil {
 			return fmt.Errorf("data group %s: %w", g.Path, err)
 		}
+		st.Done++
+		progress.report(st)
 	}
 	if err := h.CheckMappingLists(); err != nil {
 		return err
@@ -527,7 +558,8 @@ func writePublish(h *h5.File, groups []Group) error {
 
 // compact moves g's kept chunks down, shrinks raw_data, rewrites hash_table and replaces
 // the virtual datasets of the kept versions whose mappings change.
-func compact(h *h5.File, g *Group, kept []string) error {
+// moved is called after each chunk moved.
+func compact(h *h5.File, g *Group, kept []string, moved func()) error {
 	dir := versions.DataRoot + "/" + g.Path
 	raw, err := h.OpenDataset(dir + "/raw_data")
 	if err != nil {
@@ -539,7 +571,7 @@ func compact(h *h5.File, g *Group, kept []string) error {
 	for j, s := range g.Kept {
 		newSlot[s] = int64(j)
 	}
-	if err := moveChunks(raw, g); err != nil {
+	if err := moveChunks(raw, g, moved); err != nil {
 		return err
 	}
 	dims := slices.Clone(info.Shape)
@@ -565,8 +597,8 @@ func compact(h *h5.File, g *Group, kept []string) error {
 
 // moveChunks copies each kept chunk whose slot changes to its new slot, in ascending
 // order: new slot j < old slot s_j, and every slot below j was written already, so a
-// chunk is always read before its slot is written over.
-func moveChunks(raw *h5.Dataset, g *Group) error {
+// chunk is always read before its slot is written over. moved is called after each.
+func moveChunks(raw *h5.Dataset, g *Group, moved func()) error {
 	info := raw.Info()
 	rank := len(g.chunks)
 	itemSize := int64(info.Type.Size)
@@ -589,6 +621,7 @@ func moveChunks(raw *h5.Dataset, g *Group) error {
 			if err := writeFill(raw, to, g.chunks); err != nil {
 				return err
 			}
+			moved()
 			continue
 		}
 		if int64(cap(buf)) < ci[0].Size {
@@ -605,6 +638,7 @@ func moveChunks(raw *h5.Dataset, g *Group) error {
 		if err := raw.WriteChunk(to, mask, b); err != nil {
 			return err
 		}
+		moved()
 	}
 	return nil
 }
