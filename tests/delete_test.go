@@ -101,24 +101,38 @@ func TestCmdDelete(t *testing.T) {
 	}
 }
 
-// TestCmdDeleteProgress: on a terminal (script(1) gives delete one) stderr shows that the
-// deletion runs, and the line is erased before the report; without one there is nothing
-// (TestCmdDelete).
+// TestCmdDeleteProgress: on a terminal (script(1) gives delete one) stderr draws a bar
+// of the data groups planned, then of the chunks moved, then the time of the journaled
+// sync, and the line is erased before the report; a dry run plans only. Without a
+// terminal there is nothing (TestCmdDelete).
 func TestCmdDeleteProgress(t *testing.T) {
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Skip("script(1) not installed")
 	}
+	const bar = `\r\x1b\[Kdelete \[[#.]{30}\] `
 	for _, c := range []struct {
-		name, args, want string
+		name, args string
+		want       []string // in this order
 	}{
-		{"delete", "v2", `\r\x1b\[Kdelete: deleting 1 version in one journaled sync \(\d+s\)\r\x1b\[K\S+: deleted 1 of 4 versions:`},
-		{"dry run", "-n v2 v3", `\r\x1b\[Kdelete: planning the deletion of 2 versions \(\d+s\)\r\x1b\[K\S+: would delete 2 of 4 versions:`},
+		{"delete", "v2", []string{
+			bar + `2/2 data groups planned`,
+			bar + `0/6 chunks moved \(in \S+\)`,
+			bar + `6/6 chunks moved \(in \S+\)`,
+			`\r\x1b\[Kdelete: writing the journal and applying it \(\d+s\)(\r\x1b\[K)+\S+: deleted 1 of 4 versions:`,
+		}},
+		{"dry run", "-n v2 v3", []string{
+			bar + `2/2 data groups planned(\r\x1b\[K)+\S+: would delete 2 of 4 versions:`,
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := copyPath(t, fixturePath("golden_delete_middle-before.h5"))
 			out, err := exec.Command("script", "-qec", vh5fsBin+" delete "+file+" "+c.args, "/dev/null").CombinedOutput()
 			require.NoError(t, err, "%s", out)
-			require.Regexp(t, c.want, string(out))
+			require.Regexp(t, strings.Join(c.want, `[\s\S]*`), string(out))
+			if c.name == "dry run" {
+				require.NotContains(t, string(out), "chunks moved")
+				require.NotContains(t, string(out), "journal")
+			}
 		})
 	}
 }

@@ -43,9 +43,10 @@ Instead of naming versions, a policy picks them by timestamp, never the current 
 Prints the versions deleted, the prev_version links and current_version changed, the
 chunks dropped and their bytes, and the file's size before and after, as measured: HDF5
 keeps the space a deletion frees inside the file (the file may even grow by the metadata
-rewritten); vh5fs compact gives it back. On a terminal, stderr shows that the deletion
-runs. Refused while the file is mounted or open elsewhere (a read-write mount holds its
-lock): unmount first.
+rewritten); vh5fs compact gives it back. On a terminal, stderr shows how the deletion
+goes: a bar of the data groups planned, then of the chunks moved, then the time the
+journaled sync takes. Refused while the file is mounted or open elsewhere (a read-write
+mount holds its lock): unmount first.
 `
 
 func runDelete(args []string, stdout, stderr io.Writer) int {
@@ -134,24 +135,19 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	sizeBefore, statErr := os.Stat(file)
-	var stop func()
+	var progress lifecycle.Progress
+	var bar *stepBar
 	if isTerminal(stderr) {
-		bar := &progressBar{w: stderr, name: "delete"}
-		what := "deleting " + plural(int64(len(names)), "version") + " in one journaled sync"
-		if *dry {
-			what = "planning the deletion of " + plural(int64(len(names)), "version")
-		}
-		stop = bar.ticking(what)
+		bar = newStepBar(stderr, "delete", "reading the versions")
+		progress = bar.step
 	}
 	var p *lifecycle.Plan
 	if *dry {
-		p, err = lifecycle.PlanDelete(f, names)
+		p, err = lifecycle.PlanDeleteProgress(f, names, progress)
 	} else {
-		p, err = lifecycle.Delete(f, names)
+		p, err = lifecycle.DeleteProgress(f, names, progress)
 	}
-	if stop != nil {
-		stop()
-	}
+	bar.done()
 	if err != nil {
 		// A failed sync says what the file holds and how to recover; any other failure
 		// left the file as it was.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vh5fs/vh5fs/lifecycle"
 )
 
 // isTerminal reports whether w is a terminal.
@@ -19,8 +21,8 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// progressBar draws one self-overwriting line on a terminal, at most every 100 ms and at
-// every change of phase.
+// progressBar draws one self-overwriting line on a terminal, at most every 100 ms, at
+// every change of phase and at the end of one.
 type progressBar struct {
 	w     io.Writer
 	name  string // the command
@@ -31,7 +33,7 @@ type progressBar struct {
 
 func (p *progressBar) update(phase string, done, total int64) {
 	now := time.Now()
-	if phase == p.phase && now.Sub(p.last) < 100*time.Millisecond {
+	if phase == p.phase && done != total && now.Sub(p.last) < 100*time.Millisecond {
 		return
 	}
 	p.phase, p.last, p.drawn = phase, now, true
@@ -85,4 +87,52 @@ func (p *progressBar) clear() {
 	if p.drawn {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// stepBar shows a deletion's or a reclaim's steps (lifecycle.Progress): the time while
+// nothing is counted yet, a bar of the data groups planned, then one of the chunks moved
+// (of the groups written when none moves), then the time the journaled sync takes. A nil
+// stepBar shows nothing.
+type stepBar struct {
+	bar  *progressBar
+	stop func() // the ticking line's, while one is drawn
+}
+
+// newStepBar starts with a ticking line saying what runs before the first step.
+func newStepBar(w io.Writer, name, first string) *stepBar {
+	b := &stepBar{bar: &progressBar{w: w, name: name}}
+	b.stop = b.bar.ticking(first)
+	return b
+}
+
+func (b *stepBar) step(s lifecycle.Step) {
+	if b.stop != nil {
+		b.stop()
+		b.stop = nil
+	}
+	switch s.Phase {
+	case lifecycle.Planning:
+		b.bar.update("data groups planned", s.Done, s.Total)
+	case lifecycle.Compacting:
+		if s.Moves == 0 {
+			b.bar.update("data groups written", s.Done, s.Total)
+			break
+		}
+		b.bar.update("chunks moved (in "+s.Group+")", s.Moved, s.Moves)
+	case lifecycle.Syncing:
+		b.bar.clear()
+		b.stop = b.bar.ticking("writing the journal and applying it")
+	}
+}
+
+// done erases the line.
+func (b *stepBar) done() {
+	if b == nil {
+		return
+	}
+	if b.stop != nil {
+		b.stop()
+		b.stop = nil
+	}
+	b.bar.clear()
 }
