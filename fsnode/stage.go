@@ -96,6 +96,10 @@ var _ fs.NodeMkdirer = (*stagesNode)(nil)
 
 // Mkdir makes a stage on the current version.
 func (n *stagesNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	// A stage records raw_data slots until it is committed or discarded, and a reclaim,
+	// which moves them, waits for it: reclaim what deletions left first. Before the stage
+	// manager's lock, which a reclaim's run takes (lock order, docs/ARCHITECTURE.md).
+	n.m.reclaim.Flush()
 	st, err := n.m.stages.Create(name)
 	if err != nil {
 		return nil, stageErr("mkdir", "stage/"+name, err)
