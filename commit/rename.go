@@ -118,9 +118,9 @@ func (c *Committer) renameVersion(old, new string) error {
 
 // Rewrite runs fn, which rewrites the file's versions in place (a deletion of versions
 // moves chunks to other slots), while no commit runs and no open handle's changes are
-// based on any version (ErrBusy otherwise: their staged arrays name base slots).
-// Afterwards everything cached of the file is read again: hash indexes, chunk maps,
-// version metadata.
+// based on any version (ErrBusy otherwise: their staged arrays name base slots), and
+// while reads of the file's datasets wait (versions.File.MoveSlots). Afterwards
+// everything cached of the file is read again: hash indexes, chunk maps, version metadata.
 func (c *Committer) Rewrite(fn func(f *versions.File) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -131,11 +131,11 @@ func (c *Committer) Rewrite(fn func(f *versions.File) error) error {
 		return fmt.Errorf("files are open for writing: %w", ErrBusy)
 	}
 	defer c.layout.Unlock()
-	err := fn(c.f)
-	for _, ix := range c.indexes {
-		ix.close()
-	}
-	c.indexes = map[string]*index{}
-	c.f.ForgetAll()
-	return err
+	defer func() {
+		for _, ix := range c.indexes {
+			ix.close()
+		}
+		c.indexes = map[string]*index{}
+	}()
+	return c.f.MoveSlots(func() error { return fn(c.f) })
 }

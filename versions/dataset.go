@@ -553,11 +553,19 @@ func (d *Dataset) renderText(h *h5.Dataset) error {
 
 // Read is the mount's one read entry point: bytes [off, off+len(p)) of the dataset at
 // path, answered as a chunkstore.Reply (maxRange as for Dataset.Read). A live dataset is
-// refreshed and read as it is now, its bytes copied into p (LiveReadAt).
+// refreshed and read as it is now, its bytes copied into p (LiveReadAt). A read-write
+// file's bytes are copied into p too, under slotsMu: a rewrite that moves slots may
+// follow the read at once (MoveSlots), and a reply holding a range or slices of the file
+// would be written out after it.
 func (f *File) Read(path string, p []byte, off int64, maxRange int) (chunkstore.Reply, error) {
 	if f.isLivePath(path) {
 		n, err := f.LiveReadAt(path, p, off)
 		return chunkstore.Reply{N: n}, err
+	}
+	if f.Writable() {
+		f.slotsMu.RLock()
+		defer f.slotsMu.RUnlock()
+		maxRange = 0
 	}
 	d, err := f.Dataset(path)
 	if err != nil {

@@ -18,7 +18,9 @@
 // which sees a commit's writes before they are published: readers see the file before a
 // commit's publish or after it, never a mix of both.
 //
-// Lock ordering: File.snapMu (one reader reads a new state), File.mu, then the chunk
+// Lock ordering: File.slotsMu (shared by reads of a dataset's bytes, exclusive while a
+// rewrite moves raw_data slots: MoveSlots), File.snapMu (one reader reads a new state),
+// File.mu, then the chunk
 // store's lock over the file's bytes (shared by readers of metadata from the bytes,
 // exclusive while a commit's sync applies its journal), then the HDF5 lock (package h5);
 // never the other way round. A commit's sync takes the bytes lock holding only the
@@ -68,6 +70,11 @@ type File struct {
 	versioned   bool
 	dataVersion int64
 	store       *chunkstore.Store // the file's bytes: chunk reads, and metadata read by h5meta
+
+	// slotsMu keeps reads of a read-write file's datasets out of a rewrite that moves
+	// raw_data slots (a deletion's compaction): from its apply until the chunk maps are
+	// read again, a map built before names slots that hold other chunks.
+	slotsMu sync.RWMutex
 
 	mu       sync.Mutex
 	datasets map[string]*Dataset    // by HDF5 path; GUARDED_BY(mu)
@@ -713,6 +720,17 @@ func (f *File) readVersion(name string) (v Version, ok bool, err error) {
 	f.meta[name] = v
 	f.mu.Unlock()
 	return v, true, nil
+}
+
+// MoveSlots runs fn, which rewrites the file in place moving raw_data slots, and then
+// drops what f keeps of the layout (ForgetAll), with every read of a dataset's bytes held
+// out: a read sees the file before the rewrite or after it, never a chunk map of before
+// over the slots of after.
+func (f *File) MoveSlots(fn func() error) error {
+	f.slotsMu.Lock()
+	defer f.slotsMu.Unlock()
+	defer f.ForgetAll()
+	return fn()
 }
 
 // ForgetAll drops everything f keeps of the file's layout (version metadata, datasets and
