@@ -11,8 +11,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/vh5fs/vh5fs/h5"
@@ -101,139 +101,159 @@ func ChangedDatasets(f *versions.File, from, to string) ([]DatasetChange, error)
 	return out, nil
 }
 
+// sameMap compares the chunk maps of rel in v1 and v2 by walking v2's in grid order
+// against v1's slotTable; v1's map is let go before v2's is loaded (see release).
 func sameMap(f *versions.File, v1, v2, rel string) (bool, error) {
 	d1, err := f.VersionDataset(v1, rel)
 	if err != nil {
 		return false, err
 	}
+	shape, dtype := d1.Shape, d1.Type.DType
+	t1, err := slotsOf(f, d1)
+	if err != nil {
+		return false, err
+	}
+	if t1 != nil {
+		release(f, v1, d1)
+		d1 = nil
+	}
 	d2, err := f.VersionDataset(v2, rel)
 	if err != nil {
 		return false, err
 	}
-	if !slices.Equal(d1.Shape, d2.Shape) || d1.Type.DType != d2.Type.DType {
+	if !slices.Equal(shape, d2.Shape) || dtype != d2.Type.DType {
 		return false, nil
 	}
-	m1, err := slotMap(f, d1)
-	if err != nil {
-		return false, err
-	}
-	m2, err := slotMap(f, d2)
-	if err != nil {
-		return false, err
-	}
-	if m1 == nil || m2 == nil { // no chunk map: fall back to the bytes
+	if t1 == nil { // no chunk map: fall back to the bytes
 		return sameBytes(d1, d2)
 	}
-	if len(m1) != len(m2) {
+	walk2, err := walkSlots(f, d2)
+	if err != nil {
+		return false, err
+	}
+	if walk2 == nil { // v2 has no chunk map: v1's dataset again, for its bytes
+		if d1, err = f.VersionDataset(v1, rel); err != nil {
+			return false, err
+		}
+		return sameBytes(d1, d2)
+	}
+	differ := errors.New("differ")
+	n2 := 0
+	err = walk2(func(grid []int64, raw string, row int64) error {
+		n2++
+		k, in := t1.index(grid)
+		if !in || raw != t1.raw {
+			return differ
+		}
+		if r1, stored := t1.row(k); !stored || r1 != row {
+			return differ
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, differ):
 		return false, nil
+	case err != nil:
+		return false, err
 	}
-	for k, s := range m1 {
-		if t, ok := m2[k]; !ok || t != s {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// slot names a stored chunk: raw_data path and row offset.
-type slot struct {
-	raw string
-	off int64
-}
-
-// slotMap returns a versioned dataset's chunk map keyed by grid index ("1_0"); nil (and no
-// error) for datasets whose mappings are not one chunk-aligned block per chunk.
-func slotMap(f *versions.File, d *versions.Dataset) (map[string]slot, error) {
-	if d.RawData == "" || d.Chunks == nil {
-		return nil, nil
-	}
-	if blocks, ok := d.Blocks(); ok {
-		m := make(map[string]slot, len(blocks))
-		for _, b := range blocks {
-			m[gridKey(b.Grid)] = slot{d.RawData, b.Row}
-		}
-		return m, nil
-	}
-	// Strings and the libhdf5 route: read the mappings again.
-	h, err := f.HDF5().OpenDataset(d.Path)
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	maps, err := h.Mappings()
-	if err != nil {
-		if errors.Is(err, h5.ErrUnsupported) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	m := make(map[string]slot, len(maps))
-	grid := make([]int64, len(d.Shape))
-	for _, mp := range maps {
-		for i := range grid {
-			c := d.Chunks[i]
-			if mp.VStart[i]%c != 0 || mp.SrcStart[0]%d.Chunks[0] != 0 || (i > 0 && mp.SrcStart[i] != 0) {
-				return nil, nil
-			}
-			grid[i] = mp.VStart[i] / c
-		}
-		m[gridKey(grid)] = slot{mp.SrcDataset, mp.SrcStart[0]}
-	}
-	return m, nil
-}
-
-func gridKey(g []int64) string {
-	var b []byte
-	for i, x := range g {
-		if i > 0 {
-			b = append(b, '_')
-		}
-		b = strconv.AppendInt(b, x, 10)
-	}
-	return string(b)
+	return n2 == t1.stored, nil
 }
 
 // ChunkStats counts a version's dataset chunks: total in its grid, stored (mapped to a
 // raw_data slot) and shared with the parent version (stored in a slot the parent's
 // dataset of the same path also uses). ok is false when the dataset has no chunk map.
+// The version's map and the parent's are walked one after the other, with a count of
+// chunks per slot in between.
 func ChunkStats(f *versions.File, version, rel string) (total, stored, shared int, ok bool, err error) {
 	d, err := f.VersionDataset(version, rel)
 	if err != nil {
 		return 0, 0, 0, false, err
 	}
-	m, err := slotMap(f, d)
-	if err != nil || m == nil {
+	walk, err := walkSlots(f, d)
+	if err != nil || walk == nil {
 		return 0, 0, 0, false, err
 	}
-	total = 1
-	for i, s := range d.Shape {
-		total *= int((s + d.Chunks[i] - 1) / d.Chunks[i])
+	var raw string
+	var per slotCounts
+	err = walk(func(_ []int64, r string, row int64) error {
+		raw = r
+		stored++
+		per.add(row, d.Chunks[0])
+		return nil
+	})
+	if err != nil {
+		return 0, 0, 0, false, err
 	}
-	stored = len(m)
+	total = int(gridChunks(d.Shape, d.Chunks))
 	v, _, err := f.Version(version)
 	if err != nil || v.PrevVersion == "" {
 		return total, stored, 0, true, err
 	}
+	release(f, version, d)
+	d = nil
 	pd, err := f.VersionDataset(v.PrevVersion, rel)
 	if errors.Is(err, versions.ErrNotFound) {
 		return total, stored, 0, true, nil
 	} else if err != nil {
 		return 0, 0, 0, false, err
 	}
-	pm, err := slotMap(f, pd)
+	walkP, err := walkSlots(f, pd)
+	if err != nil || walkP == nil {
+		return total, stored, 0, true, err
+	}
+	err = walkP(func(_ []int64, r string, row int64) error {
+		if r == raw {
+			shared += per.take(row) // once per slot, however many parent chunks use it
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, 0, 0, false, err
 	}
-	used := map[slot]bool{}
-	for _, s := range pm {
-		used[s] = true
-	}
-	for _, s := range m {
-		if used[s] {
-			shared++
-		}
-	}
 	return total, stored, shared, true, nil
+}
+
+// slotCounts counts chunks per raw_data row: in a flat slice by slot (row / unit) while
+// rows are whole slots, in a map for the others.
+type slotCounts struct {
+	unit int64
+	flat []uint32
+	odd  map[int64]int
+}
+
+func (c *slotCounts) add(row, unit int64) {
+	c.unit = max(unit, 1)
+	if row%c.unit != 0 {
+		if c.odd == nil {
+			c.odd = map[int64]int{}
+		}
+		c.odd[row]++
+		return
+	}
+	i := row / c.unit
+	if i >= int64(len(c.flat)) {
+		c.flat = slices.Grow(c.flat, int(i+1)-len(c.flat))[:i+1]
+	}
+	c.flat[i]++
+}
+
+// take returns the count of row and forgets it.
+func (c *slotCounts) take(row int64) int {
+	if c.unit == 0 {
+		return 0
+	}
+	if row%c.unit != 0 {
+		n := c.odd[row]
+		delete(c.odd, row)
+		return n
+	}
+	i := row / c.unit
+	if i >= int64(len(c.flat)) {
+		return 0
+	}
+	n := int(c.flat[i])
+	c.flat[i] = 0
+	return n
 }
 
 // ChunkChange is one chunk that differs between two versions of a dataset.
@@ -266,30 +286,60 @@ type DatasetDiff struct {
 // read and compared.
 func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 	dd := DatasetDiff{Path: rel}
-	d1, err1 := f.VersionDataset(v1, rel)
-	d2, err2 := f.VersionDataset(v2, rel)
-	for _, err := range []error{err1, err2} {
-		if err != nil && !errors.Is(err, versions.ErrNotFound) {
-			return dd, err
+	d1, err := f.VersionDataset(v1, rel)
+	if err != nil && !errors.Is(err, versions.ErrNotFound) {
+		return dd, err
+	}
+	// What is kept of v1's dataset once its chunk map is let go (see release).
+	var shape1, chunks1 []int64
+	var dtype1, raw1 string
+	var fill1 []byte
+	var strings1 bool
+	var t1 *slotTable
+	var t1Err error // reported only if the datasets are compared chunk by chunk
+	found1 := d1 != nil
+	if found1 {
+		shape1, chunks1, dtype1, raw1, fill1, strings1 = d1.Shape, d1.Chunks, d1.Type.DType, d1.RawData, d1.Fill, d1.Strings
+		if d1.Chunks != nil {
+			if t1, t1Err = slotsOf(f, d1); t1 != nil {
+				release(f, v1, d1)
+				d1 = nil
+			}
 		}
 	}
+	// v1's dataset again, when data must be read from it.
+	load1 := func() (*versions.Dataset, error) {
+		if d1 == nil {
+			var err error
+			d1, err = f.VersionDataset(v1, rel)
+			return d1, err
+		}
+		return d1, nil
+	}
+	d2, err := f.VersionDataset(v2, rel)
+	if err != nil && !errors.Is(err, versions.ErrNotFound) {
+		return dd, err
+	}
 	switch {
-	case d1 == nil && d2 == nil:
+	case !found1 && d2 == nil:
 		return dd, fmt.Errorf("%s: %w in %s or %s", rel, versions.ErrNotFound, v1, v2)
-	case d1 == nil:
+	case !found1:
 		dd.Kind, dd.Shape2, dd.Chunks = Added, d2.Shape, d2.Chunks
 		return dd, nil
 	case d2 == nil:
-		dd.Kind, dd.Shape1, dd.Chunks = Removed, d1.Shape, d1.Chunks
+		dd.Kind, dd.Shape1, dd.Chunks = Removed, shape1, chunks1
 		return dd, nil
 	}
-	dd.Shape1, dd.Shape2, dd.Chunks = d1.Shape, d2.Shape, d2.Chunks
-	if d1.Type.DType != d2.Type.DType || len(d1.Shape) != len(d2.Shape) || !slices.Equal(d1.Chunks, d2.Chunks) || d1.Chunks == nil {
+	dd.Shape1, dd.Shape2, dd.Chunks = shape1, d2.Shape, d2.Chunks
+	if dtype1 != d2.Type.DType || len(shape1) != len(d2.Shape) || !slices.Equal(chunks1, d2.Chunks) || chunks1 == nil {
 		// Not comparable chunk by chunk: the whole dataset differs unless its bytes are equal.
 		same := false
-		if d1.Type.DType == d2.Type.DType && slices.Equal(d1.Shape, d2.Shape) {
-			if same, err1 = sameBytes(d1, d2); err1 != nil {
-				return dd, err1
+		if dtype1 == d2.Type.DType && slices.Equal(shape1, d2.Shape) {
+			if d1, err = load1(); err != nil {
+				return dd, err
+			}
+			if same, err = sameBytes(d1, d2); err != nil {
+				return dd, err
 			}
 		}
 		if !same {
@@ -298,65 +348,69 @@ func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 		}
 		return dd, nil
 	}
-	m1, err := slotMap(f, d1)
-	if err != nil {
-		return dd, err
-	}
-	m2, err := slotMap(f, d2)
-	if err != nil {
-		return dd, err
+	if t1Err != nil {
+		return dd, t1Err
 	}
 	var dig1, dig2 map[int64]digestRow
-	if !d1.Strings {
-		dig1 = digests(f, d1)
+	if !strings1 {
+		dig1 = digests(f, raw1)
 		dig2 = dig1
-		if d2.RawData != d1.RawData {
-			dig2 = digests(f, d2)
+		if d2.RawData != raw1 {
+			dig2 = digests(f, d2.RawData)
 		}
 	}
-	chunks := d1.Chunks
+	chunks := chunks1
 	n := len(chunks)
-	grid := make([]int64, n)
 	gmax := make([]int64, n)
 	for i := range gmax {
-		gmax[i] = max(ceilDiv(d1.Shape[i], chunks[i]), ceilDiv(d2.Shape[i], chunks[i]))
+		gmax[i] = max(ceilDiv(shape1[i], chunks[i]), ceilDiv(d2.Shape[i], chunks[i]))
 	}
-	anyZero := slices.Contains(gmax, 0)
-	for !anyZero {
+	// The union grid is walked in C order, and v2's stored chunks in their grid's C order,
+	// which is the same order: each of v2's chunks meets its place in the walk.
+	w := unionWalk{grid: make([]int64, n), gmax: gmax, done: slices.Contains(gmax, 0)}
+	start, stop1, stop2 := make([]int64, n), make([]int64, n), make([]int64, n)
+	walk2, err := walkSlots(f, d2)
+	if err != nil {
+		return dd, err
+	}
+	has2 := walk2 != nil // v2 has a chunk map
+	visit := func(mapped2 bool, rawB string, rowB int64) error {
+		grid := w.grid
 		dd.Total++
-		start := make([]int64, n)
-		stop1, stop2 := make([]int64, n), make([]int64, n)
 		in1, in2 := true, true
 		for i, g := range grid {
 			start[i] = g * chunks[i]
-			stop1[i] = min(start[i]+chunks[i], d1.Shape[i])
+			stop1[i] = min(start[i]+chunks[i], shape1[i])
 			stop2[i] = min(start[i]+chunks[i], d2.Shape[i])
 			in1 = in1 && stop1[i] > start[i]
 			in2 = in2 && stop2[i] > start[i]
 		}
-		ch := ChunkChange{Grid: slices.Clone(grid), Start: start, Stop: stop2}
+		kind, stop := "", stop2
 		switch {
 		case in1 && !in2:
-			ch.Kind, ch.Stop = Removed, stop1
+			kind, stop = Removed, stop1
 		case !in1 && in2:
-			ch.Kind = Added
+			kind = Added
 		case in1 && in2 && !slices.Equal(stop1, stop2):
-			ch.Kind = Modified
+			kind = Modified
 		case in1 && in2:
-			key := gridKey(grid)
-			s1, ok1 := m1[key]
-			s2, ok2 := m2[key]
+			var rowA int64
+			mapped1 := false
+			if t1 != nil {
+				k, _ := t1.index(grid)
+				rowA, mapped1 = t1.row(k)
+			}
 			same, err := func() (bool, error) {
 				switch {
-				case m1 != nil && m2 != nil && ok1 && ok2 && s1 == s2:
+				case t1 != nil && has2 && mapped1 && mapped2 && t1.raw == rawB && rowA == rowB:
 					dd.SameSlot++
 					return true, nil
-				case m1 != nil && m2 != nil && !ok1 && !ok2 && bytes.Equal(d1.Fill, d2.Fill):
+				case t1 != nil && has2 && !mapped1 && !mapped2 && bytes.Equal(fill1, d2.Fill):
 					dd.SameSlot++ // both unmapped: fill
 					return true, nil
-				case ok1 && ok2 && dig1 != nil && dig2 != nil:
-					r1, h1 := dig1[s1.off]
-					r2, h2 := dig2[s2.off]
+				case mapped1 && mapped2 && dig1 != nil && dig2 != nil:
+					r1, h1 := dig1[rowA]
+					r2, h2 := dig2[rowB]
 					ext := stop1[0] - start[0]
 					if h1 && h2 && r1.rows == ext && r2.rows == ext {
 						if r1.sum == r2.sum {
@@ -368,35 +422,66 @@ func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 					}
 				}
 				dd.ReadData++
+				d1, err := load1()
+				if err != nil {
+					return false, err
+				}
 				return sameBox(d1, d2, start, stop1)
 			}()
 			if err != nil {
-				return dd, err
+				return err
 			}
 			if !same {
-				ch.Kind = Modified
+				kind = Modified
 			}
 		}
-		if ch.Kind != "" {
-			dd.Changed = append(dd.Changed, ch)
+		if kind != "" {
+			dd.Changed = append(dd.Changed, ChunkChange{Grid: slices.Clone(grid), Start: slices.Clone(start), Stop: slices.Clone(stop), Kind: kind})
 		}
-		// next grid index in C order
-		i := n - 1
-		for ; i >= 0; i-- {
-			grid[i]++
-			if grid[i] < gmax[i] {
-				break
+		w.next()
+		return nil
+	}
+	if has2 {
+		err = walk2(func(g []int64, raw string, row int64) error {
+			for !w.done && slices.Compare(w.grid, g) < 0 {
+				if err := visit(false, "", 0); err != nil {
+					return err
+				}
 			}
-			grid[i] = 0
-		}
-		if i < 0 {
-			break
+			if w.done || !slices.Equal(w.grid, g) {
+				return nil // not in the union grid: cannot be
+			}
+			return visit(true, raw, row)
+		})
+	}
+	if err != nil {
+		return dd, err
+	}
+	for !w.done {
+		if err := visit(false, "", 0); err != nil {
+			return dd, err
 		}
 	}
-	if len(dd.Changed) > 0 || !slices.Equal(d1.Shape, d2.Shape) {
+	if len(dd.Changed) > 0 || !slices.Equal(shape1, d2.Shape) {
 		dd.Kind = Modified
 	}
 	return dd, nil
+}
+
+// unionWalk steps through a grid of gmax chunks per axis in C order.
+type unionWalk struct {
+	grid, gmax []int64
+	done       bool
+}
+
+func (w *unionWalk) next() {
+	for i := len(w.grid) - 1; i >= 0; i-- {
+		if w.grid[i]++; w.grid[i] < w.gmax[i] {
+			return
+		}
+		w.grid[i] = 0
+	}
+	w.done = true
 }
 
 // DiffVersions compares every dataset of v1 and v2 (or only rel, when given).
@@ -436,13 +521,13 @@ type digestRow struct {
 	rows int64
 }
 
-// digests reads the hash table of a dataset's data group, by slot row; nil when it has
+// digests reads the hash table of the data group of raw_data raw, by slot row; nil when it has
 // none vh5fs can use (then chunks are compared by their data).
-func digests(f *versions.File, d *versions.Dataset) map[int64]digestRow {
-	if d.RawData == "" {
+func digests(f *versions.File, raw string) map[int64]digestRow {
+	if raw == "" {
 		return nil
 	}
-	tp := d.DataGroup() + "/hash_table"
+	tp := path.Dir(raw) + "/hash_table"
 	if k, err := f.HDF5().Kind(tp); err != nil || k != h5.KindDataset {
 		return nil
 	}
