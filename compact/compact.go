@@ -6,7 +6,11 @@
 // path). The rename is the commit point: a crash before it leaves the old file as it was.
 //
 // Chunks keep their raw_data slots, so versions, hash tables, virtual datasets and the
-// stages kept beside the file read as before.
+// stages kept beside the file read as before. The unused chunks that deletions through a
+// mount leave pending (lifecycle.Pending) would survive the copy in their slots, so they
+// are reclaimed first (lifecycle.Reclaim, in the file itself, through its journal): unless
+// a stage is saved beside the file, whose slots the reclaim would move, as a mount defers
+// it.
 //
 // The rename gives the path a new inode, which no one holding the old one sees: a
 // compaction in place is refused while another process has the file open (the caller
@@ -25,6 +29,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/lifecycle"
+	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/versions"
 )
 
 // dataRoot is where versioned-hdf5 keeps each dataset's raw_data and hash_table; its
@@ -49,6 +56,8 @@ type Options struct {
 	InUse func(path string) error
 	// Progress, when set, is told how the raw_data copy goes.
 	Progress Progress
+	// ReclaimProgress, when set, is told how the reclaim of a pending set goes.
+	ReclaimProgress lifecycle.Progress
 }
 
 // Result is what a compaction did.
@@ -63,6 +72,12 @@ type Result struct {
 	// Out is the file written (or kept): a symbolic link given for the file or for
 	// Options.Out resolved to its target.
 	Out string
+	// Reclaimed is the reclaim of the set deletions left pending, done in the file before
+	// the copy (Before is the size before it); nil if none ran.
+	Reclaimed *lifecycle.Plan
+	// StillPending are the data groups left pending because of the stages saved beside
+	// the file (Stages), which record raw_data slots a reclaim would move.
+	StillPending, Stages []string
 }
 
 // ErrNotVersioned is returned for an HDF5 file without versioned-hdf5's layout.
@@ -84,6 +99,7 @@ func File(path string, o Options) (Result, error) {
 			return Result{}, err
 		}
 	}
+	before := t.st.Size()
 	src, err := h5.OpenSource(t.file)
 	if err != nil {
 		// The journal driver's open fails without libhdf5's reason (a truncated file's
@@ -98,12 +114,28 @@ func File(path string, o Options) (Result, error) {
 		}
 		return Result{}, err
 	}
-	defer src.Close()
+	defer func() { src.Close() }()
 	switch k, err := src.Kind(dataRoot); {
 	case err != nil:
 		return Result{}, err
 	case k != h5.KindGroup:
 		return Result{}, fmt.Errorf("%s: %w", path, ErrNotVersioned)
+	}
+	pending, err := lifecycle.Pending(t.file)
+	if err != nil {
+		return Result{}, err
+	}
+	var rec Result
+	if len(pending) > 0 {
+		// The source's shared lock would stand in the way of the read-write open; the
+		// open above refused a file with an interrupted change, which OpenRW would recover.
+		src.Close()
+		if rec, err = t.reclaim(pending, o); err != nil {
+			return Result{}, err
+		}
+		if src, err = h5.OpenSource(t.file); err != nil {
+			return Result{}, err
+		}
 	}
 	tmp := tmpName(t.out)
 	res, err := copyFile(src, tmp, o.Progress)
@@ -113,9 +145,10 @@ func File(path string, o Options) (Result, error) {
 		return Result{}, err
 	}
 	src.Close() // its shared lock would stand in the way of the exclusive one
-	res.Before, res.Out = t.st.Size(), t.out
+	res.Before, res.Out = before, t.out
+	res.Reclaimed, res.StillPending, res.Stages = rec.Reclaimed, rec.StillPending, rec.Stages
 	if t.inPlace {
-		if st, err := os.Stat(tmp); err == nil && st.Size() >= res.Before {
+		if st, err := os.Stat(tmp); err == nil && st.Size() >= t.st.Size() {
 			res.After, res.Kept = st.Size(), true
 			return res, os.Remove(tmp)
 		}
@@ -128,6 +161,51 @@ func File(path string, o Options) (Result, error) {
 		res.After = st.Size()
 	}
 	return res, nil
+}
+
+// reclaim completes the reclaim of the data groups deletions left pending, in t.file
+// itself, which therefore must be the caller's alone (o.InUse, asked already when the
+// file is compacted in place): the copy keeps slots, and would keep their unused chunks.
+// A stage saved beside the file records raw_data slots, which the reclaim moves: the set
+// then stays pending (Result.StillPending), as a mount leaves it.
+func (t *target) reclaim(pending []string, o Options) (Result, error) {
+	saved, err := stage.Saved(t.file)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: reading its stages (%s): %w", t.file, stage.Dir(t.file), err)
+	}
+	if len(saved) > 0 {
+		var names []string
+		for _, s := range saved {
+			names = append(names, s.Name)
+		}
+		return Result{StillPending: pending, Stages: names}, nil
+	}
+	if !t.inPlace && o.InUse != nil {
+		if err := o.InUse(t.file); err != nil {
+			return Result{}, fmt.Errorf("reclaiming the chunks of deleted versions first: %w", err)
+		}
+	}
+	f, err := versions.OpenRW(t.file)
+	if err != nil {
+		return Result{}, fmt.Errorf("reclaiming the chunks of deleted versions first: %w", err)
+	}
+	p, err := lifecycle.ReclaimProgress(f, o.ReclaimProgress)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("reclaiming the chunks of deleted versions first: %w; nothing compacted", err)
+	}
+	// The reclaim wrote the file: what the rename checks unchanged is the file it left.
+	st, err := os.Stat(t.file)
+	if err != nil {
+		return Result{}, err
+	}
+	t.st = st
+	if t.inPlace {
+		t.replaced = st
+	}
+	return Result{Reclaimed: p}, nil
 }
 
 // lowSpace is free space below which a failed copy is taken for a full filesystem: more

@@ -97,6 +97,10 @@ mappings). Prints each problem and exits 1 if there is any, else prints
 stopped) from the journal it left beside the file, FILE.vh5fs-journal, as a read-write mount
 does; if another program wrote to the file since, it leaves the file and the journal alone
 and says so. --discard-journal then removes the journal instead, dropping that commit.
+Versions deleted through a mount may leave chunks to reclaim (the mount reclaims them once
+the deletions pause, and at unmount; a kill can leave them): fsck says so in one line,
+which is no problem, and --repair reclaims them, as vh5fs delete and compact do, unless a
+stage is saved beside the file (it records the slots the reclaim would move).
 `, runFsck},
 		"refs":   {refsUsage, runRefs},
 		"delete": {deleteUsage, runDelete},
@@ -980,6 +984,9 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 		if done != h5.RecoveryNone {
 			fmt.Fprintf(stdout, "%s: %s\n", file, done)
 		}
+		if code := reclaimPending(file, stdout, stderr); code != 0 {
+			return code
+		}
 	}
 	var progress func(string, int64, int64)
 	bar := &progressBar{w: stderr, name: "fsck"}
@@ -990,6 +997,13 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 	bar.clear()
 	if err != nil {
 		return fail(stderr, file, err)
+	}
+	note, err := fsck.PendingNote(file)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	if note != "" {
+		fmt.Fprintf(stdout, "%s: %s\n", file, note)
 	}
 	if len(findings) > 0 {
 		for _, fd := range findings {

@@ -138,7 +138,8 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 	var progress lifecycle.Progress
 	var bar *stepBar
 	if isTerminal(stderr) {
-		bar = newStepBar(stderr, "delete", "reading the versions")
+		bar = newStepBar(stderr, "delete")
+		bar.wait("reading the versions")
 		progress = bar.step
 	}
 	var p *lifecycle.Plan

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/vh5fs/vh5fs/compact"
+	"github.com/vh5fs/vh5fs/lifecycle"
+	"github.com/vh5fs/vh5fs/versions"
 )
 
 func init() {
@@ -30,6 +33,10 @@ a FILE with several hard links. -o OUT writes a new file and leaves FILE alone; 
 existing OUT is replaced only with --force; OUT naming FILE itself compacts in place.
 A plain (not versioned-hdf5) HDF5 file, and a file with an interrupted change pending
 (see 'vh5fs fsck'), are refused and left as they were.
+The chunks of versions deleted through a mount that its reclaim did not drop yet (see
+'vh5fs fsck') would survive the copy in their slots: compact reclaims them in FILE first,
+through its journal (with -o OUT too, so FILE must then be the command's alone as well),
+unless a stage is saved beside FILE, whose slots the reclaim would move; then they stay.
 Prints the sizes before and after; shows a progress bar on stderr when it is a terminal.
 `, runCompact}
 }
@@ -63,17 +70,36 @@ func runCompact(args []string, stdout, stderr io.Writer) int {
 		},
 	}
 	bar := &progressBar{w: stderr, name: "compact"}
+	var reclaimBar *stepBar
 	if isTerminal(stderr) {
-		o.Progress = func(done, total int64) { bar.update("raw_data chunks", done, total) }
+		reclaimBar = newStepBar(stderr, "compact: reclaim")
+		o.ReclaimProgress = reclaimBar.step
+		o.Progress = func(done, total int64) {
+			reclaimBar.done()
+			bar.update("raw_data chunks", done, total)
+		}
 	}
 	res, err := compact.File(file, o)
+	reclaimBar.done()
 	bar.clear()
 	if err != nil {
 		return fail(stderr, file, err)
 	}
+	if res.Reclaimed != nil {
+		fmt.Fprintf(stdout, "%s: %s\n", file, reclaimedLine(res.Reclaimed))
+	}
+	if len(res.StillPending) > 0 {
+		fmt.Fprintf(stdout, "%s: %s stay pending to reclaim (chunks of deleted versions): stage %s saved beside the file "+
+			"records raw_data slots the reclaim would move; commit or discard it, then compact again\n",
+			file, plural(int64(len(res.StillPending)), "data group"), strings.Join(res.Stages, ", "))
+	}
 	if res.Kept {
-		fmt.Fprintf(stdout, "%s: %s, nothing to reclaim (a compacted copy takes %s): left as it was\n",
-			file, sizeString(res.Before), sizeString(res.After))
+		what := "left as it was"
+		if res.Reclaimed != nil {
+			what = "left as the reclaim made it"
+		}
+		fmt.Fprintf(stdout, "%s: %s, nothing to reclaim (a compacted copy takes %s): %s\n",
+			file, sizeString(res.Before), sizeString(res.After), what)
 		return 0
 	}
 	dst := file
@@ -88,6 +114,12 @@ func runCompact(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// reclaimedLine says what a reclaim of a pending set did.
+func reclaimedLine(p *lifecycle.Plan) string {
+	return fmt.Sprintf("reclaimed the chunks of deleted versions pending in %s: %s moved, %s of chunk data freed",
+		plural(int64(len(p.Groups)), "data group"), plural(int64(p.Moves()), "chunk"), byteSize(p.FreedBytes))
+}
+
 // sizeString is n bytes in binary units, as ls -lh shows them.
 func sizeString(n int64) string {
 	const unit = 1024
@@ -100,4 +132,53 @@ func sizeString(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// reclaimEffect is what a reclaim does to the processes holding the file.
+const reclaimEffect = "the reclaim moves chunks under a process that reads the file"
+
+// reclaimPending reclaims, for fsck --repair, the chunks deletions' bodies left pending
+// (lifecycle.Reclaim), with the file to itself, unless a saved stage records the slots
+// the reclaim would move. It returns the exit status, 0 to go on.
+func reclaimPending(file string, stdout, stderr io.Writer) int {
+	pending, err := lifecycle.Pending(file)
+	if err != nil || len(pending) == 0 {
+		if err != nil {
+			return fail(stderr, file, err)
+		}
+		return 0
+	}
+	if err := checkStages(file, nil); err != nil {
+		fmt.Fprintf(stdout, "%s: %s left pending: %v\n", file, plural(int64(len(pending)), "data group"),
+			strings.TrimSuffix(strings.TrimPrefix(err.Error(), file+": "), "; nothing deleted"))
+		return 0
+	}
+	if err := checkAlone(file, reclaimEffect); err != nil {
+		return fail(stderr, file, fmt.Errorf("%w; nothing reclaimed", err))
+	}
+	f, err := versions.OpenRW(file)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	defer f.Close()
+	var bar *stepBar
+	if isTerminal(stderr) {
+		bar = newStepBar(stderr, "fsck: reclaim")
+	}
+	var progress lifecycle.Progress
+	if bar != nil {
+		progress = bar.step
+	}
+	p, err := lifecycle.ReclaimProgress(f, progress)
+	bar.done()
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	if p != nil {
+		fmt.Fprintf(stdout, "%s: %s\n", file, reclaimedLine(p))
+	}
+	return 0
 }

@@ -94,16 +94,17 @@ func (p *progressBar) clear() {
 // (of the groups written when none moves), then the time the journaled sync takes. A nil
 // stepBar shows nothing.
 type stepBar struct {
-	bar  *progressBar
-	stop func() // the ticking line's, while one is drawn
+	bar   *progressBar
+	stop  func() // the ticking line's, while one is drawn
+	ended bool   // done erased the line
 }
 
-// newStepBar starts with a ticking line saying what runs before the first step.
-func newStepBar(w io.Writer, name, first string) *stepBar {
-	b := &stepBar{bar: &progressBar{w: w, name: name}}
-	b.stop = b.bar.ticking(first)
-	return b
+func newStepBar(w io.Writer, name string) *stepBar {
+	return &stepBar{bar: &progressBar{w: w, name: name}}
 }
+
+// wait draws a ticking line saying what runs until the first step.
+func (b *stepBar) wait(what string) { b.stop = b.bar.ticking(what) }
 
 func (b *stepBar) step(s lifecycle.Step) {
 	if b.stop != nil {
@@ -125,11 +126,12 @@ func (b *stepBar) step(s lifecycle.Step) {
 	}
 }
 
-// done erases the line.
+// done erases the line, once.
 func (b *stepBar) done() {
-	if b == nil {
+	if b == nil || b.ended {
 		return
 	}
+	b.ended = true
 	if b.stop != nil {
 		b.stop()
 		b.stop = nil
