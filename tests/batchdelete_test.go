@@ -2,10 +2,12 @@ package tests
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -62,7 +64,8 @@ func TestBatchDeleteThroughMount(t *testing.T) {
 // TestBatchDeleteReclaimWaits: the reclaim runs once the deletions pause, while the mount
 // goes on; it waits while a file is open for writing or a stage is saved (both record
 // raw_data slots), saying so in the log, and runs once they are gone. A stage kept past
-// the unmount keeps the set pending for the next mount, whose unmount reclaims it.
+// the unmount keeps the set pending for the next mount, whose unmount reclaims it. (A
+// stage made while nothing else holds the reclaim runs it first: TestBatchDeleteStage.)
 func TestBatchDeleteReclaimWaits(t *testing.T) {
 	const golden = "golden_delete_several"
 	names := []string{"v2", "v4", "v5"}
@@ -80,7 +83,7 @@ func TestBatchDeleteReclaimWaits(t *testing.T) {
 			return func() { require.NoError(t, f.Close()) }
 		}, `reclaim deferred while files are open for writing`},
 		{"stage", func(t *testing.T, mnt string) func() {
-			require.NoError(t, os.Mkdir(filepath.Join(mnt, "stage", "work"), 0o755))
+			stageWhileHeld(t, mnt, "work")
 			return func() { require.NoError(t, os.RemoveAll(filepath.Join(mnt, "stage", "work"))) }
 		}, `reclaim deferred while stages are saved .* stages=work`},
 	} {
@@ -126,7 +129,7 @@ func TestBatchDeleteReclaimWaits(t *testing.T) {
 		file := copyPath(t, fixturePath(golden+"-before.h5"))
 		m := mount(t, file, "rw,allow_delete")
 		require.NoError(t, syscall.Rmdir(filepath.Join(m.Dir, "versions", "v2")))
-		require.NoError(t, os.Mkdir(filepath.Join(m.Dir, "stage", "work"), 0o755))
+		stageWhileHeld(t, m.Dir, "work")
 		m.unmount(t)
 		require.Contains(t, m.stderr.String(), "reclaim deferred while stages are saved")
 		pending, err := lifecycle.Pending(file)
@@ -151,6 +154,126 @@ func TestBatchDeleteReclaimWaits(t *testing.T) {
 	})
 }
 
+// stageWhileHeld makes stage/NAME while a file open for writing holds the reclaim of the
+// deletions just made (mkdir's own flush of it is then deferred, ErrBusy), and closes the
+// file: the stage then holds the reclaim, as one an earlier mount left would.
+func stageWhileHeld(t *testing.T, mnt, name string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(mnt, "current", "x"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	require.NoError(t, os.Mkdir(filepath.Join(mnt, "stage", name), 0o755))
+	require.NoError(t, f.Close())
+}
+
+// TestBatchDeleteStage: a stage made right after rmdirs would hold their reclaim until it
+// is committed or discarded (it records raw_data slots, which the reclaim moves), so mkdir
+// reclaims first: nothing is pending once it returns, the stage is based on the file the
+// reclaim left and commits on it, and after the rest of the deletions the versions the
+// golden kept read as versioned-hdf5 left them.
+func TestBatchDeleteStage(t *testing.T) {
+	const golden = "golden_delete_several"
+	file := copyPath(t, fixturePath(golden+"-before.h5"))
+	m := mount(t, file, "rw,allow_delete")
+	require.NoError(t, syscall.Rmdir(filepath.Join(m.Dir, "versions", "v2")))
+	pending, err := lifecycle.Pending(file)
+	require.NoError(t, err)
+	require.NotEmpty(t, pending, "the rmdir leaves its data groups pending")
+	require.NoError(t, os.Mkdir(filepath.Join(m.Dir, "stage", "work"), 0o755))
+	_, err = os.Stat(lifecycle.PendingPath(file))
+	require.ErrorIs(t, err, os.ErrNotExist, "mkdir returned before the reclaim")
+	m.logged(t, `msg="deletions' chunks reclaimed" groups=`)
+	require.NotContains(t, m.stderr.String(), "reclaim deferred while stages are saved")
+	require.NoError(t, os.RemoveAll(filepath.Join(m.Dir, "stage", "work")))
+	for _, v := range []string{"v4", "v5"} {
+		require.NoError(t, syscall.Rmdir(filepath.Join(m.Dir, "versions", v)))
+	}
+	m.unmount(t)
+	require.NoError(t, conform.Files(file, fixturePath(golden+"-after.h5")))
+	_, err = os.Stat(lifecycle.PendingPath(file))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestBatchDeleteKilledThenFinished: each delete golden's versions removed by rmdirs, and
+// the daemon killed (SIGKILL) before its reclaim, which a file open for writing holds:
+// the file reads as the deletion made it, and plain fsck passes, naming the pending set in
+// one line. `vh5fs compact` or `vh5fs fsck --repair` then reclaims it: the file is the one
+// versioned-hdf5's delete_versions of the set made (conform.Files), nothing pending.
+func TestBatchDeleteKilledThenFinished(t *testing.T) {
+	dels, err := fixture.Deletes()
+	require.NoError(t, err)
+	finishers := map[string][]string{"compact": {"compact"}, "fsck --repair": {"fsck", "--repair"}}
+	for _, d := range dels {
+		if d.Commit != nil {
+			continue
+		}
+		for name, args := range finishers {
+			t.Run(d.Name+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				file := copyPath(t, d.Before)
+				m := mount(t, file, "rw,allow_delete")
+				for _, v := range d.Names {
+					require.NoError(t, syscall.Rmdir(filepath.Join(m.Dir, "versions", v)), "rmdir %s", v)
+				}
+				hold, err := os.OpenFile(anyDataset(t, filepath.Join(m.Dir, "current")), os.O_RDWR, 0)
+				require.NoError(t, err)
+				pending, err := lifecycle.Pending(file)
+				require.NoError(t, err)
+				m.signal(t, syscall.SIGKILL)
+				m.wait(t)
+				hold.Close() // the daemon is gone: an error, nothing to commit
+				require.NoError(t, exec.Command("fusermount3", "-uz", m.Dir).Run())
+				require.NotContains(t, m.stderr.String(), "chunks reclaimed", "killed before the reclaim")
+
+				// Before the repair: the deletion as h5py reads it, and a pending set fsck names.
+				again, err := lifecycle.Pending(file)
+				require.NoError(t, err)
+				require.Equal(t, pending, again)
+				require.Equal(t, digestLines(t, d.After), digestLines(t, file))
+				out, stderr, code := vh5fsRun(t, "fsck", file)
+				require.Equal(t, 0, code, "fsck: %s%s", out, stderr)
+				if len(pending) > 0 {
+					require.Contains(t, out, fmt.Sprintf("%s: pending: %d data group", file, len(pending)))
+					require.Contains(t, out, strings.Join(pending, ", "))
+				} else {
+					require.NotContains(t, out, "pending")
+				}
+
+				out, stderr, code = vh5fsRun(t, append(args, file)...)
+				require.Equal(t, 0, code, "%s: %s%s", name, out, stderr)
+				if len(pending) > 0 {
+					require.Contains(t, out, file+": reclaimed the chunks of deleted versions pending in ")
+				}
+				require.NoError(t, conform.Files(file, d.After))
+				_, err = os.Stat(lifecycle.PendingPath(file))
+				require.ErrorIs(t, err, os.ErrNotExist, "nothing left pending")
+				out, stderr, code = vh5fsRun(t, "fsck", file)
+				require.Equal(t, 0, code, "fsck: %s%s", out, stderr)
+				require.NotContains(t, out, "pending")
+			})
+		}
+	}
+}
+
+// anyDataset is the first dataset file under dir (a symbolic link followed), in name order.
+func anyDataset(t *testing.T, dir string) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	var found string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || found != "" {
+			return err
+		}
+		if e.Type().IsRegular() {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	}))
+	require.NotEmpty(t, found, "no dataset under %s", dir)
+	return found
+}
+
 // TestBatchDeleteCLIReclaims: a set left pending (a stage kept it past the unmount) is
 // reclaimed by the next `vh5fs delete`, with the versions it names: the file is the one
 // delete_versions of them all makes.
@@ -159,7 +282,7 @@ func TestBatchDeleteCLIReclaims(t *testing.T) {
 	file := copyPath(t, fixturePath(golden+"-before.h5"))
 	m := mount(t, file, "rw,allow_delete")
 	require.NoError(t, syscall.Rmdir(filepath.Join(m.Dir, "versions", "v2")))
-	require.NoError(t, os.Mkdir(filepath.Join(m.Dir, "stage", "work"), 0o755))
+	stageWhileHeld(t, m.Dir, "work")
 	m.unmount(t)
 	pending, err := lifecycle.Pending(file)
 	require.NoError(t, err)
