@@ -34,13 +34,15 @@ const reclaimMaxDelay = time.Minute
 // and at unmount (Close). A pending set an earlier mount left (a crash, a stage) is
 // reclaimed the same way. It takes the locks every history edit takes
 // (commit.Committer.Rewrite). What it cannot run stays in the file's pending set
-// (lifecycle.Pending), for the next mount or vh5fs delete.
+// (lifecycle.Pending), for the next mount, vh5fs delete, compact or fsck --repair.
 type Reclaimer struct {
 	commit *commit.Committer
 	stages *stage.Manager // nil without stages
 	quiet  time.Duration
 
-	runMu sync.Mutex // held for a whole run; taken before mu
+	// runMu is held for a whole run, which reads the stages and then rewrites: above the
+	// stage manager's lock and Rewrite's in the lock order (docs/ARCHITECTURE.md).
+	runMu sync.Mutex
 
 	mu     sync.Mutex  // a leaf
 	timer  *time.Timer // the next run; GUARDED_BY(mu)
