@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
+	"github.com/vh5fs/vh5fs/lifecycle"
 )
 
 // libraryPython is a python3 that imports versioned_hdf5, or "" (it is not a Debian
@@ -586,4 +588,74 @@ func TestCompactDiskFull(t *testing.T) {
 	require.Contains(t, line, "nothing changed: make room, or write the copy elsewhere (-o OUT)")
 	require.Equal(t, sum, fileSHA(t, file))
 	requireNoCompactTemp(t, dir)
+}
+
+// TestCompactPendingStage: a pending reclaim (rmdirs whose reclaim a stage holds) stays
+// pending through compact and fsck --repair while the stage is saved, since the reclaim
+// would move the slots the stage records; each says so and succeeds, the file reads as
+// the deletion made it, and the stage still commits. Once it is gone, -o OUT reclaims in
+// FILE itself before the copy, and the copy is versioned-hdf5's file.
+func TestCompactPendingStage(t *testing.T) {
+	const golden = "golden_delete_several"
+	file := copyPath(t, fixturePath(golden+"-before.h5"))
+	m := mount(t, file, "rw,allow_delete")
+	require.NoError(t, unix.Rmdir(filepath.Join(m.Dir, "versions", "v2")))
+	stageWhileHeld(t, m.Dir, "work")
+	m.unmount(t)
+	pending, err := lifecycle.Pending(file)
+	require.NoError(t, err)
+	require.NotEmpty(t, pending)
+	ref := copyPath(t, fixturePath(golden+"-before.h5"))
+	_, stderr, code := vh5fsRun(t, "delete", ref, "v2")
+	require.Equal(t, 0, code, stderr)
+
+	out, stderr, code := vh5fsRun(t, "compact", file)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, fmt.Sprintf("%s: %d data groups stay pending to reclaim (chunks of deleted versions): stage work saved", file, len(pending)))
+	out, stderr, code = vh5fsRun(t, "fsck", "--repair", file)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, fmt.Sprintf("%s: %d data groups left pending: stage work", file, len(pending)))
+	require.Contains(t, out, fmt.Sprintf("%s: pending: %d data groups to reclaim", file, len(pending)))
+	again, err := lifecycle.Pending(file)
+	require.NoError(t, err)
+	require.Equal(t, pending, again)
+	require.Equal(t, digestLines(t, ref), digestLines(t, file))
+
+	// The stage, kept valid, is discarded through a mount killed before its reclaim.
+	m = mount(t, file, "rw")
+	require.NoError(t, os.RemoveAll(filepath.Join(m.Dir, "stage", "work")))
+	m.signal(t, unix.SIGKILL)
+	m.wait(t)
+	require.NoError(t, exec.Command("fusermount3", "-uz", m.Dir).Run())
+	require.NotContains(t, m.stderr.String(), "chunks reclaimed")
+	again, err = lifecycle.Pending(file)
+	require.NoError(t, err)
+	require.Equal(t, pending, again)
+	_, stderr, code = vh5fsRun(t, "delete", file, "v4", "v5")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, conform.Files(file, fixturePath(golden+"-after.h5")))
+
+	// -o OUT: the reclaim is written in FILE, then copied.
+	file = copyPath(t, fixturePath(golden+"-before.h5"))
+	m = mount(t, file, "rw,allow_delete")
+	for _, v := range []string{"v2", "v4", "v5"} {
+		require.NoError(t, unix.Rmdir(filepath.Join(m.Dir, "versions", v)))
+	}
+	hold, err := os.OpenFile(anyDataset(t, filepath.Join(m.Dir, "current")), os.O_RDWR, 0)
+	require.NoError(t, err)
+	m.signal(t, unix.SIGKILL)
+	m.wait(t)
+	hold.Close()
+	require.NoError(t, exec.Command("fusermount3", "-uz", m.Dir).Run())
+	pending, err = lifecycle.Pending(file)
+	require.NoError(t, err)
+	require.NotEmpty(t, pending)
+	copied := filepath.Join(t.TempDir(), "out.h5")
+	out, stderr, code = vh5fsRun(t, "compact", file, "-o", copied)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, file+": reclaimed the chunks of deleted versions pending in ")
+	require.NoError(t, conform.Files(file, fixturePath(golden+"-after.h5")))
+	require.NoError(t, conform.Files(copied, fixturePath(golden+"-after.h5")))
+	_, err = os.Stat(lifecycle.PendingPath(file))
+	require.ErrorIs(t, err, os.ErrNotExist)
 }
