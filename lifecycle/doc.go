@@ -82,7 +82,14 @@
 // unused slots that versioned-hdf5 reads like any other file's (a commit may even map
 // them again). Reclaim then runs the publish for the pending groups against the versions
 // listed at that time, in one guarded sync, and removes the sidecar: the file Delete of
-// the whole set would have made. Delete reclaims the pending groups too. A crash between
-// the two leaves the sidecar, and the next Reclaim or Delete completes the work; a
+// the whole set would have made. Delete reclaims the pending groups too, and so do vh5fs
+// compact (whose copy keeps slots, unused ones too) and fsck --repair, first. A crash
+// between the two leaves the sidecar, and the next Reclaim or Delete completes the work; a
 // sidecar whose reclaim was done already costs a reclaim that moves nothing.
+//
+// # Progress
+//
+// DeleteProgress, PlanDeleteProgress and ReclaimProgress tell a Progress of each data
+// group planned, then of each chunk moved and data group written, then of the sync: the
+// work follows the chunks that move, and the sync's takes about what they take again.
 package lifecycle
