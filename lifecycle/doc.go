@@ -90,6 +90,6 @@
 // # Progress
 //
 // DeleteProgress, PlanDeleteProgress and ReclaimProgress tell a Progress of each data
-// group planned, then of each chunk moved and data group written, then of the sync: the
-// work follows the chunks that move, and the sync's takes about what they take again.
+// group planned, then of each chunk moved and data group written, then of the sync (which
+// reports no fraction): the publish's work follows the chunks that move.
 package lifecycle
