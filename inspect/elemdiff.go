@@ -26,66 +26,109 @@ type ElementDiff struct {
 	Incomparable bool
 }
 
+// elemBatch bounds the bytes of changed chunks DiffElements reads from one version before
+// it reads them from the other: one version's chunk map is held at a time (see release),
+// so each batch loads each map once.
+const elemBatch = 32 << 20
+
 // DiffElements compares dd's differing chunks element by element (dd from DiffDataset of
-// the same versions). Only those chunks are read.
+// the same versions). Only those chunks are read: a batch of them from v2, then from v1.
 func DiffElements(f *versions.File, v1, v2 string, dd DatasetDiff) (ElementDiff, error) {
 	var ed ElementDiff
 	if dd.Kind != Modified {
 		ed.Compared = count(dd.Shape2)
 		return ed, nil
 	}
-	d1, err := f.VersionDataset(v1, dd.Path)
-	if err != nil {
-		return ed, err
-	}
+	// v2's dataset first, for its shape and type: DiffDataset left it in f's cache.
 	d2, err := f.VersionDataset(v2, dd.Path)
 	if err != nil {
 		return ed, err
 	}
-	if d1.Type.DType != d2.Type.DType || len(d1.Shape) != len(d2.Shape) || d1.Strings || d2.Strings {
-		ed.Incomparable = d1.Type.DType != d2.Type.DType || len(d1.Shape) != len(d2.Shape)
+	shape2, dtype2, strings2 := d2.Shape, d2.Type.DType, d2.Strings
+	if len(shape2) > 0 {
+		n := gridChunks(d2.Shape, d2.Chunks)
+		d2 = nil
+		release(f, v2, n)
+	}
+	d1, err := f.VersionDataset(v1, dd.Path)
+	if err != nil {
+		return ed, err
+	}
+	if d1.Type.DType != dtype2 || len(d1.Shape) != len(shape2) || d1.Strings || strings2 {
+		ed.Incomparable = d1.Type.DType != dtype2 || len(d1.Shape) != len(shape2)
 		if !ed.Incomparable { // variable-length strings: whole texts differ, not elements
-			ed.Compared = min(count(d1.Shape), count(d2.Shape))
+			ed.Compared = min(count(d1.Shape), count(shape2))
 		}
 		return ed, nil
 	}
-	overlap := make([]int64, len(d1.Shape))
+	shape1 := d1.Shape
+	overlap := make([]int64, len(shape1))
 	for i := range overlap {
-		overlap[i] = min(d1.Shape[i], d2.Shape[i])
+		overlap[i] = min(shape1[i], shape2[i])
 	}
 	ed.Compared = count(overlap)
-	ed.Added = count(d2.Shape) - ed.Compared
-	ed.Removed = count(d1.Shape) - ed.Compared
-	kind := valueKind(d1.Type.DType)
+	ed.Added = count(shape2) - ed.Compared
+	ed.Removed = count(shape1) - ed.Compared
+	kind := valueKind(dtype2)
 	for _, r := range []*ValueRange{&ed.Old, &ed.New, &ed.AddedRange, &ed.RemovedRange} {
 		r.kind = kind
-		r.setOrder(d1.Type.DType)
+		r.setOrder(dtype2)
 	}
 	isz := int64(d1.Type.Size)
-	for _, ch := range dd.Changed {
-		if len(d1.Shape) == 0 {
-			break
+	if len(shape1) == 0 {
+		if len(dd.Changed) > 0 { // scalars: one element (no chunk map was let go)
+			a, b := make([]byte, isz), make([]byte, isz)
+			if _, err := d1.ReadAt(a, 0); err != nil {
+				return ed, err
+			}
+			if _, err := d2.ReadAt(b, 0); err != nil {
+				return ed, err
+			}
+			if !bytes.Equal(a, b) {
+				ed.Changed, ed.Compared = 1, 1
+				ed.Old.add(a)
+				ed.New.add(b)
+			}
 		}
-		// A chunk's box in both versions: its Stop is one version's extent only.
+		return ed, nil
+	}
+	d1, d2 = nil, nil // loaded batch by batch below
+	// A chunk's box in both versions: its Stop is one version's extent only.
+	box := func(ch ChunkChange) []int64 {
 		stop := make([]int64, len(ch.Start))
 		for i := range stop {
-			stop[i] = max(d1.Shape[i], d2.Shape[i])
+			stop[i] = max(shape1[i], shape2[i])
 			if ch.Grid != nil && dd.Chunks != nil {
 				stop[i] = min(stop[i], ch.Start[i]+dd.Chunks[i])
 			}
 		}
-		err := eachRow(ch.Start, stop, func(row []int64, lo, hi int64) error {
-			a, err := readRow(d1, row, lo, hi)
-			if err != nil {
-				return err
-			}
-			b, err := readRow(d2, row, lo, hi)
-			if err != nil {
-				return err
-			}
-			for k := int64(0); k < hi-lo; k++ {
-				ea, eb := elemAt(a, k, isz), elemAt(b, k, isz)
+		return stop
+	}
+	for i := 0; i < len(dd.Changed); {
+		j, size := i, int64(0)
+		for j < len(dd.Changed) && (j == i || size < elemBatch) {
+			ch := dd.Changed[j]
+			ext := sub(box(ch), ch.Start)
+			rowsIn := count(ext[:len(ext)-1])
+			size += rowsIn * (ext[len(ext)-1]*isz + 4) // the bytes and each row's length
+			j++
+		}
+		batch := dd.Changed[i:j]
+		a, err := readRows(f, v1, dd.Path, batch, box)
+		if err != nil {
+			return ed, err
+		}
+		b, err := readRows(f, v2, dd.Path, batch, box)
+		if err != nil {
+			return ed, err
+		}
+		offA, offB := int64(0), int64(0)
+		for r := range a.lens {
+			ra, rb := a.row(r, &offA), b.row(r, &offB)
+			for k := int64(0); ; k++ {
+				ea, eb := elemAt(ra, k, isz), elemAt(rb, k, isz)
 				switch {
+				case ea == nil && eb == nil:
 				case ea != nil && eb != nil:
 					if !bytes.Equal(ea, eb) {
 						ed.Changed++
@@ -97,28 +140,74 @@ func DiffElements(f *versions.File, v1, v2 string, dd DatasetDiff) (ElementDiff,
 				case ea != nil:
 					ed.RemovedRange.add(ea)
 				}
+				if ea == nil && eb == nil {
+					break
+				}
 			}
+		}
+		i = j
+	}
+	return ed, nil
+}
+
+func sub(a, b []int64) []int64 {
+	out := make([]int64, len(a))
+	for i := range a {
+		out[i] = max(a[i]-b[i], 0)
+	}
+	return out
+}
+
+// rows is what readRows read: the rows of a batch of boxes, one after the other in data.
+type rows struct {
+	data []byte
+	lens []int32 // bytes of each row; -1 for a row outside the dataset's shape
+}
+
+// row is row i, which starts at *off in data (rows are taken in order); *off moves past it.
+func (r *rows) row(i int, off *int64) []byte {
+	if r.lens[i] < 0 {
+		return nil
+	}
+	b := r.data[*off : *off+int64(r.lens[i])]
+	*off += int64(r.lens[i])
+	return b
+}
+
+// readRows reads the boxes of batch (from each chunk's Start to box's stop) from version
+// v's dataset rel, row by row along the last axis, then lets the dataset's chunk map go
+// if it is big (see release).
+func readRows(f *versions.File, v, rel string, batch []ChunkChange, box func(ChunkChange) []int64) (rows, error) {
+	var out rows
+	d, err := f.VersionDataset(v, rel)
+	if err != nil {
+		return out, err
+	}
+	for _, ch := range batch {
+		err := eachRow(ch.Start, box(ch), func(row []int64, lo, hi int64) error {
+			b, err := readRow(d, row, lo, hi)
+			if err != nil {
+				return err
+			}
+			switch {
+			case b == nil:
+				out.lens = append(out.lens, -1)
+				return nil
+			case len(b) > math.MaxInt32:
+				return fmt.Errorf("%s: a row of %d bytes", d.Path, len(b))
+			}
+			out.lens = append(out.lens, int32(len(b)))
+			out.data = append(out.data, b...)
 			return nil
 		})
 		if err != nil {
-			return ed, err
+			return out, err
 		}
 	}
-	if len(d1.Shape) == 0 && len(dd.Changed) > 0 { // scalars: one element
-		a, b := make([]byte, isz), make([]byte, isz)
-		if _, err := d1.ReadAt(a, 0); err != nil {
-			return ed, err
-		}
-		if _, err := d2.ReadAt(b, 0); err != nil {
-			return ed, err
-		}
-		if !bytes.Equal(a, b) {
-			ed.Changed, ed.Compared = 1, 1
-			ed.Old.add(a)
-			ed.New.add(b)
-		}
-	}
-	return ed, nil
+	n := gridChunks(d.Shape, d.Chunks)
+	d = nil
+	release(f, v, n)
+	return out, nil
 }
 
 func count(shape []int64) int64 {

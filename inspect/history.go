@@ -114,8 +114,9 @@ func sameMap(f *versions.File, v1, v2, rel string) (bool, error) {
 		return false, err
 	}
 	if t1 != nil {
-		release(f, v1, d1)
+		n := gridChunks(d1.Shape, d1.Chunks)
 		d1 = nil
+		release(f, v1, n)
 	}
 	d2, err := f.VersionDataset(v2, rel)
 	if err != nil {
@@ -189,8 +190,9 @@ func ChunkStats(f *versions.File, version, rel string) (total, stored, shared in
 	if err != nil || v.PrevVersion == "" {
 		return total, stored, 0, true, err
 	}
-	release(f, version, d)
-	d = nil
+	n := gridChunks(d.Shape, d.Chunks)
+	d, walk = nil, nil
+	release(f, version, n)
 	pd, err := f.VersionDataset(v.PrevVersion, rel)
 	if errors.Is(err, versions.ErrNotFound) {
 		return total, stored, 0, true, nil
@@ -302,8 +304,9 @@ func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 		shape1, chunks1, dtype1, raw1, fill1, strings1 = d1.Shape, d1.Chunks, d1.Type.DType, d1.RawData, d1.Fill, d1.Strings
 		if d1.Chunks != nil {
 			if t1, t1Err = slotsOf(f, d1); t1 != nil {
-				release(f, v1, d1)
+				n := gridChunks(d1.Shape, d1.Chunks)
 				d1 = nil
+				release(f, v1, n)
 			}
 		}
 	}

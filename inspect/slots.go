@@ -179,11 +179,11 @@ func walkSlots(f *versions.File, d *versions.Dataset) (slotWalk, error) {
 	}, nil
 }
 
-// release drops version's datasets from f's cache and collects them when d's chunk map is
-// big (see bigMap), so that the next version's is not loaded beside it. The caller keeps
-// no reference to d.
-func release(f *versions.File, version string, d *versions.Dataset) {
-	if gridChunks(d.Shape, d.Chunks) < bigMap {
+// release drops version's datasets from f's cache and collects them when the dataset's
+// chunk map (of chunks chunks) is big (see bigMap), so that the next version's is not
+// loaded beside it. The caller no longer refers to the dataset, else it stays.
+func release(f *versions.File, version string, chunks int64) {
+	if chunks < bigMap {
 		return
 	}
 	f.Forget(version)
