@@ -826,9 +826,8 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	ds := ""
 	if len(ops) == 4 {
 		ds = strings.Trim(ops[3], "/")
-		_, e1 := f.VersionDataset(ops[1], ds)
-		_, e2 := f.VersionDataset(ops[2], ds)
-		if errors.Is(e1, versions.ErrNotFound) && errors.Is(e2, versions.ErrNotFound) {
+		// By kind, not by loading either version's chunk map: diff holds one at a time.
+		if !isDataset(f, ops[1], ds) && !isDataset(f, ops[2], ds) {
 			return fail(stderr, file, fmt.Errorf("no dataset %q in %s or %s", ds, ops[1], ops[2]))
 		}
 	}
@@ -859,6 +858,16 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: attribute %s\n", objectName(a.Path), attrChangeText(a))
 	}
 	return 0
+}
+
+// isDataset reports whether version holds a dataset at rel.
+func isDataset(f *versions.File, version, rel string) bool {
+	v, ok, err := f.Version(version)
+	if err != nil || !ok {
+		return false
+	}
+	k, err := f.Kind(v.Path() + "/" + rel)
+	return err == nil && k == h5.KindDataset
 }
 
 // diffJSON is diff --json's object.
