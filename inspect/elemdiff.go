@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
@@ -76,7 +77,7 @@ func DiffElements(f *versions.File, v1, v2 string, dd DatasetDiff) (ElementDiff,
 	}
 	isz := int64(d1.Type.Size)
 	if len(shape1) == 0 {
-		if len(dd.Changed) > 0 { // scalars: one element (no chunk map was let go)
+		if dd.NumChanged() > 0 { // scalars: one element (no chunk map was let go)
 			a, b := make([]byte, isz), make([]byte, isz)
 			if _, err := d1.ReadAt(a, 0); err != nil {
 				return ed, err
@@ -104,16 +105,20 @@ func DiffElements(f *versions.File, v1, v2 string, dd DatasetDiff) (ElementDiff,
 		}
 		return stop
 	}
-	for i := 0; i < len(dd.Changed); {
-		j, size := i, int64(0)
-		for j < len(dd.Changed) && (j == i || size < elemBatch) {
-			ch := dd.Changed[j]
-			ext := sub(box(ch), ch.Start)
-			rowsIn := count(ext[:len(ext)-1])
-			size += rowsIn * (ext[len(ext)-1]*isz + 4) // the bytes and each row's length
-			j++
+	// Batches of changes, [from, to) in the order of Changes, of up to elemBatch bytes.
+	from, size, total := 0, int64(0), dd.NumChanged()
+	var bounds [][2]int
+	i := 0
+	for ch := range dd.Changes() {
+		ext := sub(box(ch), ch.Start)
+		size += count(ext[:len(ext)-1]) * (ext[len(ext)-1]*isz + 4) // the bytes, each row's length
+		if i++; size >= elemBatch || i == total {
+			bounds = append(bounds, [2]int{from, i})
+			from, size = i, 0
 		}
-		batch := dd.Changed[i:j]
+	}
+	for _, bd := range bounds {
+		batch := dd.changesIn(bd[0], bd[1])
 		a, err := readRows(f, v1, dd.Path, batch, box)
 		if err != nil {
 			return ed, err
@@ -145,7 +150,6 @@ func DiffElements(f *versions.File, v1, v2 string, dd DatasetDiff) (ElementDiff,
 				}
 			}
 		}
-		i = j
 	}
 	return ed, nil
 }
@@ -177,13 +181,13 @@ func (r *rows) row(i int, off *int64) []byte {
 // readRows reads the boxes of batch (from each chunk's Start to box's stop) from version
 // v's dataset rel, row by row along the last axis, then lets the dataset's chunk map go
 // if it is big (see release).
-func readRows(f *versions.File, v, rel string, batch []ChunkChange, box func(ChunkChange) []int64) (rows, error) {
+func readRows(f *versions.File, v, rel string, batch iter.Seq[ChunkChange], box func(ChunkChange) []int64) (rows, error) {
 	var out rows
 	d, err := f.VersionDataset(v, rel)
 	if err != nil {
 		return out, err
 	}
-	for _, ch := range batch {
+	for ch := range batch {
 		err := eachRow(ch.Start, box(ch), func(row []int64, lo, hi int64) error {
 			b, err := readRow(d, row, lo, hi)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"path"
 	"slices"
 	"strings"
@@ -274,10 +275,85 @@ type DatasetDiff struct {
 	Shape1, Shape2 []int64
 	Chunks         []int64
 	Total          int // chunks in the union of both grids
-	Changed        []ChunkChange
+	// The chunks that differ (Changes), as runs [from, to) of places in the C order of the
+	// union grid (gmax chunks per axis): 16 bytes a run, not a ChunkChange a chunk; whole
+	// when the dataset differs as a whole, not chunk by chunk.
+	runs  []int64
+	gmax  []int64
+	whole bool
 	// How the unchanged/changed chunks were decided: same slot, equal or different
 	// hash-table digests, or by reading the data.
 	SameSlot, SameDigest, DiffDigest, ReadData int
+}
+
+// NumChanged is the number of chunks that differ.
+func (dd *DatasetDiff) NumChanged() int {
+	n := 0
+	if dd.whole {
+		n++
+	}
+	for i := 0; i < len(dd.runs); i += 2 {
+		n += int(dd.runs[i+1] - dd.runs[i])
+	}
+	return n
+}
+
+// Changes yields the chunks that differ, in grid order: the whole dataset (Grid nil) when
+// it is not compared chunk by chunk.
+func (dd *DatasetDiff) Changes() iter.Seq[ChunkChange] { return dd.changesIn(0, dd.NumChanged()) }
+
+// changesIn yields the changes Changes yields, from the from-th to before the to-th.
+func (dd *DatasetDiff) changesIn(from, to int) iter.Seq[ChunkChange] {
+	return func(yield func(ChunkChange) bool) {
+		if dd.whole {
+			if from == 0 && to > 0 {
+				yield(ChunkChange{Grid: nil, Start: make([]int64, len(dd.Shape2)), Stop: slices.Clone(dd.Shape2), Kind: Modified})
+			}
+			return
+		}
+		n := len(dd.gmax)
+		seen := 0 // changes in the runs before run i
+		for i := 0; i < len(dd.runs) && seen < to; i += 2 {
+			lo, hi := dd.runs[i], dd.runs[i+1]
+			first := lo + int64(max(from-seen, 0))
+			seen += int(hi - lo)
+			hi -= int64(max(seen-to, 0))
+			for k := first; k < hi; k++ {
+				ch := ChunkChange{Grid: make([]int64, n), Start: make([]int64, n), Kind: Modified}
+				stop1, stop2 := make([]int64, n), make([]int64, n)
+				in1, in2 := true, true
+				for j, rest := n-1, k; j >= 0; j-- {
+					ch.Grid[j] = rest % dd.gmax[j]
+					rest /= dd.gmax[j]
+					ch.Start[j] = ch.Grid[j] * dd.Chunks[j]
+					stop1[j] = min(ch.Start[j]+dd.Chunks[j], dd.Shape1[j])
+					stop2[j] = min(ch.Start[j]+dd.Chunks[j], dd.Shape2[j])
+					in1 = in1 && stop1[j] > ch.Start[j]
+					in2 = in2 && stop2[j] > ch.Start[j]
+				}
+				ch.Stop = stop2
+				switch {
+				case in1 && !in2:
+					ch.Kind, ch.Stop = Removed, stop1
+				case !in1 && in2:
+					ch.Kind = Added
+				}
+				if !yield(ch) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// changed records that the chunk at place k of the union grid differs; places come in
+// increasing order.
+func (dd *DatasetDiff) changed(k int64) {
+	if n := len(dd.runs); n > 0 && dd.runs[n-1] == k {
+		dd.runs[n-1]++
+		return
+	}
+	dd.runs = append(dd.runs, k, k+1)
 }
 
 // DiffDataset compares dataset rel between versions v1 and v2 chunk by chunk. A chunk
@@ -288,28 +364,12 @@ type DatasetDiff struct {
 // read and compared.
 func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 	dd := DatasetDiff{Path: rel}
-	d1, err := f.VersionDataset(v1, rel)
-	if err != nil && !errors.Is(err, versions.ErrNotFound) {
+	old, err := loadOld(f, v1, rel)
+	if err != nil {
 		return dd, err
 	}
-	// What is kept of v1's dataset once its chunk map is let go (see release).
-	var shape1, chunks1 []int64
-	var dtype1, raw1 string
-	var fill1 []byte
-	var strings1 bool
-	var t1 *slotTable
-	var t1Err error // reported only if the datasets are compared chunk by chunk
-	found1 := d1 != nil
-	if found1 {
-		shape1, chunks1, dtype1, raw1, fill1, strings1 = d1.Shape, d1.Chunks, d1.Type.DType, d1.RawData, d1.Fill, d1.Strings
-		if d1.Chunks != nil {
-			if t1, t1Err = slotsOf(f, d1); t1 != nil {
-				n := gridChunks(d1.Shape, d1.Chunks)
-				d1 = nil
-				release(f, v1, n)
-			}
-		}
-	}
+	found1, shape1, chunks1, dtype1, raw1, fill1, strings1 := old.found, old.shape, old.chunks, old.dtype, old.raw, old.fill, old.strings
+	t1, t1Err, d1 := old.t, old.tErr, old.d
 	// v1's dataset again, when data must be read from it.
 	load1 := func() (*versions.Dataset, error) {
 		if d1 == nil {
@@ -347,7 +407,7 @@ func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 		}
 		if !same {
 			dd.Kind = Modified
-			dd.Changed = []ChunkChange{{Grid: nil, Start: make([]int64, len(d2.Shape)), Stop: slices.Clone(d2.Shape), Kind: Modified}}
+			dd.whole = true
 		}
 		return dd, nil
 	}
@@ -371,6 +431,7 @@ func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 	// The union grid is walked in C order, and v2's stored chunks in their grid's C order,
 	// which is the same order: each of v2's chunks meets its place in the walk.
 	w := unionWalk{grid: make([]int64, n), gmax: gmax, done: slices.Contains(gmax, 0)}
+	dd.gmax = gmax
 	start, stop1, stop2 := make([]int64, n), make([]int64, n), make([]int64, n)
 	walk2, err := walkSlots(f, d2)
 	if err != nil {
@@ -388,10 +449,10 @@ func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 			in1 = in1 && stop1[i] > start[i]
 			in2 = in2 && stop2[i] > start[i]
 		}
-		kind, stop := "", stop2
+		kind := "" // Changes makes the ChunkChange again from the place
 		switch {
 		case in1 && !in2:
-			kind, stop = Removed, stop1
+			kind = Removed
 		case !in1 && in2:
 			kind = Added
 		case in1 && in2 && !slices.Equal(stop1, stop2):
@@ -439,7 +500,7 @@ func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 			}
 		}
 		if kind != "" {
-			dd.Changed = append(dd.Changed, ChunkChange{Grid: slices.Clone(grid), Start: slices.Clone(start), Stop: slices.Clone(stop), Kind: kind})
+			dd.changed(w.k)
 		}
 		w.next()
 		return nil
@@ -465,19 +526,54 @@ func DiffDataset(f *versions.File, v1, v2, rel string) (DatasetDiff, error) {
 			return dd, err
 		}
 	}
-	if len(dd.Changed) > 0 || !slices.Equal(shape1, d2.Shape) {
+	if len(dd.runs) > 0 || !slices.Equal(shape1, d2.Shape) {
 		dd.Kind = Modified
 	}
 	return dd, nil
 }
 
+// oldSide is what DiffDataset keeps of the older version's dataset: its chunk map is let
+// go once its slotTable is made (see release).
+type oldSide struct {
+	found         bool
+	shape, chunks []int64
+	dtype, raw    string
+	fill          []byte
+	strings       bool
+	t             *slotTable
+	tErr          error             // reported only if the datasets are compared chunk by chunk
+	d             *versions.Dataset // nil once let go
+}
+
+// loadOld loads version v's dataset rel for DiffDataset. In a function of its own, so that
+// nothing of its frame refers to the dataset when it is collected.
+func loadOld(f *versions.File, v, rel string) (oldSide, error) {
+	d, err := f.VersionDataset(v, rel)
+	if errors.Is(err, versions.ErrNotFound) {
+		return oldSide{}, nil
+	} else if err != nil {
+		return oldSide{}, err
+	}
+	o := oldSide{found: true, shape: d.Shape, chunks: d.Chunks, dtype: d.Type.DType, raw: d.RawData, fill: d.Fill, strings: d.Strings, d: d}
+	if d.Chunks != nil {
+		if o.t, o.tErr = slotsOf(f, d); o.t != nil {
+			n := gridChunks(d.Shape, d.Chunks)
+			o.d, d = nil, nil
+			release(f, v, n)
+		}
+	}
+	return o, nil
+}
+
 // unionWalk steps through a grid of gmax chunks per axis in C order.
 type unionWalk struct {
 	grid, gmax []int64
+	k          int64 // the place of grid in C order
 	done       bool
 }
 
 func (w *unionWalk) next() {
+	w.k++
 	for i := len(w.grid) - 1; i >= 0; i-- {
 		if w.grid[i]++; w.grid[i] < w.gmax[i] {
 			return

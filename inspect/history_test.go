@@ -146,7 +146,7 @@ func TestDiffDataset(t *testing.T) {
 			dd, err := DiffDataset(f, a, b, "x")
 			require.NoError(t, err)
 			var got []string
-			for _, ch := range dd.Changed {
+			for ch := range dd.Changes() {
 				got = append(got, fmt.Sprintf("%d %s", ch.Grid[0], ch.Kind))
 			}
 			require.Equal(t, want, got, "%s -> %s", a, b)
@@ -159,7 +159,7 @@ func TestDiffDataset(t *testing.T) {
 		{Grid: []int64{1}, Start: []int64{4}, Stop: []int64{6}, Kind: Modified},
 		{Grid: []int64{2}, Start: []int64{8}, Stop: []int64{12}, Kind: Removed},
 		{Grid: []int64{3}, Start: []int64{12}, Stop: []int64{13}, Kind: Removed},
-	}, dd.Changed)
+	}, slices.Collect(dd.Changes()))
 	require.Equal(t, 1, dd.SameSlot, "chunk 0 keeps its slot")
 
 	for _, name := range []string{"grid_2d_gzip", "nested", "sparse", "strings", "zero_length", "golden_dedup_existing-after"} {
@@ -180,7 +180,7 @@ func TestDiffDataset(t *testing.T) {
 						}
 						want := bruteForceDiff(t, f, a, b, dd.Path)
 						var got []string
-						for _, ch := range dd.Changed {
+						for ch := range dd.Changes() {
 							got = append(got, fmt.Sprint(ch.Grid, ch.Kind))
 						}
 						require.Equal(t, want, got, "%s: %s -> %s", dd.Path, a, b)
