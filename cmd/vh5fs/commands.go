@@ -936,8 +936,8 @@ func printDiff(w io.Writer, dd inspect.DatasetDiff, ed inspect.ElementDiff, verb
 		return
 	}
 	fmt.Fprintf(w, "  %d of %d chunks differ (decided by: same raw_data slot %d, equal hash-table digest %d, different digest %d, reading the data %d)\n",
-		len(dd.Changed), dd.Total, dd.SameSlot, dd.SameDigest, dd.DiffDigest, dd.ReadData)
-	for _, c := range dd.Changed {
+		dd.NumChanged(), dd.Total, dd.SameSlot, dd.SameDigest, dd.DiffDigest, dd.ReadData)
+	for c := range dd.Changes() {
 		var grid, rng []string
 		for i := range c.Start {
 			if c.Grid != nil {
