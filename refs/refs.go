@@ -335,16 +335,27 @@ func (g *gen) dataset(p, prefix, name string) error {
 	g.stats.Datasets++
 	pre := jsonString(prefix)
 	pre = pre[:len(pre)-1] // open: the chunk index follows
-	for _, c := range chunks {
-		if err := g.chunk(pre, c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return chunks(func(c chunkRef) error { return g.chunk(pre, c) })
 }
 
-// prepare describes the dataset at p and lists its chunk keys.
-func (g *gen) prepare(p string) (*array, []chunkRef, error) {
+// chunkWalk calls yield with every chunk key of a dataset, in grid order.
+type chunkWalk func(yield func(chunkRef) error) error
+
+// listed is the walk of a list of chunk keys.
+func listed(refs []chunkRef) chunkWalk {
+	return func(yield func(chunkRef) error) error {
+		for _, c := range refs {
+			if err := yield(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// prepare describes the dataset at p and checks its chunk keys, which the walk returned
+// then writes.
+func (g *gen) prepare(p string) (*array, chunkWalk, error) {
 	d, err := g.f.Dataset(p)
 	if err != nil {
 		return nil, nil, err
@@ -353,24 +364,32 @@ func (g *gen) prepare(p string) (*array, []chunkRef, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var chunks []chunkRef
+	var refs []chunkRef
 	switch a.route {
 	case routeChunks:
-		if chunks, err = g.storedChunks(d, a); err != nil {
+		walk, ok, err := g.streamChunks(d, a)
+		if ok && err == nil {
+			return a, walk, nil
+		}
+		if !ok {
+			refs, err = g.storedChunks(d, a)
+		}
+		if err != nil {
 			// The chunk map cannot be listed (e.g. slots that are not chunk-aligned): what
 			// the mount reads can still be inlined.
 			if ia, ierr := describe(d, true); ierr == nil {
 				if ic, ierr := g.inlineWhole(d, ia); ierr == nil {
-					return ia, ic, nil
+					return ia, listed(ic), nil
 				}
 			}
+			return a, nil, err
 		}
 	case routeInline:
-		chunks, err = g.inlineWhole(d, a)
+		refs, err = g.inlineWhole(d, a)
 	case routeStrings:
-		chunks, err = inlineStrings(d)
+		refs, err = inlineStrings(d)
 	}
-	return a, chunks, err
+	return a, listed(refs), err
 }
 
 // chunkRef is one chunk key: a byte range of the file, or inline data.
@@ -493,29 +512,114 @@ func (g *gen) storedChunks(d *versions.Dataset, a *array) ([]chunkRef, error) {
 	}
 	out := make([]chunkRef, len(stored))
 	for i, c := range stored {
-		out[i] = chunkRef{grid: c.Grid, off: c.Offset, size: c.Size}
-		mask := c.FilterMask
-		if a.trimTail {
-			last := uint32(1) << (len(d.Filters) - 1)
-			switch {
-			case mask&last != 0:
-				mask &^= last // no checksum stored: nothing to trim
-			case c.Size < 4:
-				return nil, fmt.Errorf("chunk %v: %d bytes stored, too short for its Fletcher-32 checksum", c.Grid, c.Size)
-			default:
-				out[i].size -= 4
-			}
+		if out[i], err = g.storedRef(d, a, c.Grid, c.ChunkInfo, nil); err != nil {
+			return nil, err
 		}
-		if mask == 0 {
-			continue
-		}
-		data, err := g.reencode(d, a, c.ChunkInfo)
-		if err != nil {
-			return nil, fmt.Errorf("chunk %v (filter mask %#x): %w", c.Grid, c.FilterMask, err)
-		}
-		out[i].inline = data
 	}
 	return out, nil
+}
+
+// storedRef is the key of the stored chunk at grid: its bytes, or, when its filter mask
+// skipped a filter, inline (the re-encoding reencoded made, or one made now).
+func (g *gen) storedRef(d *versions.Dataset, a *array, grid []int64, c h5.ChunkInfo, reencoded []byte) (chunkRef, error) {
+	ref := chunkRef{grid: grid, off: c.Offset, size: c.Size}
+	mask := c.FilterMask
+	if a.trimTail {
+		last := uint32(1) << (len(d.Filters) - 1)
+		switch {
+		case mask&last != 0:
+			mask &^= last // no checksum stored: nothing to trim
+		case c.Size < 4:
+			return ref, fmt.Errorf("chunk %v: %d bytes stored, too short for its Fletcher-32 checksum", grid, c.Size)
+		default:
+			ref.size -= 4
+		}
+	}
+	if mask == 0 {
+		return ref, nil
+	}
+	if reencoded != nil {
+		ref.inline = reencoded
+		return ref, nil
+	}
+	data, err := g.reencode(d, a, c)
+	if err != nil {
+		return ref, fmt.Errorf("chunk %v (filter mask %#x): %w", grid, c.FilterMask, err)
+	}
+	ref.inline = data
+	return ref, nil
+}
+
+// streamBatch is how many stored chunks streamChunks locates at a time.
+const streamBatch = 1 << 16
+
+// streamChunks is storedChunks for a versioned dataset's chunk map (ok false for other
+// datasets), without a list of its chunks (about 200 bytes a chunk: two gigabytes for ten
+// million): the map is walked once to check every key, as storedChunks would, keeping only
+// the re-encodings of chunks whose filter mask skipped a filter, and again by the walk
+// returned, which writes them.
+func (g *gen) streamChunks(d *versions.Dataset, a *array) (walk chunkWalk, ok bool, err error) {
+	probe := errors.New("probe")
+	if ok, _ := d.EachBlock(func([]int64, int64) error { return probe }); !ok {
+		return nil, false, nil
+	}
+	inline := map[int64][]byte{} // by the chunk's place among the stored ones
+	// each calls fn with every stored chunk's key, given the re-encodings known.
+	each := func(known map[int64][]byte, fn func(k int64, ref chunkRef) error) error {
+		rank := len(d.Shape)
+		grids := make([]int64, 0, streamBatch*rank)
+		rows := make([]int64, 0, streamBatch)
+		var k int64
+		flush := func() error {
+			for _, row := range rows {
+				if row%d.Chunks[0] != 0 {
+					return fmt.Errorf("%s: slot at row %d is not chunk-aligned", d.Path, row)
+				}
+			}
+			infos, err := d.Chunked().Slots(rows)
+			if err != nil {
+				return err
+			}
+			for i, c := range infos {
+				if c.Offset < 0 {
+					continue // not allocated: reads as fill
+				}
+				ref, err := g.storedRef(d, a, grids[i*rank:(i+1)*rank:(i+1)*rank], c, known[k])
+				if err != nil {
+					return err
+				}
+				if err := fn(k, ref); err != nil {
+					return err
+				}
+				k++
+			}
+			grids, rows = grids[:0], rows[:0]
+			return nil
+		}
+		_, err := d.EachBlock(func(grid []int64, row int64) error {
+			grids, rows = append(grids, grid...), append(rows, row)
+			if len(rows) == streamBatch {
+				return flush()
+			}
+			return nil
+		})
+		if err == nil && len(rows) > 0 {
+			err = flush()
+		}
+		return err
+	}
+	err = each(nil, func(k int64, ref chunkRef) error {
+		if ref.inline != nil {
+			inline[k] = ref.inline
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, true, err
+	}
+	return func(yield func(chunkRef) error) error {
+		return each(inline, func(_ int64, ref chunkRef) error { return yield(ref) })
+	}, true, nil
 }
 
 // inlineWhole is a dataset without a chunk map as one inlined chunk of its whole shape.
