@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/vh5fs/vh5fs/refs"
 	"github.com/vh5fs/vh5fs/versions"
@@ -30,7 +32,22 @@ codec, types without a byte form) are left out, each with one line on stderr; th
 status stays 0.
 `
 
+// heapLimit is the Go runtime's soft memory limit for log, diff, info and refs, which
+// promise to run in 256 MiB on a dataset of ten million chunks: their live heap is one
+// version's chunk map (12 bytes a chunk) and at most 4 bytes a chunk more, but walks that
+// leave garbage (refs locates 65536 chunks at a time) would let the heap grow to twice
+// that before collecting. libhdf5 and the file's mapped pages take the rest.
+const heapLimit = 192 << 20
+
+// boundHeap sets heapLimit unless GOMEMLIMIT set a limit.
+func boundHeap() {
+	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		debug.SetMemoryLimit(heapLimit)
+	}
+}
+
 func runRefs(args []string, stdout, stderr io.Writer) int {
+	boundHeap()
 	fl := flag.NewFlagSet("refs", flag.ContinueOnError)
 	at := fl.String("at", "", "the version current at this time")
 	all := fl.Bool("all", false, "every committed version, under versions/NAME/")
