@@ -315,6 +315,7 @@ func openAtVersion(fl *flag.FlagSet, atHelp string, args []string, stderr io.Wri
 }
 
 func runLog(args []string, stdout, stderr io.Writer) int {
+	boundHeap()
 	fl := flag.NewFlagSet("log", flag.ContinueOnError)
 	limit := fl.Int("n", 0, "show at most this many versions (0: all)")
 	oneline := fl.Bool("oneline", false, "one line per version")
@@ -623,6 +624,7 @@ func splitSpec(spec string) (file, rest string) {
 }
 
 func runInfo(args []string, stdout, stderr io.Writer) int {
+	boundHeap()
 	fl := flag.NewFlagSet("info", flag.ContinueOnError)
 	at := fl.String("at", "", "the version current at this time")
 	ops, code := parseArgs("info", fl, args, stderr)
@@ -799,6 +801,7 @@ func filterString(fs []h5.Filter) string {
 }
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
+	boundHeap()
 	fl := flag.NewFlagSet("diff", flag.ContinueOnError)
 	verbose := fl.Bool("v", false, "chunk detail")
 	asJSON := fl.Bool("json", false, "one JSON object")
