@@ -4,6 +4,14 @@
 // reads, reading data only where those cannot tell; and which HDF5 attributes of the
 // groups and datasets two versions share changed (AttrChanges), so that a version that
 // changes only metadata does not read as no change. Nothing here is on a mount's path.
+//
+// Memory: a dataset of ten million chunks must compare in 256 MiB. Chunk maps are walked in
+// grid order (versions.Dataset.EachBlock), never listed or keyed by strings; what one
+// version's walk must leave for the other's is flat (slotTable: 4 bytes a chunk; counts
+// per raw_data slot), and the chunks that differ are runs of places in the grid. A chunk
+// map of a million chunks or more is dropped from the File's cache and collected before
+// another version's is loaded (release), so one is held at a time; DiffElements reads the
+// differing chunks in batches, from one version and then the other.
 package inspect
 
 import (

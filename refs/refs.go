@@ -33,6 +33,11 @@
 //   - types without a byte form are left out.
 //
 // A dataset left out is reported through Options.Warn and never makes the rest fail.
+//
+// The document is written as it is made: a versioned dataset's chunk keys are checked on a
+// first walk of its chunk map and written on a second, 65536 chunks located at a time, so
+// that a dataset of ten million chunks costs its chunk map (12 bytes a chunk), not a list
+// of its keys.
 package refs
 
 import (
