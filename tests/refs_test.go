@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -541,4 +543,53 @@ func TestRefsOddNames(t *testing.T) {
 		found = found || strings.Contains(k, "température")
 	}
 	require.True(t, found, "UTF-8 names are kept as they are in the keys")
+}
+
+// TestRefsOutput: -o replaces a regular file whole, writes a symbolic link's target (the
+// link stays a link) and writes a pipe or device in place (renaming over /dev/null once
+// made it a regular file); a directory is refused.
+func TestRefsOutput(t *testing.T) {
+	file := fixturePath("basic_1d.h5")
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.json")
+	require.NoError(t, os.WriteFile(target, []byte("old"), 0o644))
+	link := filepath.Join(dir, "link.json")
+	require.NoError(t, os.Symlink("target.json", link))
+	_, stderr, code := vh5fsRun(t, "refs", file, "-o", link)
+	require.Equal(t, 0, code, stderr)
+	st, err := os.Lstat(link)
+	require.NoError(t, err)
+	require.Equal(t, os.ModeSymlink, st.Mode().Type(), "the link stays a link")
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(must(os.ReadFile(target)), &doc))
+	require.Contains(t, doc, "refs")
+
+	fifo := filepath.Join(dir, "pipe")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	got := make(chan []byte, 1)
+	go func() {
+		f, err := os.Open(fifo)
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer f.Close()
+		b, _ := io.ReadAll(f)
+		got <- b
+	}()
+	_, stderr, code = vh5fsRun(t, "refs", file, "-o", fifo)
+	require.Equal(t, 0, code, stderr)
+	select {
+	case b := <-got:
+		require.NoError(t, json.Unmarshal(b, &doc), "the document went through the pipe")
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing was written to the pipe")
+	}
+	st, err = os.Lstat(fifo)
+	require.NoError(t, err)
+	require.Equal(t, os.ModeNamedPipe, st.Mode().Type(), "the pipe stays a pipe")
+
+	_, stderr, code = vh5fsRun(t, "refs", file, "-o", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "is a directory")
 }

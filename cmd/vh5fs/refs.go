@@ -96,8 +96,26 @@ func runRefs(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeRefsFile writes the document to a temporary file beside path and renames it over
-// path once complete, so a failure leaves no partial document.
+// path once complete, so a failure leaves no partial document. A symbolic link's target is
+// replaced (the link stays), and a path that is no regular file (/dev/null, a pipe) is
+// written in place: renaming over it would replace a device with a file.
 func writeRefsFile(path string, f *versions.File, opt refs.Options) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	} else if err == nil && !st.Mode().IsRegular() {
+		out, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := refs.Write(out, f, opt); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
