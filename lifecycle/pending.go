@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/vh5fs/vh5fs/internal/durable"
 )
 
 // PendingSuffix names the sidecar of the data groups that deletions' bodies (DeleteBody)
@@ -69,39 +72,13 @@ func addPending(file string, groups []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeDurably(PendingPath(file), append(b, '\n')); err != nil {
+	if err := durable.WriteFile(PendingPath(file), 0o644, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	}); err != nil {
 		return fmt.Errorf("deletions' pending reclaim: %w", err)
 	}
 	return nil
-}
-
-// writeDurably replaces path with b as a whole at any crash.
-func writeDurably(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // forgetPending removes file's pending set once a sync reclaimed it. A sidecar left by a

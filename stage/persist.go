@@ -17,6 +17,7 @@ import (
 	"sort"
 
 	"github.com/vh5fs/vh5fs/chunkplan"
+	"github.com/vh5fs/vh5fs/internal/durable"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/writefile"
@@ -83,38 +84,9 @@ func (s *Stage) saveTree() error {
 	})
 }
 
-// writeFile replaces path with what fill writes, durably: a temporary file, fsync,
-// rename, fsync of the directory.
+// writeFile replaces path with what fill writes, durably (durable.WriteFile).
 func writeFile(path string, fill func(w io.Writer) error) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("saving the stage: %w", err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = fill(w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("saving the stage: %w", err)
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("saving the stage: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := durable.WriteFile(path, 0o600, fill); err != nil {
 		return fmt.Errorf("saving the stage: %w", err)
 	}
 	return nil
