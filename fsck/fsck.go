@@ -226,6 +226,7 @@ const maxDatasetFindings = 100
 type dataGroup struct {
 	raw     string  // raw_data's path
 	info    h5.Info // raw_data's
+	typ     []byte  // raw_data's datatype message as stored (nil where h5meta does not read it)
 	strings bool    // variable-length strings
 	// ext[slot] is 1 + the index in exts of the trimmed extent mappings use for the slot (0:
 	// none); a slot mapped with several extents has the others in more[slot].
@@ -285,11 +286,26 @@ func (c *checker) group(raw string) (*dataGroup, error) {
 	slots := info.Shape[0] / info.Chunks[0]
 	g := &dataGroup{raw: raw, info: info, strings: info.Type.VlenString, ext: make([]int32, slots),
 		idx: map[string]int32{}, more: map[int64][]int32{}}
+	if hdr, ok, err := c.h.DatasetHeader(raw); err == nil && ok {
+		g.typ = hdr.Type
+	}
 	if a, ok := c.attr(raw, "chunks"); !ok || !slices.Equal(asInts(a.Value), info.Chunks) {
 		c.add(raw, "attribute chunks %v, HDF5 chunk dims %v", a.Value, info.Chunks)
 	}
 	c.groups[dir] = g
 	return g, nil
+}
+
+// gridCells is the number of chunks in the grid of a dataset of shape with chunks.
+func gridCells(shape, chunks []int64) int64 {
+	if len(shape) != len(chunks) {
+		return 0 // a damaged rank, which the mapping checks report
+	}
+	n := int64(1)
+	for i, s := range shape {
+		n *= (s + chunks[i] - 1) / chunks[i]
+	}
+	return n
 }
 
 // errStop ends a scan of mappings early.
@@ -322,16 +338,13 @@ func (c *checker) dataset(p string) error {
 	if !slices.Equal(hdr.MaxShape, hdr.Shape) {
 		c.add(p, "maxshape %v != shape %v", hdr.MaxShape, hdr.Shape)
 	}
-	if raw, ok, err := c.h.DatasetHeader(g.raw); err != nil || !ok || !bytes.Equal(raw.Type, hdr.Type) {
+	if g.typ == nil || !bytes.Equal(g.typ, hdr.Type) {
 		// Equal types may be encoded differently: libhdf5 decides.
 		if err := c.sameType(p, g); err != nil {
 			return err
 		}
 	}
-	cells := int64(1)
-	for i, n := range hdr.Shape {
-		cells *= (n + g.info.Chunks[i] - 1) / g.info.Chunks[i]
-	}
+	cells := gridCells(hdr.Shape, g.info.Chunks)
 	if cells <= readCheckCells {
 		if _, err := c.f.Dataset(p); err != nil {
 			c.add(p, "unreadable: %v", err)
@@ -371,7 +384,7 @@ func (c *checker) mapping(m h5.Mapping, shape []int64, g *dataGroup, seen []uint
 	if m.SrcFile != "." || m.SrcDataset != g.raw {
 		add("%s: source %s:%s", where, m.SrcFile, m.SrcDataset)
 	}
-	if len(m.VStart) != len(shape) || len(m.SrcStart) != len(chunks) {
+	if len(m.VStart) != len(shape) || len(m.SrcStart) != len(chunks) || len(shape) != len(chunks) {
 		add("%s: rank %d, the dataset's %d", where, len(m.VStart), len(shape))
 		return
 	}
@@ -459,11 +472,7 @@ func (c *checker) datasetThroughHDF5(p string) error {
 		c.add(p, "mappings unreadable: %v", err)
 		return nil
 	}
-	cells := int64(1)
-	for i, n := range d.Shape {
-		cells *= (n + g.info.Chunks[i] - 1) / g.info.Chunks[i]
-	}
-	seen := make([]uint64, (cells+63)/64)
+	seen := make([]uint64, (gridCells(d.Shape, g.info.Chunks)+63)/64)
 	for _, m := range maps {
 		c.mapping(m, d.Shape, g, seen, func(format string, args ...any) { c.add(p, format, args...) })
 	}
