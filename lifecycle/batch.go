@@ -21,15 +21,11 @@ func DeleteBody(f *versions.File, names []string) (*Plan, error) {
 	if !f.Writable() {
 		return nil, fmt.Errorf("%s is not open for writing", f.Path())
 	}
-	p, kept, err := planVersions(f, names)
+	p, kept, groups, err := planStart(f, names)
 	if err != nil {
 		return nil, err
 	}
 	h := f.HDF5()
-	groups, err := dataGroups(h, versions.DataRoot, "")
-	if err != nil {
-		return nil, err
-	}
 	for _, g := range groups {
 		held, err := holds(h, g, p.Delete)
 		if err != nil {
@@ -118,15 +114,11 @@ func ReclaimProgress(f *versions.File, progress Progress) (*Plan, error) {
 	if err != nil || len(pending) == 0 {
 		return nil, err
 	}
-	p, kept, err := planVersions(f, nil)
+	p, kept, groups, err := planStart(f, nil)
 	if err != nil {
 		return nil, err
 	}
 	h := f.HDF5()
-	groups, err := dataGroups(h, versions.DataRoot, "")
-	if err != nil {
-		return nil, err
-	}
 	groups = slices.DeleteFunc(groups, func(g string) bool { return !slices.Contains(pending, g) })
 	changes := false
 	for i, g := range groups {

@@ -79,7 +79,7 @@ func PlanDelete(f *versions.File, names []string) (*Plan, error) {
 // PlanDeleteProgress is PlanDelete, telling progress (if not nil) of each data group
 // planned.
 func PlanDeleteProgress(f *versions.File, names []string, progress Progress) (*Plan, error) {
-	p, keptVersions, err := planVersions(f, names)
+	p, keptVersions, groups, err := planStart(f, names)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +88,6 @@ func PlanDeleteProgress(f *versions.File, names []string, progress Progress) (*P
 		return nil, err
 	}
 	h := f.HDF5()
-	groups, err := dataGroups(h, versions.DataRoot, "")
-	if err != nil {
-		return nil, err
-	}
 	for i, g := range groups {
 		pg, err := planGroup(h, g, p.Delete, keptVersions, slices.Contains(pending, g))
 		if err != nil {
@@ -102,6 +98,16 @@ func PlanDeleteProgress(f *versions.File, names []string, progress Progress) (*P
 		progress.report(Step{Phase: Planning, Done: int64(i + 1), Total: int64(len(groups))})
 	}
 	return p, nil
+}
+
+// planStart plans the body of deleting names from f (planVersions) and lists the file's
+// data groups, where every plan of a deletion or reclaim starts.
+func planStart(f *versions.File, names []string) (p *Plan, kept, groups []string, err error) {
+	if p, kept, err = planVersions(f, names); err != nil {
+		return nil, nil, nil, err
+	}
+	groups, err = dataGroups(f.HDF5(), versions.DataRoot, "")
+	return p, kept, groups, err
 }
 
 // planVersions plans the body of deleting names from f: the versions deleted, the
