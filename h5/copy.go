@@ -109,8 +109,11 @@ func (c *Copy) Virtual(path string) (bool, error) {
 	if err != nil || ref.Undefined(smeta) {
 		return false, nil // not such a virtual dataset: Object copies it, or reports what is wrong
 	}
-	list, err := smeta.MappingListBytes(saddr)
-	if err != nil || !dmeta.OwnHeapCollection(len(list)) {
+	list, err := smeta.StoredMappings(saddr)
+	if err == nil {
+		err = list.Verify() // a corrupt list is H5Ocopy's to report
+	}
+	if err != nil || !dmeta.OwnHeapCollection(list.Size()) {
 		return false, nil
 	}
 	undef := noList()
@@ -140,7 +143,7 @@ func (c *Copy) Virtual(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	heap, err := writeMappingList(c.id, uint64(daddr), list)
+	heap, err := writeMappingList(c.id, uint64(daddr), list.Size(), list.Copy)
 	if err != nil {
 		return false, &Error{Op: "write the mapping list of", Path: path, Err: err}
 	}

@@ -51,6 +51,19 @@ func (r vfdReader) ReadAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
+// FileOf returns a duplicate of the file's descriptor if the n bytes at off are its bytes
+// as it reads them (nothing held over them), for h5meta to map a long mapping list.
+func (r vfdReader) FileOf(off, n int64) *os.File {
+	if off < 0 || n <= 0 || C.vh5j_unheld(r.id, C.haddr_t(off), C.size_t(n)) != 1 {
+		return nil
+	}
+	fd := C.vh5j_dup_fd(r.id)
+	if fd < 0 {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), "")
+}
+
 // metadata opens the file's metadata as the journal driver has it, or returns nil if the file
 // is not open through it. Under the HDF5 lock.
 func metadata(id C.hid_t) (*h5meta.File, error) {
@@ -147,26 +160,29 @@ func (f *File) CopyVirtual(dst, src string, typeSrc *Dataset, shape []int64, fil
 	if meta == nil || err != nil {
 		return false, err
 	}
-	list, err := meta.MappingListBytes(srcAddr)
+	list, err := meta.StoredMappings(srcAddr)
+	if err == nil {
+		err = list.Verify()
+	}
 	switch {
 	case errors.Is(err, h5meta.ErrUnsupported):
 		return false, nil
 	case err != nil:
 		return false, &Error{Op: "copy the mapping list of", Path: src, Err: err}
-	case list == nil || !meta.OwnHeapCollection(len(list)):
+	case list.Size() == 0 || !meta.OwnHeapCollection(list.Size()):
 		return false, nil
 	}
-	return true, f.createListed(id, dst, typeSrc, shape, fill, list)
+	return true, f.createListed(id, dst, typeSrc, shape, fill, list.Size(), list.Copy)
 }
 
-// createListed creates the virtual dataset at path without mappings and writes list as its
-// mapping list. Under the HDF5 lock.
-func (f *File) createListed(id C.hid_t, path string, typeSrc *Dataset, shape []int64, fill, list []byte) error {
+// createListed creates the virtual dataset at path without mappings and writes the n
+// bytes list hands over as its mapping list (writeMappingList). Under the HDF5 lock.
+func (f *File) createListed(id C.hid_t, path string, typeSrc *Dataset, shape []int64, fill []byte, n int, list func(func([]byte) error) error) error {
 	addr, err := f.createVirtual(id, path, typeSrc, shape, fill, nil, true)
 	if err != nil {
 		return err
 	}
-	heap, err := writeMappingList(id, addr, list)
+	heap, err := writeMappingList(id, addr, n, list)
 	if err != nil {
 		return &Error{Op: "write the mapping list of", Path: path, Err: err}
 	}
@@ -174,10 +190,10 @@ func (f *File) createListed(id C.hid_t, path string, typeSrc *Dataset, shape []i
 	return nil
 }
 
-// writeMappingList gives the mapping-less virtual dataset at ohdr the encoded list (see
-// the top of this file) and returns the address of the collection that holds it. Under
-// the HDF5 lock.
-func writeMappingList(id C.hid_t, ohdr uint64, list []byte) (uint64, error) {
+// writeMappingList gives the mapping-less virtual dataset at ohdr an encoded list of n
+// bytes, which list hands to write in order (see the top of this file), and returns the
+// address of the collection that holds it. Under the HDF5 lock.
+func writeMappingList(id C.hid_t, ohdr uint64, n int, list func(write func([]byte) error) error) (uint64, error) {
 	meta, err := metadata(id) // anew: libhdf5 has allocated the header since
 	if err != nil {
 		return 0, err
@@ -193,20 +209,45 @@ func writeMappingList(id C.hid_t, ohdr uint64, list []byte) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	coll := meta.HeapCollection(list)
+	head, tail := meta.HeapFrame(n)
+	size := len(head) + n + len(tail)
 	var addr C.haddr_t
-	if rc, err := C.vh5j_reserve(id, C.hsize_t(len(coll)), &addr); rc < 0 {
-		return 0, fmt.Errorf("reserving %d bytes: %w", len(coll), err)
+	if rc, err := C.vh5j_reserve(id, C.hsize_t(size), &addr); rc < 0 {
+		return 0, fmt.Errorf("reserving %d bytes: %w", size, err)
+	}
+	at := int64(addr)
+	write := func(data []byte) error {
+		if len(data) == 0 {
+			return nil
+		}
+		if rc, err := C.vh5j_write(id, C.haddr_t(at), C.size_t(len(data)), ptr(data)); rc < 0 {
+			return fmt.Errorf("writing %d bytes at %d: %w", len(data), at, err)
+		}
+		at += int64(len(data))
+		return nil
+	}
+	// The collection first, then what refers to it.
+	if err := write(head); err != nil {
+		return 0, err
+	}
+	if err := list(write); err != nil {
+		return 0, err
+	}
+	if got := at - int64(addr) - int64(len(head)); got != int64(n) {
+		return 0, fmt.Errorf("the mapping list gave %d bytes, not %d", got, n)
+	}
+	if err := write(tail); err != nil {
+		return 0, err
 	}
 	heapID := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(nil, uint64(addr)), 1)
-	eoa := binary.LittleEndian.AppendUint64(nil, uint64(addr)+uint64(len(coll)))
-	// The collection first, then what refers to it.
+	eoa := binary.LittleEndian.AppendUint64(nil, uint64(addr)+uint64(size))
 	for _, w := range []struct {
 		at   int64
 		data []byte
-	}{{int64(addr), coll}, {ref.At, heapID}, {eoaAt, eoa}} {
-		if rc, err := C.vh5j_write(id, C.haddr_t(w.at), C.size_t(len(w.data)), ptr(w.data)); rc < 0 {
-			return 0, fmt.Errorf("writing %d bytes at %d: %w", len(w.data), w.at, err)
+	}{{ref.At, heapID}, {eoaAt, eoa}} {
+		at = w.at
+		if err := write(w.data); err != nil {
+			return 0, err
 		}
 	}
 	return uint64(addr), nil

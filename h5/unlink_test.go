@@ -59,13 +59,26 @@ with h5py.File(sys.argv[1], "r+") as f:
 			return r
 		}
 		before := ref()
+		// h5meta maps a range from the file only while nothing is held over it.
+		r := vfdReader{id}
+		unheld := func(at int64) bool {
+			file := r.FileOf(at, 12)
+			if file != nil {
+				file.Close()
+			}
+			return file != nil
+		}
+		require.True(t, unheld(before.At))
 		held, err := f.dropLists(id, []string{"/g"})
 		require.NoError(t, err)
 		require.Len(t, held, 1, "/g/sub/a only: /g/b is linked at /other too")
 		require.Equal(t, before.At, held[0].addr)
 		require.Equal(t, ^uint64(0), ref().Addr, "libhdf5 reads no list")
+		require.False(t, unheld(before.At), "the drop is held over the heap ID")
+		require.True(t, unheld(int64(before.Addr)), "the list itself is the file's")
 		require.NoError(t, f.retract(id, held, nil))
 		require.Equal(t, before, ref())
+		require.True(t, unheld(before.At), "taken back")
 	}()
 	require.NoError(t, f.Unlink("/g"))
 	require.NoError(t, f.FlushSync())

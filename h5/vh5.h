@@ -161,6 +161,7 @@ void vh5j_set_recover_piece(size_t piece);
 haddr_t vh5j_eoa(hid_t file);
 int vh5j_read(hid_t file, haddr_t addr, size_t n, void *buf);
 int vh5j_write(hid_t file, haddr_t addr, size_t n, const void *buf);
+int vh5j_unheld(hid_t file, haddr_t addr, size_t n);
 int vh5j_hold(hid_t file, haddr_t addr, size_t n, const void *buf, size_t *at);
 int vh5j_retract(hid_t file, size_t at, haddr_t addr, size_t n);
 int vh5j_reserve(hid_t file, hsize_t n, haddr_t *addr);

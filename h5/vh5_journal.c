@@ -1635,6 +1635,26 @@ int vh5j_read(hid_t file, haddr_t addr, size_t n, void *buf) {
 	return j_read(&f->pub, H5FD_MEM_DEFAULT, H5P_DEFAULT, addr, n, buf) < 0 ? -1 : 0;
 }
 
+// vh5j_unheld is 1 if the n bytes at addr read through this driver are the file's bytes
+// as its descriptor reads them (no held operation and no guard's signature covers them,
+// and the file holds them), else 0; -1 with errno EBADF if file is not open through it.
+// h5meta maps a long mapping list from the file when its bytes are the file's.
+int vh5j_unheld(hid_t file, haddr_t addr, size_t n) {
+	jfile *f = jfile_of(file, NULL);
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	haddr_t end = addr + n;
+	if (end < addr || end > f->eof || f->failed) return 0;
+	for (size_t i = 0; i < f->nops; i++) {
+		const held_op *op = &f->ops[i];
+		if (op->size == 0 ? op->addr < end : op->addr < end && addr < op->addr + op->size) return 0;
+	}
+	if (f->guarding && f->guarding - 1 < end && addr < f->guarding - 1 + sizeof hdf5_signature) return 0;
+	return 1;
+}
+
 int vh5j_write(hid_t file, haddr_t addr, size_t n, const void *buf) {
 	jfile *f = jfile_of(file, NULL);
 	if (!f) {

@@ -202,7 +202,7 @@ func (f *File) CreateVirtualFlat(path string, src *Dataset, shape []int64, fill 
 		_, err := f.createVirtual(id, path, src, shape, fill, hsizes(flat), false)
 		return err
 	}
-	return f.createListed(id, path, src, shape, fill, list)
+	return f.createListed(id, path, src, shape, fill, len(list), func(write func([]byte) error) error { return write(list) })
 }
 
 // createVirtual is vh5_create_virtual, the blocks in flat (virtual starts, counts, source

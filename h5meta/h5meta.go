@@ -47,8 +47,9 @@
 // bounded by the structures' levels, and counts are bounded by the file size.
 //
 // Structures are read with ReadAt, except a mapping list in a global heap collection of
-// 64 KiB or more, which is mapped from the file when the io.ReaderAt is an open file (see
-// MappingList): a file cut short under such a mapping makes its reader fail, not crash.
+// 64 KiB or more, which is mapped from the file when the io.ReaderAt is an open file or
+// says the list's bytes are one's (FileRanger; see MappingList): a file cut short under
+// such a mapping makes its reader fail, not crash.
 package h5meta
 
 import (
@@ -57,6 +58,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 )
 
@@ -84,6 +86,14 @@ type File struct {
 	heapMu   sync.Mutex
 	heaps    [8]*heapCollection // the global heap collections read last; GUARDED_BY(heapMu)
 	heapNext int                // the entry of heaps to replace next; GUARDED_BY(heapMu)
+}
+
+// FileRanger is an io.ReaderAt that can tell whether a range of its bytes is an open
+// file's, read as the file reads: FileOf returns that file (the caller closes it) or nil.
+// A long mapping list in such a range is mapped from the file rather than read (see
+// MappingList): a reader that overlays writes held in memory on a file implements it.
+type FileRanger interface {
+	FileOf(off, n int64) *os.File
 }
 
 // heapCollection is a global heap collection as read from the file, with where each of its

@@ -85,20 +85,27 @@ func appendBlock(out []byte, start, count []int64) ([]byte, error) {
 // least heapMinSize bytes, the rest described by a free-space object when it can hold
 // that object's header.
 func (f *File) HeapCollection(obj []byte) []byte {
+	head, tail := f.HeapFrame(len(obj))
+	return slices.Concat(head, obj, tail)
+}
+
+// HeapFrame returns the bytes of HeapCollection(obj) before and after obj's, for an obj
+// of n bytes: a long list is written between them as it is read, never whole in memory.
+func (f *File) HeapFrame(n int) (head, tail []byte) {
 	hdr, ohdr := f.heapHeader(), f.heapObjectHeader()
-	need := ohdr + align8(len(obj))
+	need := ohdr + align8(n)
 	size := max(heapMinSize, hdr+need)
-	out := make([]byte, size)
-	copy(out, "GCOL")
-	out[4] = 1 // version
-	putUint(out[8:], f.sl, uint64(size))
-	binary.LittleEndian.PutUint16(out[hdr:], 1) // index; reference count and reserved stay 0
-	putUint(out[hdr+8:], f.sl, uint64(len(obj)))
-	copy(out[hdr+ohdr:], obj)
+	head = make([]byte, hdr+ohdr)
+	copy(head, "GCOL")
+	head[4] = 1 // version
+	putUint(head[8:], f.sl, uint64(size))
+	binary.LittleEndian.PutUint16(head[hdr:], 1) // index; reference count and reserved stay 0
+	putUint(head[hdr+8:], f.sl, uint64(n))
+	tail = make([]byte, size-hdr-ohdr-n)
 	if free := size - hdr - need; free >= ohdr {
-		putUint(out[hdr+need+8:], f.sl, uint64(free)) // object 0: the free space
+		putUint(tail[align8(n)-n+8:], f.sl, uint64(free)) // object 0: the free space
 	}
-	return out
+	return head, tail
 }
 
 // HeapRef is where a virtual dataset's layout message refers to its mapping list: At is
@@ -134,31 +141,6 @@ func (f *File) MappingListRef(ohdr uint64) (HeapRef, error) {
 	b := &buf{b: m.data[2:], what: "layout message of the object", at: ohdr}
 	ref := HeapRef{At: int64(f.base + m.at + 2), Addr: b.offset(f.so), Index: uint32(b.u32())}
 	return ref, b.err
-}
-
-// MappingListBytes returns the mapping list of the virtual dataset at ohdr as stored (its
-// checksum checked), or nil if the dataset has none.
-func (f *File) MappingListBytes(ohdr uint64) ([]byte, error) {
-	l, err := f.layoutOf(ohdr, classVirtual)
-	if err != nil || l.heapAddr == f.undef() {
-		return nil, err
-	}
-	var obj []byte
-	at, n, large, err := f.largeHeapObject(l.heapAddr, l.heapIndex)
-	switch {
-	case err == nil && large:
-		obj, err = f.read(at, int(n), "mapping list")
-	case err == nil:
-		obj, err = f.globalHeapObject(l.heapAddr, l.heapIndex)
-		obj = slices.Clone(obj) // not the cached collection's bytes
-	}
-	if err != nil {
-		return nil, fmt.Errorf("h5meta: mappings of dataset at %d: %w", ohdr, err)
-	}
-	if len(obj) < 4 || checksum(obj[:len(obj)-4]) != binary.LittleEndian.Uint32(obj[len(obj)-4:]) {
-		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: wrong checksum", ohdr)
-	}
-	return obj, nil
 }
 
 // MappingListLen is the stored length of the mapping list of the virtual dataset at ohdr

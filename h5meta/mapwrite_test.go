@@ -45,8 +45,11 @@ func TestEncodeMappingList(t *testing.T) {
 				stored, err := f.globalHeapObject(ref.Addr, ref.Index)
 				require.NoError(t, err)
 				require.Equal(t, stored, list, "%s: the list libhdf5 stored", v)
-				got, err := f.MappingListBytes(ohdr)
+				l, err := f.StoredMappings(ohdr)
 				require.NoError(t, err)
+				require.Equal(t, len(stored), l.Size())
+				var got []byte
+				require.NoError(t, l.Copy(func(p []byte) error { got = append(got, p...); return nil }))
 				require.Equal(t, stored, got)
 				n, err := f.MappingListLen(ohdr)
 				require.NoError(t, err)

@@ -66,9 +66,19 @@ func (m *mappedFile) ReadAt(p []byte, off int64) (n int, err error) {
 func (f *File) mapObject(owner *MappingList, addr, n uint64, what string) (p []byte, mapped bool, err error) {
 	// n is at most a collection's size, which heapSize bounds by maxRead.
 	abs := addr + f.base
-	conn, ok := f.r.(syscall.Conn)
-	if !ok || n == 0 || abs < addr || abs > uint64(f.size) || n > uint64(f.size)-abs {
+	if n == 0 || abs < addr || abs > uint64(f.size) || n > uint64(f.size)-abs {
 		p, err = f.read(addr, int(n), what) // read reports a range beyond the file
+		return p, false, err
+	}
+	conn, ok := f.r.(syscall.Conn)
+	if fr, isRanger := f.r.(FileRanger); isRanger {
+		if file := fr.FileOf(int64(abs), int64(n)); file != nil {
+			defer file.Close() // the mapping outlives the descriptor
+			conn, ok = file, true
+		}
+	}
+	if !ok {
+		p, err = f.read(addr, int(n), what)
 		return p, false, err
 	}
 	start := abs &^ uint64(os.Getpagesize()-1)

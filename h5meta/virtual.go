@@ -72,6 +72,21 @@ type MappingList struct {
 // Mappings locates the mapping list of the virtual dataset whose object header is at ohdr
 // and decodes its header (see VirtualMappings for the errors).
 func (f *File) Mappings(ohdr uint64) (*MappingList, error) {
+	ml, err := f.StoredMappings(ohdr)
+	if err != nil || ml.obj == nil {
+		return ml, err
+	}
+	ml.b = buf{b: ml.obj[:len(ml.obj)-4], what: "mapping list of the dataset", at: ohdr}
+	if err := ml.header(); err != nil {
+		return nil, err
+	}
+	return ml, nil
+}
+
+// StoredMappings locates the mapping list of the virtual dataset whose object header is
+// at ohdr, without decoding any of it: a list to copy as stored (Size, Copy), whatever its
+// encoding.
+func (f *File) StoredMappings(ohdr uint64) (*MappingList, error) {
 	l, err := f.layoutOf(ohdr, classVirtual)
 	if err != nil {
 		return nil, err
@@ -93,11 +108,40 @@ func (f *File) Mappings(ohdr uint64) (*MappingList, error) {
 	if len(ml.obj) < 4 {
 		return nil, fmt.Errorf("h5meta: mapping list of dataset at %d: %d bytes, too short for its checksum", ohdr, len(ml.obj))
 	}
-	ml.b = buf{b: ml.obj[:len(ml.obj)-4], what: "mapping list of the dataset", at: ohdr}
-	if err := ml.header(); err != nil {
-		return nil, err
-	}
 	return ml, nil
+}
+
+// Size is the list's stored length in bytes, its checksum included (0: no list).
+func (l *MappingList) Size() int { return len(l.obj) }
+
+// Copy hands the list's bytes as stored to write, in order and a window at a time, and
+// checks the checksum that ends them: on an error, what write was given must be
+// discarded. The pages of a mapped list are let go behind it.
+func (l *MappingList) Copy(write func(p []byte) error) (err error) {
+	if l.obj == nil {
+		return nil
+	}
+	defer l.guard(&err)()
+	n := len(l.obj) - 4
+	written := 0
+	var werr error
+	sum := checksumWindows(l.obj[:n], releaseWindow, func(off int) {
+		if werr == nil {
+			werr = write(l.obj[written:off])
+		}
+		written = off
+		l.release(off)
+	})
+	if werr == nil {
+		werr = write(l.obj[written:])
+	}
+	if werr != nil {
+		return werr
+	}
+	if stored := binary.LittleEndian.Uint32(l.obj[n:]); stored != sum {
+		return fmt.Errorf("h5meta: mapping list of dataset at %d: checksum %#08x, computed %#08x: corrupt", l.ohdr, stored, sum)
+	}
+	return nil
 }
 
 // header decodes the list's version and length.
