@@ -232,6 +232,9 @@ func plan(f *versions.File, file, dataset string, o Options) (*modification, err
 		if err != nil || k != h5.KindDataset {
 			continue
 		}
+		if err := checkReadLimit(h, p, dataset, v, o.Force); err != nil {
+			return nil, err
+		}
 		d, err := f.Dataset(p)
 		if err != nil {
 			return nil, fmt.Errorf("version %s: %w", v, err)

@@ -3,6 +3,7 @@ package modify
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -340,4 +341,31 @@ func TestLimit(t *testing.T) {
 			require.ErrorContains(t, err, "--force rewrites anyway")
 		})
 	}
+}
+
+// TestReadLimit: a dataset one of whose versions already has more than MaxVersionChunks
+// chunks is refused before its chunk maps are read, dry or not, unless forced; the file
+// is left as it was.
+func TestReadLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: making a version of 100,001 chunks takes ~16 s")
+	}
+	file := filepath.Join(t.TempDir(), "many.h5")
+	out, err := exec.Command("/usr/bin/python3", "../tests/py/make_versioned.py", file, "--shape", "200002",
+		"--chunks", "2", "--dtype", "|u1", "--modulo", "251", "--versions", "1").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	before, err := os.ReadFile(file)
+	require.NoError(t, err)
+	for _, dry := range []bool{true, false} {
+		_, err := File(file, "data", Options{Chunks: []int64{1000}}, dry)
+		require.ErrorIs(t, err, ErrTooManyChunks, "dry %v", dry)
+		require.ErrorContains(t, err, "version v0 has 100001 chunks, past the limit of 100000 per version")
+		require.ErrorContains(t, err, "--force rewrites anyway")
+	}
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+	res, err := File(file, "data", Options{Chunks: []int64{1000}, Force: true}, true)
+	require.NoError(t, err)
+	require.Equal(t, []int64{201}, res.VersionChunks)
 }

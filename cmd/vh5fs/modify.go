@@ -40,7 +40,9 @@ mapping lists) that vh5fs compact gives back. A rewrite that gives a version mor
 100000 chunks (and more than it had) is refused without --force: each chunk is one
 mapping of the version's virtual dataset, and libhdf5 1.10, as h5py and versioned-hdf5
 use it, needs about 25 KiB of memory per mapping to open a version (2.5 GiB for 100000
-mappings; 1000000 did not open in 19 GiB).
+mappings; 1000000 did not open in 19 GiB). So is, before anything is read, the rewrite
+of a dataset one of whose versions has more than 100000 chunks already: libhdf5 decodes
+the mappings a rewrite replaces, about 6 KiB a chunk.
 
   -n       print what would change and cost: the new chunks, the estimated growth of
            the file (the new chunks, hash-table rows, chunk index, mapping lists and
@@ -85,7 +87,7 @@ func runModify(args []string, stdout, stderr io.Writer) int {
 	before, statErr := os.Stat(file)
 	res, err := modify.File(file, dataset, o, *dry)
 	bar.clear()
-	if errors.Is(err, modify.ErrTooManyChunks) && *dry {
+	if errors.Is(err, modify.ErrTooManyChunks) && *dry && len(res.Versions) > 0 {
 		printModifyPlan(stdout, file, res.Plan, before)
 	}
 	if err != nil {
