@@ -2,8 +2,10 @@ package chunkstore
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -316,8 +318,21 @@ func (c *Chunked) locate(pieces []chunkplan.Run, p []byte, maxRange int) (r Repl
 			r.Located, r.FileOff, r.Fd = true, spans[0].at, c.s.Fd()
 			return r, true, nil
 		}
-		if r.Vec = c.s.fmap.slices(spans); r.Vec != nil {
+		if r.Vec = c.s.fmap.slices(spans); r.Vec != nil && len(r.Vec) <= maxSlices {
 			r.keep, r.spans = c.s.fmap, spans
+			return r, true, nil
+		}
+		if r.Vec != nil {
+			// More slices than one writev takes (IOV_MAX; a read of 128 KiB of one-byte
+			// chunks is 131,072): copied from the mapping instead, one pread each would
+			// be a system call per chunk.
+			vec := r.Vec
+			r.Vec = nil
+			err := copyMapped(p, vec, spans)
+			c.s.fmap.release(spans)
+			if err != nil {
+				return Reply{}, false, fmt.Errorf("%s: %w", c.name, err)
+			}
 			return r, true, nil
 		}
 	}
@@ -327,6 +342,25 @@ func (c *Chunked) locate(pieces []chunkplan.Run, p []byte, maxRange int) (r Repl
 		}
 	}
 	return r, true, nil
+}
+
+// copyMapped copies each slice of the file's mapping in vec to p at its span's place; a
+// fault (the file was cut short since holds checked it) is an error, not a crash.
+func copyMapped(p []byte, vec [][]byte, spans []span) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			err = errors.New("the file changed while it was read")
+		}
+	}()
+	for i, v := range vec {
+		copy(p[spans[i].dst:spans[i].dst+spans[i].n], v)
+	}
+	return nil
 }
 
 // holds reports an error unless the file is still long enough for spans (it was cut
