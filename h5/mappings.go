@@ -51,17 +51,31 @@ func (r vfdReader) ReadAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// FileOf returns a duplicate of the file's descriptor if the n bytes at off are its bytes
-// as it reads them (nothing held over them), for h5meta to map a long mapping list.
+// FileOf returns the file open anew if the n bytes at off are its bytes as it reads them
+// (nothing held over them), for h5meta to map a long mapping list. Anew, not a duplicate
+// of the driver's descriptor: a mapping keeps its open file alive until it is unmapped,
+// and with it any lock taken through that open file (libhdf5 locks the file it opens with
+// flock), which would then outlive the HDF5 file's close. Where the file cannot be opened
+// anew (no /proc), nil: the list is read.
 func (r vfdReader) FileOf(off, n int64) *os.File {
 	if off < 0 || n <= 0 || C.vh5j_unheld(r.id, C.haddr_t(off), C.size_t(n)) != 1 {
 		return nil
 	}
-	fd := C.vh5j_dup_fd(r.id)
+	return openAnew(r.id)
+}
+
+// openAnew opens the file libhdf5 has open as id anew, through /proc (see FileOf): nil
+// where it cannot. Under the HDF5 lock.
+func openAnew(id C.hid_t) *os.File {
+	fd := C.vh5j_fd(id)
 	if fd < 0 {
 		return nil
 	}
-	return os.NewFile(uintptr(fd), "")
+	f, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", int(fd)))
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 // metadata opens the file's metadata as the journal driver has it, or returns nil if the file
@@ -298,14 +312,17 @@ func checkLists(id C.hid_t, path string, lists []writtenList) error {
 }
 
 // diskMetadata opens the metadata of a file libhdf5 has open without the journal driver,
-// from its bytes on disk, through a duplicate of its descriptor (close file once done).
-// Under the HDF5 lock.
+// from its bytes on disk, through the file opened anew (openAnew: a list h5meta maps then
+// keeps no lock of libhdf5's alive) or else a duplicate of its descriptor (close file once
+// done). Under the HDF5 lock.
 func diskMetadata(id C.hid_t, path string) (meta *h5meta.File, file *os.File, err error) {
-	fd, err := C.vh5j_dup_fd(id)
-	if fd < 0 {
-		return nil, nil, fmt.Errorf("%s: duplicating its descriptor: %w", path, err)
+	if file = openAnew(id); file == nil {
+		fd, err := C.vh5j_dup_fd(id)
+		if fd < 0 {
+			return nil, nil, fmt.Errorf("%s: duplicating its descriptor: %w", path, err)
+		}
+		file = os.NewFile(uintptr(fd), path)
 	}
-	file = os.NewFile(uintptr(fd), path)
 	st, err := file.Stat()
 	if err == nil {
 		meta, err = h5meta.Open(file, st.Size())

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5meta"
 )
@@ -312,4 +313,37 @@ func TestVirtualMappings(t *testing.T) {
 	require.ErrorIs(t, err, stop)
 	require.True(t, ok)
 	require.Equal(t, 1, calls)
+}
+
+// TestMappedListKeepsNoLock: a long mapping list read through h5meta is mapped from a
+// file opened anew, so that once the HDF5 file is closed no lock of libhdf5's outlives it
+// in the mapping (compact takes an exclusive lock on the file it replaces), whether the
+// file was open through the journal driver or without it.
+func TestMappedListKeepsNoLock(t *testing.T) {
+	path, f, src := openRW(t)
+	const n = 3000 // a list of a collection of its own, mapped
+	var blocks []VirtualBlock
+	for i := range int64(n) {
+		blocks = append(blocks, VirtualBlock{VStart: []int64{i}, Count: []int64{1}, SrcStart: []int64{i % 5}})
+	}
+	require.NoError(t, f.CreateVirtual("/long", src, []int64{n}, make([]byte, 8), blocks))
+	require.NoError(t, f.CheckMappingLists())
+	require.NoError(t, f.FlushSync())
+	require.NoError(t, src.Close())
+	require.NoError(t, f.Close())
+
+	for _, open := range []func(string) (*File, error){OpenRW, Open} {
+		g, err := open(path)
+		require.NoError(t, err)
+		count := 0
+		_, ok, err := g.VirtualMappings("/long", func(Mapping) error { count++; return nil })
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, n, count)
+		require.NoError(t, g.Close())
+		lf, err := os.Open(path)
+		require.NoError(t, err)
+		require.NoError(t, unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB), "no lock outlives the close")
+		lf.Close()
+	}
 }

@@ -149,6 +149,7 @@ void vh5j_sync_free(vh5j_sync *s);
 void vh5j_set_fault(vh5j_sync *s, int step, int crash);
 int vh5j_fsync(hid_t file);
 int vh5j_dup_fd(hid_t file);
+int vh5j_fd(hid_t file);
 int vh5j_failed(hid_t file);
 int vh5j_abandon(hid_t file);
 int vh5j_cancel(hid_t file);

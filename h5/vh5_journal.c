@@ -1215,6 +1215,18 @@ int vh5j_dup_fd(hid_t file) {
 	return fcntl(*fd, F_DUPFD_CLOEXEC, 0);
 }
 
+// vh5j_fd is file's descriptor itself (not a duplicate: the caller must neither close
+// it nor keep it past the HDF5 lock), or -1 with errno EBADF.
+int vh5j_fd(hid_t file) {
+	int *fd;
+	(void)jfile_of(file, &fd);
+	if (fd == NULL) {
+		errno = EBADF;
+		return -1;
+	}
+	return *fd;
+}
+
 // vh5j_failed is the errno that stopped file's driver, 0 if it works or the file is not
 // open through it.
 int vh5j_failed(hid_t file) {
