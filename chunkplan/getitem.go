@@ -140,6 +140,10 @@ func (l *Layout) Runs(m ChunkMap, off, n int64) (runs []Run, ok bool) {
 	end := min(off+n, l.size)
 	// A chunk's rows are the stream's rows chunks[0]*k onwards; the last may be cut short.
 	span := int64(l.chunkBytes)
+	if off < end {
+		// Sized once: a read of 1 MiB of one-byte chunks is a million runs.
+		runs = make([]Run, 0, (end-1)/span-off/span+1)
+	}
 	for pos := off; pos < end; {
 		k := pos / span
 		r := min(end, (k+1)*span) - pos

@@ -45,3 +45,6 @@ func (c *Chunked) Cached(off int64) bool { return c.s.chunks.has(chunkKey{c.src.
 
 // AheadBusy is how many read-ahead workers of the store run.
 func (c *Chunked) AheadBusy() int { return len(c.s.ahead) }
+
+// SetMaxPieces sets the pieces one pass of c.Read plans (0: the default), for tests.
+func SetMaxPieces(c *Chunked, n int) { c.maxPieces = n }

@@ -35,6 +35,9 @@ type Chunked struct {
 	shape []int64 // the dataset's
 	size  int64   // the dataset's bytes
 	ahead aheadState
+	// maxPieces bounds the pieces one pass of Read plans (see window); 0 is
+	// defaultMaxPieces (tests set fewer).
+	maxPieces int
 }
 
 // Chunked serves the dataset name of the given shape and size in bytes, whose chunk map is
@@ -65,6 +68,21 @@ func (c *Chunked) Read(p []byte, off int64, maxRange int) (Reply, error) {
 		}
 	}
 	p = p[:min(int64(len(p)), c.size-off)]
+	if w := c.window(); len(p) > w {
+		// Planned a window at a time and copied: the plan of a read of 1 MiB of one-byte
+		// chunks is a million pieces, some 150 MB while it lasts.
+		for done := 0; done < len(p); {
+			r, err := c.Read(p[done:min(len(p), done+w)], off+int64(done), 0)
+			if err != nil {
+				return Reply{}, err
+			}
+			if r.N == 0 {
+				break
+			}
+			done += r.N
+		}
+		return Reply{N: len(p)}, nil
+	}
 	var plan *chunkplan.GetItemPlan
 	if len(c.src.Filters) == 0 {
 		pieces, pl, ok, err := c.piecesOf(off, int64(len(p)))
@@ -294,6 +312,19 @@ func (r Reply) Release() {
 	if r.keep != nil {
 		r.keep.release(r.spans)
 	}
+}
+
+// defaultMaxPieces is Chunked.maxPieces' default.
+const defaultMaxPieces = 1 << 16
+
+// window is the most bytes one pass of Read plans: maxPieces of the smallest piece a read
+// can make, a row of a chunk along the last axis.
+func (c *Chunked) window() int {
+	piece := int64(c.src.ElemSize)
+	if n := len(c.src.Chunks); n > 0 {
+		piece *= max(c.src.Chunks[n-1], 1)
+	}
+	return int(min(max(piece, 1)*int64(cmp.Or(c.maxPieces, defaultMaxPieces)), 1<<30))
 }
 
 // locate answers a read of an unfiltered dataset, made of pieces (piecesOf), from where

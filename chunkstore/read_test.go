@@ -455,3 +455,33 @@ func TestReadReplies(t *testing.T) {
 		})
 	}
 }
+
+// TestReadWindows: a read of more pieces than one pass plans is planned a window at a
+// time and copied, with the bytes one pass gives, at any offset and length.
+func TestReadWindows(t *testing.T) {
+	file := makeVersioned(t, "--shape", "20000", "--chunks", "1", "--modulo", "251", "--versions", "2")
+	f, err := versions.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	d, err := f.Dataset("/_version_data/versions/v1/data")
+	require.NoError(t, err)
+	c := d.Chunked()
+	for _, tc := range []struct{ off, n int64 }{{0, d.Size()}, {3, 70001}, {d.Size() - 9, 100}} {
+		chunkstore.SetMaxPieces(c, 0)
+		want := make([]byte, tc.n)
+		r, err := c.Read(want, tc.off, 0)
+		require.NoError(t, err)
+		want = want[:r.N]
+		chunkstore.SetMaxPieces(c, 1000) // 8,000 bytes a pass
+		got := make([]byte, tc.n)
+		r, err = c.Read(got, tc.off, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, len(want), r.N)
+		switch {
+		case r.Located || r.Vec != nil:
+			require.LessOrEqual(t, r.N, 8000, "only a read of one pass is answered other than copied")
+		default:
+			require.Equal(t, want, got[:r.N], "off %d n %d", tc.off, tc.n)
+		}
+	}
+}

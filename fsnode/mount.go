@@ -42,10 +42,12 @@ func Mount(mountpoint string, e Engines, cfg mountopts.Config) (*fuse.Server, er
 		return nil, err
 	}
 	mountOpts := []string{"ro"}
+	budget := int64(0) // a read-only mount stages nothing
 	if cfg.ReadWrite {
-		limitHeap(cfg.StageMemBudget())
+		budget = cfg.StageMemBudget()
 		mountOpts = []string{"rw"}
 	}
+	limitHeap(budget)
 	root := &rootNode{m: m, frozenDir: frozenDir{m, "/"}}
 	fsname := cfg.FSName
 	if fsname == "" {
@@ -136,8 +138,10 @@ func Detach(mountpoint string) error {
 	return nil
 }
 
-// heapRoom is the Go heap a read-write mount needs beside its staged chunks: chunk maps,
-// commit plans, caches.
+// heapRoom is the Go heap a mount needs beside its staged chunks: chunk maps, commit
+// plans, caches, and the plans of reads in flight (a read of 128 KiB of one-byte chunks
+// plans 131,072 pieces: without the limit, a read-only mount of a 10M-chunk version
+// reading it whole peaked at 489 MiB).
 const heapRoom = 160 << 20
 
 // limitHeap sets a soft limit on the Go heap of the staged chunks' budget plus heapRoom
