@@ -1,9 +1,11 @@
 // Package h5 is vh5fs's only door to libhdf5. It uses gonum.org/v1/hdf5 for files, groups
-// and datasets, and a small C layer (vh5.c) for what gonum lacks: virtual-dataset mappings,
-// fill values, filters, raw hyperslab reads in the file's own byte order, attribute decoding,
-// the HDF5 error stack, and the LZF filter (id 32000) on top of liblzf.
+// and datasets, and C files for what gonum lacks: vh5.c has virtual-dataset mappings, fill
+// values, filters, raw hyperslab reads in the file's own byte order, attribute decoding, the
+// HDF5 error stack, and the LZF filter (id 32000) on top of liblzf; vh5_copy.c copies a
+// file's objects into another (copy.go); vh5_live.c serves live, SWMR-reading mounts
+// (live.go).
 //
-// Read-write files are opened through a redo-journal file driver (vh5_journal.c, journal.go):
+// Read-write files are opened through a redo-journal file driver (journal.go, and the C below):
 // writes over bytes the file held at its last sync are held (in memory up to a budget, the
 // rest in an unlinked spill file: memory stays bounded) until FlushSync, which
 // makes the new bytes past the old end durable, records the old and new bytes of every
@@ -14,6 +16,11 @@
 // before it is applied and fsynced before what was written after it (a version's committed
 // flag and current_version), so that other programs reading the file before a repair never
 // meet a version shown as committed whose bytes are not in place.
+// The driver's C is in three files, split where the reasons to change them differ, sharing
+// vh5j_private.h: vh5j_driver.c is libhdf5's side (its callbacks, the held writes and their
+// spill file), vh5j_sync.c the sync's steps and the journal they write, under the crash
+// contract at its top, and vh5j_recover.c recovery, which still reads every journal an
+// earlier version wrote.
 // Through the same driver, CreateVirtual and CopyVirtual write long virtual-dataset mapping
 // lists themselves instead of paying libhdf5's cost per mapping (mappings.go).
 //
