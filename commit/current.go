@@ -24,7 +24,7 @@ func (c *Committer) SetCurrent(name string) error {
 			return fmt.Errorf("set the current version to %q: no committed version of that name: %w", name, versions.ErrNotFound)
 		}
 	}
-	if err := setAttrs(h, versions.VersionsGroup, []attr{{"current_version", name}}); err != nil {
+	if err := setAttrs(h, versions.VersionsGroup, []attr{{versions.AttrCurrentVersion, name}}); err != nil {
 		return fmt.Errorf("set the current version to %s: %w", name, err)
 	}
 	if err := h.FlushSync(); err != nil {

@@ -95,18 +95,18 @@ func (c *Committer) renameVersion(old, new string) error {
 			continue
 		}
 		path := versions.VersionsGroup + "/" + m.Name
-		a, ok, err := h.Attr(path, "prev_version")
+		a, ok, err := h.Attr(path, versions.AttrPrevVersion)
 		if err != nil {
 			return err
 		}
 		if prev, isString := a.Value.(string); ok && isString && prev == old {
-			if err := h.SetAttrString(path, "prev_version", new); err != nil {
+			if err := h.SetAttrString(path, versions.AttrPrevVersion, new); err != nil {
 				return err
 			}
 		}
 	}
 	if cur == old {
-		if err := h.SetAttrString(versions.VersionsGroup, "current_version", new); err != nil {
+		if err := h.SetAttrString(versions.VersionsGroup, versions.AttrCurrentVersion, new); err != nil {
 			return err
 		}
 	}

@@ -400,7 +400,7 @@ func (c *Committer) writeVersion(base versions.Version, name string, now time.Ti
 	if err := h.CreateGroup(vpath); err != nil {
 		return err
 	}
-	if err := setAttrs(h, vpath, []attr{{"prev_version", base.Name}, {"committed", false}, {"timestamp", stamp}}); err != nil {
+	if err := setAttrs(h, vpath, []attr{{versions.AttrPrevVersion, base.Name}, {versions.AttrCommitted, false}, {versions.AttrTimestamp, stamp}}); err != nil {
 		return err
 	}
 	if err := applyAttrs(h, vpath, rootAttrs); err != nil {
@@ -418,10 +418,10 @@ func (c *Committer) writeVersion(base versions.Version, name string, now time.Ti
 	if err := h.FlushBody(); err != nil {
 		return err
 	}
-	if err := setAttrs(h, vpath, []attr{{"committed", true}, {"timestamp", c.now().UTC().Format(TimestampLayout)}}); err != nil {
+	if err := setAttrs(h, vpath, []attr{{versions.AttrCommitted, true}, {versions.AttrTimestamp, c.now().UTC().Format(TimestampLayout)}}); err != nil {
 		return err
 	}
-	if err := setAttrs(h, versions.VersionsGroup, []attr{{"current_version", name}, {"data_version", int64(versions.SupportedDataVersion)}}); err != nil {
+	if err := setAttrs(h, versions.VersionsGroup, []attr{{versions.AttrCurrentVersion, name}, {versions.AttrDataVersion, int64(versions.SupportedDataVersion)}}); err != nil {
 		return err
 	}
 	res.Group = time.Since(t0)

@@ -24,7 +24,7 @@ type AttrChange struct {
 
 // versionMetadata are the attributes of a version's own group that describe the version
 // (the log prints them): they differ between any two versions, which is no change.
-var versionMetadata = []string{"committed", "prev_version", "timestamp"}
+var versionMetadata = []string{versions.AttrCommitted, versions.AttrPrevVersion, versions.AttrTimestamp}
 
 // A version's own group holds attributes of that version alone: versioned-hdf5's
 // stage_version does not carry them to the next version (the attribute "note" a version

@@ -860,7 +860,7 @@ func (s *Stage) attrList(p string) ([]Attr, error) {
 // the storage of a dataset).
 func reserved(p, name string) bool {
 	if p == "" {
-		return name == "prev_version" || name == "committed" || name == "timestamp"
+		return name == versions.AttrPrevVersion || name == versions.AttrCommitted || name == versions.AttrTimestamp
 	}
 	return name == "raw_data" || name == "chunks"
 }

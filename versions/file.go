@@ -58,6 +58,15 @@ const (
 	SupportedDataVersion = 4
 )
 
+// The attributes of the versions group and of each version group (spec section 3).
+const (
+	AttrCurrentVersion = "current_version"
+	AttrDataVersion    = "data_version"
+	AttrPrevVersion    = "prev_version"
+	AttrCommitted      = "committed"
+	AttrTimestamp      = "timestamp"
+)
+
 // ErrDataVersion is returned by Open for files whose data_version vh5fs must not read.
 var ErrDataVersion = errors.New("unsupported data_version")
 
@@ -234,7 +243,7 @@ func (f *File) CurrentVersion() (string, error) {
 	snap := f.snapshot()
 	s, err := snap.current, snap.currentErr
 	if errors.Is(err, h5meta.ErrUnsupported) {
-		s, err = f.stringAttr(VersionsGroup, "current_version")
+		s, err = f.stringAttr(VersionsGroup, AttrCurrentVersion)
 	}
 	if err != nil || s == FirstVersion {
 		return "", err
@@ -261,7 +270,7 @@ func (f *File) Current() (name string, committed bool, err error) {
 	s := f.snapshot()
 	if s.unsupported() {
 		// Both through libhdf5, which a commit changes in this order: flag, then current.
-		if name, err = f.stringAttr(VersionsGroup, "current_version"); err != nil || name == FirstVersion || name == "" {
+		if name, err = f.stringAttr(VersionsGroup, AttrCurrentVersion); err != nil || name == FirstVersion || name == "" {
 			return "", false, err
 		}
 		_, committed, err = f.readVersion(name)
@@ -585,7 +594,7 @@ func currentAttr(m *h5meta.File, addr uint64) (string, error) {
 		return "", fmt.Errorf("%s: %w", VersionsGroup, err)
 	}
 	for _, a := range o.Attrs {
-		if a.Name != "current_version" {
+		if a.Name != AttrCurrentVersion {
 			continue
 		}
 		if a.Value == nil {
@@ -850,15 +859,15 @@ func versionFromAttrs(name string, attrs []h5.Attr) (v Version, ok bool) {
 	committed := true // files from before the flag existed are committed by construction
 	for _, a := range attrs {
 		switch a.Name {
-		case "committed":
+		case AttrCommitted:
 			if b, isBool := a.Value.(bool); isBool {
 				committed = b
 			}
-		case "prev_version":
+		case AttrPrevVersion:
 			if s, _ := a.Value.(string); s != FirstVersion {
 				v.PrevVersion = s
 			}
-		case "timestamp":
+		case AttrTimestamp:
 			v.Timestamp, _ = a.Value.(string)
 		}
 	}

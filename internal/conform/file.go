@@ -91,7 +91,7 @@ func readFile(file string) (*fileState, error) {
 	defer f.Close()
 	h := f.HDF5()
 	s := &fileState{}
-	a, _, err := h.Attr(versions.VersionsGroup, "current_version")
+	a, _, err := h.Attr(versions.VersionsGroup, versions.AttrCurrentVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func readFile(file string) (*fileState, error) {
 			continue
 		}
 		s.versions = append(s.versions, m.Name)
-		ts, _, err := h.Attr(versions.VersionsGroup+"/"+m.Name, "timestamp")
+		ts, _, err := h.Attr(versions.VersionsGroup+"/"+m.Name, versions.AttrTimestamp)
 		if err != nil {
 			return nil, err
 		}
