@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -68,7 +69,7 @@ func Open(f *versions.File, o Options) (*Committer, error) {
 		return nil, fmt.Errorf("commit: %s is not a versioned-hdf5 file", f.Path())
 	}
 	store := staged.OpenStore(f.Path(), o.StageMem)
-	store.SetDigester(Hash)
+	store.SetDigester(hashtable.Hash)
 	c := &Committer{f: f, store: store, now: time.Now, indexes: map[string]*index{}, sinks: map[string]*groupSink{}, pins: map[string]int{}}
 	if err := c.SetNextName(o.Name); err != nil {
 		c.Close()

@@ -15,8 +15,8 @@
 //     (a full chunk of the fill value: none; a digest the table holds: its slot; one an
 //     earlier chunk of this commit took: that one; else the next new slot, in
 //     versioned-hdf5's order, appendOrder), and the new mapping list.
-//   - hash.go, index.go: the chunk digest, and a data group's hash_table as a digest
-//     index.
+//   - index.go: a data group's hash_table as a digest index, loaded once per mount
+//     (the digest and the table's rows are package hashtable's).
 //   - encode.go: shuffle in Go and deflate in libdeflate, for direct chunk writes (libhdf5
 //     filters other pipelines).
 //   - write.go: the writes: raw_data chunks, hash_table rows and largest_index, the

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/vh5fs/vh5fs/chunkplan"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -114,7 +115,7 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 			return err
 		}
 		trimmed := arr.Trimmed(g)
-		if Hash(a, chunks, trimmed, isz) != Hash(b, chunks, trimmed, isz) {
+		if hashtable.Hash(a, chunks, trimmed, isz) != hashtable.Hash(b, chunks, trimmed, isz) {
 			return errDiffers
 		}
 		return nil
@@ -285,7 +286,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 	var fillSum [32]byte // the fill chunk's digest, for chunks digested when written
 	for _, cd := range cands {
 		if cd.digest != nil {
-			fillSum = Hash(fill, chunks, chunks, isz)
+			fillSum = hashtable.Hash(fill, chunks, chunks, isz)
 			break
 		}
 	}
@@ -308,7 +309,7 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 			sums[i].fill = true
 			return nil
 		}
-		sums[i].sum = Hash(data, chunks, cd.trimmed, isz)
+		sums[i].sum = hashtable.Hash(data, chunks, cd.trimmed, isz)
 		return nil
 	})
 	if err != nil {

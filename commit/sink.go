@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -43,7 +44,7 @@ type Sink struct {
 // file) whose chunks spill to c's store.
 func (c *Committer) NewSink(ds *versions.Dataset, arr *staged.Array) *Sink {
 	chunks := arr.Chunks()
-	fill := Hash(fillChunk(ds.Fill, arr.ChunkBytes()), chunks, chunks, arr.ItemSize())
+	fill := hashtable.Hash(fillChunk(ds.Fill, arr.ChunkBytes()), chunks, chunks, arr.ItemSize())
 	return &Sink{c: c, ds: ds, arr: arr, fill: fill}
 }
 

@@ -1,7 +1,6 @@
 package commit
 
 import (
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -45,21 +45,11 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 		return err
 	}
 	data = time.Since(t0)
-	rows := make([]byte, len(fresh)*hashRowBytes)
-	for i, nc := range fresh {
-		r := rows[i*hashRowBytes:]
-		copy(r, nc.digest[:])
-		binary.LittleEndian.PutUint64(r[32:], uint64(nc.row))
-		binary.LittleEndian.PutUint64(r[40:], uint64(nc.row+nc.trimmed[0]))
+	rows := make([]byte, 0, len(fresh)*hashtable.RowBytes)
+	for _, nc := range fresh {
+		rows = hashtable.Row{Digest: nc.digest, Start: nc.row, Stop: nc.row + nc.trimmed[0]}.Append(rows)
 	}
-	if err := ix.table.SetExtent([]int64{n}); err != nil {
-		return err
-	}
-	k := int64(len(fresh))
-	if err := ix.table.WriteBox([]int64{ix.largest}, []int64{k}, []int64{k}, []int64{0}, rows); err != nil {
-		return err
-	}
-	if err := c.f.HDF5().SetAttrInt64(ix.path, "largest_index", n); err != nil {
+	if err := hashtable.Write(c.f.HDF5(), ix.table, ix.path, ix.largest, rows, n, n); err != nil {
 		return err
 	}
 	for _, nc := range fresh {

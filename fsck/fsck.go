@@ -6,7 +6,6 @@ package fsck
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"path"
@@ -15,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/vh5fs/vh5fs/chunkplan"
-	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -121,7 +120,7 @@ func (c *checker) vstr(obj, name string) (string, bool) {
 
 func (c *checker) versions() error {
 	vg := versions.VersionsGroup
-	cur, _ := c.vstr(vg, "current_version")
+	cur, _ := c.vstr(vg, versions.AttrCurrentVersion)
 	if a, ok := c.attr(vg, "data_version"); !ok {
 		if !c.unreadable[vg] {
 			c.add(vg, "data_version missing")
@@ -156,11 +155,11 @@ func (c *checker) versions() error {
 		if !c.readable(p) {
 			continue
 		}
-		if prev, ok := c.vstr(p, "prev_version"); ok && !names[prev] {
+		if prev, ok := c.vstr(p, versions.AttrPrevVersion); ok && !names[prev] {
 			c.add(p, "prev_version %q does not exist", prev)
 		}
 		committed := false
-		if a, ok := c.attr(p, "committed"); !ok {
+		if a, ok := c.attr(p, versions.AttrCommitted); !ok {
 			c.add(p, "committed missing")
 		} else if b, isBool := a.Value.(bool); !isBool || a.Type.DType != "|b1" {
 			c.add(p, "committed is not an h5py bool (%s)", a.Type.DType)
@@ -169,8 +168,8 @@ func (c *checker) versions() error {
 		}
 		// A commit writes the timestamp when it completes: a group left by a commit that died
 		// (committed=False, ignored by every reader) may lack it.
-		if _, ok, _ := c.h.Attr(p, "timestamp"); ok || committed {
-			if ts, ok := c.vstr(p, "timestamp"); ok && !canonicalTimestamp.MatchString(ts) {
+		if _, ok, _ := c.h.Attr(p, versions.AttrTimestamp); ok || committed {
+			if ts, ok := c.vstr(p, versions.AttrTimestamp); ok && !canonicalTimestamp.MatchString(ts) {
 				c.add(p, "timestamp %q is not canonical", ts)
 			}
 		}
@@ -498,9 +497,6 @@ func (c *checker) hashTables() error {
 	return nil
 }
 
-// hashRows is how many hash-table rows are read at a time.
-const hashRows = 1 << 14
-
 func (c *checker) hashTable(dir string, g *dataGroup) error {
 	tp := dir + "/hash_table"
 	ht, err := c.h.OpenDataset(tp)
@@ -509,13 +505,13 @@ func (c *checker) hashTable(dir string, g *dataGroup) error {
 		return nil
 	}
 	defer ht.Close()
-	a, ok := c.attr(tp, "largest_index")
+	a, ok := c.attr(tp, hashtable.LargestIndex)
 	largest, isInt := a.Value.(int64)
 	if !ok || !isInt {
 		c.add(tp, "largest_index missing or not an integer")
 		return nil
 	}
-	if ht.Info().Type.Size != 48 || largest > ht.Info().Shape[0] {
+	if ht.Info().Type.Size != hashtable.RowBytes || largest > ht.Info().Shape[0] {
 		c.add(tp, "%d-byte rows, %d rows for largest_index %d", ht.Info().Type.Size, ht.Info().Shape[0], largest)
 		return nil
 	}
@@ -531,51 +527,39 @@ func (c *checker) hashTable(dir string, g *dataGroup) error {
 	size := g.info.Type.Size
 	slot := make([]byte, size*int(chunkplan.Elements(chunks)))
 	zero := make([]int64, len(chunks))
-	rows := make([]byte, 48*min(largest, hashRows))
-	for base := int64(0); base < largest; base += hashRows {
-		n := min(largest-base, hashRows)
-		if err := ht.ReadBox([]int64{base}, []int64{n}, []int64{n}, []int64{0}, rows[:48*n]); err != nil {
-			return err
+	return hashtable.Scan(ht, largest, func(i int64, r hashtable.Row) error {
+		c.tick(tp, i, largest)
+		start, stop := r.Start, r.Stop
+		where := fmt.Sprintf("row %d (%d, %d)", i, start, stop)
+		if start%chunks[0] != 0 || stop < start || stop-start > chunks[0] {
+			c.add(tp, "%s: not a slot", where)
+			return nil
 		}
-		for j := range n {
-			i := base + j
-			c.tick(tp, i, largest)
-			r := rows[48*j : 48*(j+1)]
-			start := int64(binary.LittleEndian.Uint64(r[32:]))
-			stop := int64(binary.LittleEndian.Uint64(r[40:]))
-			where := fmt.Sprintf("row %d (%d, %d)", i, start, stop)
-			if start%chunks[0] != 0 || stop < start || stop-start > chunks[0] {
-				c.add(tp, "%s: not a slot", where)
+		st := make([]int64, len(chunks))
+		st[0] = start
+		if err := raw.ReadBox(st, chunks, chunks, zero, slot); err != nil {
+			c.add(tp, "%s: slot unreadable: %v", where, err)
+			return nil
+		}
+		// The row records L0; the other axes of L come from the mappings that use it. A
+		// slot no mapping uses is checked with full extents on the other axes.
+		extents := g.extents(start / chunks[0])
+		if len(extents) == 0 {
+			l := slices.Clone(chunks)
+			l[0] = stop - start
+			extents = [][]int64{l}
+		}
+		for _, l := range extents {
+			if l[0] != stop-start {
+				c.add(tp, "%s: a mapping uses %d rows of it", where, l[0])
 				continue
 			}
-			st := make([]int64, len(chunks))
-			st[0] = start
-			if err := raw.ReadBox(st, chunks, chunks, zero, slot); err != nil {
-				c.add(tp, "%s: slot unreadable: %v", where, err)
-				continue
-			}
-			var digest [32]byte
-			copy(digest[:], r)
-			// The row records L0; the other axes of L come from the mappings that use it. A
-			// slot no mapping uses is checked with full extents on the other axes.
-			extents := g.extents(start / chunks[0])
-			if len(extents) == 0 {
-				l := slices.Clone(chunks)
-				l[0] = stop - start
-				extents = [][]int64{l}
-			}
-			for _, l := range extents {
-				if l[0] != stop-start {
-					c.add(tp, "%s: a mapping uses %d rows of it", where, l[0])
-					continue
-				}
-				if commit.Hash(slot, chunks, l, size) != digest {
-					c.add(tp, "%s: digest does not match the slot's contents with extent %s", where, commit.ShapeSuffix(l))
-				}
+			if hashtable.Hash(slot, chunks, l, size) != r.Digest {
+				c.add(tp, "%s: digest does not match the slot's contents with extent %s", where, hashtable.ShapeSuffix(l))
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func asInts(v any) []int64 {

@@ -16,7 +16,6 @@ package inspect
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
@@ -25,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -643,32 +643,22 @@ func digests(f *versions.File, raw string) map[int64]digestRow {
 		return nil
 	}
 	defer ht.Close()
-	info := ht.Info()
-	if info.Type.Size != 48 || len(info.Shape) != 1 {
+	if hashtable.CheckTable(ht) != nil {
 		return nil
 	}
-	n := info.Shape[0]
-	if a, ok, err := f.HDF5().Attr(tp, "largest_index"); err == nil && ok {
-		if l, isInt := a.Value.(int64); isInt && l >= 0 && l <= n {
-			n = l
-		}
+	n := ht.Info().Shape[0]
+	if l, ok, err := hashtable.Largest(f.HDF5(), tp); err == nil && ok && l <= n {
+		n = l
 	}
 	if n == 0 {
 		return nil
 	}
-	buf := make([]byte, 48*n)
-	if err := ht.ReadBox([]int64{0}, []int64{n}, []int64{n}, []int64{0}, buf); err != nil {
-		return nil
-	}
 	out := make(map[int64]digestRow, n)
-	for i := int64(0); i < n; i++ {
-		r := buf[48*i : 48*(i+1)]
-		start := int64(binary.LittleEndian.Uint64(r[32:]))
-		stop := int64(binary.LittleEndian.Uint64(r[40:]))
-		var row digestRow
-		copy(row.sum[:], r)
-		row.rows = stop - start
-		out[start] = row
+	if err := hashtable.Scan(ht, n, func(_ int64, r hashtable.Row) error {
+		out[r.Start] = digestRow{sum: r.Digest, rows: r.Stop - r.Start}
+		return nil
+	}); err != nil {
+		return nil
 	}
 	return out
 }

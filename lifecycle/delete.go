@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"path"
@@ -10,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -147,7 +147,7 @@ func planVersions(f *versions.File, names []string) (*Plan, []string, error) {
 		}
 	}
 	prev := func(v string) (string, error) {
-		a, ok, err := h.Attr(versions.VersionsGroup+"/"+v, "prev_version")
+		a, ok, err := h.Attr(versions.VersionsGroup+"/"+v, versions.AttrPrevVersion)
 		s, isStr := a.Value.(string)
 		switch {
 		case err != nil:
@@ -170,7 +170,7 @@ func planVersions(f *versions.File, names []string) (*Plan, []string, error) {
 		}
 		return v, nil
 	}
-	cur, ok, err := h.Attr(versions.VersionsGroup, "current_version")
+	cur, ok, err := h.Attr(versions.VersionsGroup, versions.AttrCurrentVersion)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -494,12 +494,12 @@ func execute(h *h5.File, p *Plan, progress Progress) (err error) {
 // cannot place them in space a listed version still uses while the body is half applied.
 func writeBody(h *h5.File, p *Plan) error {
 	for _, r := range p.Relinks {
-		if err := h.SetAttrString(versions.VersionsGroup+"/"+r.Version, "prev_version", r.To); err != nil {
+		if err := h.SetAttrString(versions.VersionsGroup+"/"+r.Version, versions.AttrPrevVersion, r.To); err != nil {
 			return err
 		}
 	}
 	if p.NewCurrent != p.Current {
-		if err := h.SetAttrString(versions.VersionsGroup, "current_version", p.NewCurrent); err != nil {
+		if err := h.SetAttrString(versions.VersionsGroup, versions.AttrCurrentVersion, p.NewCurrent); err != nil {
 			return err
 		}
 	}
@@ -695,8 +695,6 @@ func writeFill(raw *h5.Dataset, start, chunks []int64) error {
 	return raw.WriteBox(start, chunks, chunks, make([]int64, len(chunks)), b)
 }
 
-const hashRow = 48 // hash_table rows: 32-byte digest, int64 start, int64 stop
-
 // newHashRows returns hash_table's rows after the compaction, one per kept slot in
 // new-slot order: the old row's digest, the new start and stop (from the mapped extent),
 // as the library's rebuilt table has them (a digest met twice keeps its first row, with
@@ -707,46 +705,40 @@ func newHashRows(h *h5.File, p string, g *Group) ([]byte, error) {
 		return nil, err
 	}
 	defer ht.Close()
-	a, ok, err := h.Attr(p, "largest_index")
-	if err != nil {
-		return nil, err
-	}
-	largest, isInt := a.Value.(int64)
-	if !ok || !isInt || largest < 0 || largest > ht.Info().Shape[0] {
+	largest, ok, err := hashtable.Largest(h, p)
+	if err != nil || !ok || largest > ht.Info().Shape[0] {
 		return nil, fmt.Errorf("hash_table has no usable largest_index")
 	}
-	old := make([]byte, largest*hashRow)
-	if largest > 0 {
-		if err := ht.ReadBox([]int64{0}, []int64{largest}, []int64{largest}, []int64{0}, old); err != nil {
-			return nil, err
-		}
-	}
+	old := make([]hashtable.Row, 0, largest)
 	byStart := make(map[int64]int64, largest)
-	for i := int64(0); i < largest; i++ {
-		byStart[int64(binary.LittleEndian.Uint64(old[i*hashRow+32:]))] = i
+	if err := hashtable.Scan(ht, largest, func(i int64, r hashtable.Row) error {
+		old = append(old, r)
+		byStart[r.Start] = i
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	c0 := g.chunks[0]
 	rows := []byte{}
-	seen := map[string]int{}
+	seen := map[[32]byte]int{}
+	unchanged := int64(len(g.Kept)) == largest
 	for j, s := range g.Kept {
 		start, stop := s*c0, s*c0+g.extents[s][0]
 		i, ok := byStart[start]
-		if !ok || int64(binary.LittleEndian.Uint64(old[i*hashRow+40:])) != stop {
+		if !ok || old[i].Stop != stop {
 			return nil, fmt.Errorf("hash_table has no row for slot %d (rows %d to %d)", s, start, stop)
 		}
-		digest := old[i*hashRow : i*hashRow+32]
-		row := make([]byte, 0, hashRow)
-		row = append(row, digest...)
-		row = binary.LittleEndian.AppendUint64(row, uint64(int64(j)*c0))
-		row = binary.LittleEndian.AppendUint64(row, uint64(int64(j)*c0+g.extents[s][0]))
-		if k, dup := seen[string(digest)]; dup {
-			copy(rows[k*hashRow:], row)
+		row := hashtable.Row{Digest: old[i].Digest, Start: int64(j) * c0, Stop: int64(j)*c0 + g.extents[s][0]}
+		if k, dup := seen[row.Digest]; dup {
+			copy(rows[k*hashtable.RowBytes:], row.Append(nil))
+			unchanged = false
 			continue
 		}
-		seen[string(digest)] = len(rows) / hashRow
-		rows = append(rows, row...)
+		seen[row.Digest] = len(rows) / hashtable.RowBytes
+		unchanged = unchanged && int64(j) < largest && row == old[j]
+		rows = row.Append(rows)
 	}
-	if int64(len(rows)/hashRow) == largest && max(largest, 1) == ht.Info().Shape[0] && bytes.Equal(rows, old) {
+	if unchanged && int64(len(rows)/hashtable.RowBytes) == largest && max(largest, 1) == ht.Info().Shape[0] {
 		return nil, nil
 	}
 	return rows, nil
@@ -763,20 +755,11 @@ func writeHashRows(h *h5.File, p string, rows []byte) error {
 		return err
 	}
 	defer ht.Close()
-	n := int64(len(rows) / hashRow)
-	size := max(n, 1)
-	if size != ht.Info().Shape[0] {
-		if err := ht.SetExtent([]int64{size}); err != nil {
-			return err
-		}
-	}
+	n := int64(len(rows) / hashtable.RowBytes)
 	if n == 0 {
-		rows = make([]byte, hashRow)
+		rows = make([]byte, hashtable.RowBytes)
 	}
-	if err := ht.WriteBox([]int64{0}, []int64{size}, []int64{size}, []int64{0}, rows); err != nil {
-		return err
-	}
-	return h.SetAttrInt64(p, "largest_index", n)
+	return hashtable.Write(h, ht, p, 0, rows, max(n, 1), n)
 }
 
 // remapVersion replaces version v's virtual dataset of g by one reading the new slots, if

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5meta"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -98,7 +99,7 @@ func (m *modification) cost() {
 		// Per slot: the stored chunk, its hash-table row and its entry in raw_data's chunk
 		// index (a version 1 B-tree key of size, filter mask and rank+1 offsets, and a
 		// child address).
-		perSlot := chunkBytes*ratio + hashRowBytes + float64(16+8*(rank+1))
+		perSlot := chunkBytes*ratio + hashtable.RowBytes + float64(16+8*(rank+1))
 		return int64(float64(c.NewSlots)*perSlot) + c.Mappings*perMapping + rewriteBytes + int64(len(m.Versions))*versionBytes
 	}
 	c.Growth, c.GrowthWhole = growth(ratio), growth(1)

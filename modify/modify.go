@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -264,8 +265,8 @@ func plan(f *versions.File, file, dataset string, o Options) (*modification, err
 	if k, err := h.Kind(versions.DataRoot + "/" + dataset + "/hash_table"); err != nil || k != h5.KindDataset {
 		return nil, fmt.Errorf("%s: its data group has no hash_table", dataset)
 	}
-	if a, ok, err := h.Attr(versions.DataRoot+"/"+dataset+"/hash_table", "largest_index"); err == nil && ok {
-		m.OldSlots, _ = a.Value.(int64)
+	if n, ok, err := hashtable.Largest(h, versions.DataRoot+"/"+dataset+"/hash_table"); err == nil && ok {
+		m.OldSlots = n
 	}
 	if err := m.newSpec(o); err != nil {
 		return nil, err

@@ -12,10 +12,9 @@ import (
 	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/versions"
 )
-
-const hashRowBytes = 48
 
 // writer appends the new chunks of every version to the new raw_data, deduplicated.
 type writer struct {
@@ -26,7 +25,7 @@ type writer struct {
 	chunkLen int     // bytes of a whole new chunk
 	enc      func([]byte) ([]byte, error)
 	slots    map[[32]byte]int64 // digest -> slot
-	rows     []byte             // hash_table rows, hashRowBytes each, in slot order
+	rows     []byte             // hash_table rows, hashtable.RowBytes each, in slot order
 	pending  []pendingChunk     // new chunks not written yet, in slot order
 	extent   int64              // raw_data's extent, in slots
 	// memo maps a band's source (sources.key) to the new slots of its chunks.
@@ -120,7 +119,7 @@ func (m *modification) run(res *Result, progress func(done, total int64)) (err e
 	if err := w.finish(group + "/hash_table"); err != nil {
 		return err
 	}
-	res.Slots = int64(len(w.rows) / hashRowBytes)
+	res.Slots = int64(len(w.rows) / hashtable.RowBytes)
 	if err := h.CheckMappingLists(); err != nil {
 		return err
 	}
@@ -349,7 +348,7 @@ func (w *writer) cut(d *versions.Dataset, src *sources, b int64, g []int64) (*ba
 	// Hash the chunks of a wide band on every core; a narrow one is one of many bands
 	// being cut at once.
 	err := commit.Parallel(int(n), func(k int) error {
-		bd.digests[k] = commit.Hash(bd.data[k], c, bd.trimmed[k], w.size)
+		bd.digests[k] = hashtable.Hash(bd.data[k], c, bd.trimmed[k], w.size)
 		return nil
 	})
 	return bd, err
@@ -392,13 +391,9 @@ func (w *writer) dedup(bd *band) ([]int64, error) {
 	for k, dg := range bd.digests {
 		s, ok := w.slots[dg]
 		if !ok {
-			s = int64(len(w.rows) / hashRowBytes)
+			s = int64(len(w.rows) / hashtable.RowBytes)
 			w.slots[dg] = s
-			var row [hashRowBytes]byte
-			copy(row[:], dg[:])
-			binary.LittleEndian.PutUint64(row[32:], uint64(s*w.chunks[0]))
-			binary.LittleEndian.PutUint64(row[40:], uint64(s*w.chunks[0]+bd.trimmed[k][0]))
-			w.rows = append(w.rows, row[:]...)
+			w.rows = hashtable.Row{Digest: dg, Start: s * w.chunks[0], Stop: s*w.chunks[0] + bd.trimmed[k][0]}.Append(w.rows)
 			w.pending = append(w.pending, pendingChunk{slot: s, data: bd.data[k]})
 		}
 		slots[k] = s
@@ -422,7 +417,7 @@ func (w *writer) flush() error {
 	if len(w.pending) == 0 {
 		return nil
 	}
-	if err := w.grow(int64(len(w.rows)/hashRowBytes), false); err != nil {
+	if err := w.grow(int64(len(w.rows)/hashtable.RowBytes), false); err != nil {
 		return err
 	}
 	pend := w.pending
@@ -478,7 +473,7 @@ func (w *writer) finish(table string) error {
 	if err := w.flush(); err != nil {
 		return err
 	}
-	n := int64(len(w.rows) / hashRowBytes)
+	n := int64(len(w.rows) / hashtable.RowBytes)
 	if err := w.grow(n, true); err != nil {
 		return err
 	}
@@ -491,13 +486,7 @@ func (w *writer) finish(table string) error {
 		return err
 	}
 	defer ht.Close()
-	if err := ht.SetExtent([]int64{n}); err != nil {
-		return err
-	}
-	if err := ht.WriteBox([]int64{0}, []int64{n}, []int64{n}, []int64{0}, w.rows); err != nil {
-		return err
-	}
-	return h.SetAttrInt64(table, "largest_index", n)
+	return hashtable.Write(h, ht, table, 0, w.rows, n, n)
 }
 
 // virtual creates the new virtual dataset of version dataset d at path: one mapping per

@@ -1,4 +1,4 @@
-package commit
+package hashtable
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package commit
+package hashtable
 
 // The data_version 4 chunk digest used for deduplication in hash_table (format
 // specification section 5): SHA-256 over the chunk's trimmed contents in C order (BODY)
