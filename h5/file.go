@@ -154,7 +154,7 @@ func open(path string, rw, journal bool) (*File, error) {
 		return &File{path: path, f: f}, nil
 	}
 	// Read-write (an interrupted commit completed above): write through the journal driver
-	// (vh5_journal.c), so that no crash can leave the file torn.
+	// (vh5j_sync.c), so that no crash can leave the file torn.
 	id := C.vh5j_open(cpath, 1)
 	if id < 0 {
 		return nil, openFailure(path, st.Size(), fail("open file", path, nil).(*Error))

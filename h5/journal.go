@@ -18,7 +18,7 @@ import (
 )
 
 // JournalSuffix names a file's redo journal: FILE.vh5fs-journal, beside it while a commit is
-// between its commit point and its end (vh5_journal.c).
+// between its commit point and its end (vh5j_sync.c).
 const JournalSuffix = ".vh5fs-journal"
 
 // legacySuffix is the undo journal earlier versions of vh5fs left after a power loss.
@@ -36,7 +36,7 @@ var ErrGuardWithoutJournal = errors.New("a vh5fs change was interrupted while it
 	JournalSuffix + ", which alone can complete it, is gone; the file was left marked as not HDF5 so that no program reads it half changed")
 
 // guardMark is what a guarded sync writes over the file's HDF5 signature while it applies
-// (guard_mark in vh5_journal.c).
+// (guard_mark in vh5j_sync.c).
 const guardMark = "\x89VH5JNL\n"
 
 // GuardMarked reports whether the file at path holds the mark of a guarded sync
@@ -167,7 +167,7 @@ func (e *fileError) Error() string {
 }
 func (e *fileError) Unwrap() error { return e.err }
 
-// A sync's steps (vh5_journal.c), for fault injection in tests.
+// A sync's steps (vh5j_sync.c), for fault injection in tests.
 type syncStep int
 
 const (
@@ -201,7 +201,7 @@ type syncState struct {
 
 // InjectSyncFault makes the next FlushSync fail (EIO) at step, or, with crash, stop before
 // it as a killed process would: for tests of recovery. The steps are named as in
-// vh5_journal.c: tail, fsync, journal, jsync, dirsync, apply, async, remove.
+// vh5j_sync.c: tail, fsync, journal, jsync, dirsync, apply, async, remove.
 func (f *File) InjectSyncFault(step string, crash bool) error {
 	for s, name := range steps {
 		if name.id == step {
@@ -236,7 +236,7 @@ func (f *File) FlushBody() error {
 }
 
 // GuardSync makes the next FlushSync a guarded one: from its commit point until its apply
-// is durable, the file's HDF5 signature is replaced by a mark (vh5_journal.c), so that a
+// is durable, the file's HDF5 signature is replaced by a mark (vh5j_sync.c), so that a
 // program that does not know the journal finds no HDF5 file rather than one half changed,
 // and a crash in between leaves it so until recovery (the next read-write open, or 'vh5fs
 // fsck --repair'). For changes whose half-applied state no order of writes keeps readable:
@@ -293,7 +293,7 @@ func (f *File) StartWriteback() error {
 }
 
 // FlushSync flushes HDF5's buffers and makes what was written durable: through the redo
-// journal for files opened with OpenRW (see vh5_journal.c), else with an fsync. The HDF5
+// journal for files opened with OpenRW (see vh5j_sync.c), else with an fsync. The HDF5
 // lock is held to flush and to plan the sync, not across its fsyncs: other goroutines read
 // the file through libhdf5 meanwhile, seeing the new state. An error before the commit
 // point leaves the file on disk at its last commit; any error stops further writes to the
@@ -454,7 +454,7 @@ func boolInt(b bool) C.int {
 
 // setHoldBudget makes f's journal driver keep at most budget bytes of held writes in
 // memory, the rest in its spill file, and, with piece > 0, its syncs stream their bytes
-// piece bytes at a time (vh5_journal.c): for tests.
+// piece bytes at a time (vh5j_recover.c): for tests.
 func (f *File) setHoldBudget(budget, piece int) error {
 	lock()
 	defer unlock()

@@ -109,7 +109,8 @@ int vh5_object_addr(hid_t obj, haddr_t *addr);
 
 int vh5_object_addr_by_name(hid_t loc, const char *path, haddr_t *addr);
 
-// vh5_journal.c: the redo-journal file driver for read-write opens (see its top).
+// vh5j_*.c: the redo-journal file driver for read-write opens (the crash contract at the top
+// of vh5j_sync.c).
 typedef struct vh5j_sync vh5j_sync;
 enum {  // a sync's steps, in order
 	VH5J_TAIL = 1,
