@@ -30,7 +30,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/lifecycle"
-	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -169,9 +169,9 @@ func File(path string, o Options) (Result, error) {
 // A stage saved beside the file records raw_data slots, which the reclaim moves: the set
 // then stays pending (Result.StillPending), as a mount leaves it.
 func (t *target) reclaim(pending []string, o Options) (Result, error) {
-	saved, err := stage.Saved(t.file)
+	saved, err := stagedir.List(t.file)
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: reading its stages (%s): %w", t.file, stage.Dir(t.file), err)
+		return Result{}, fmt.Errorf("%s: reading its stages (%s): %w", t.file, stagedir.Of(t.file), err)
 	}
 	if len(saved) > 0 {
 		var names []string

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/stagedir"
 )
 
 // target is a compaction's source and destination, resolved and checked.
@@ -128,9 +128,9 @@ func besideOut(out, dst string) error {
 		return fmt.Errorf("-o %s: the journal of an interrupted vh5fs change (%s) is beside it: "+
 			"run 'vh5fs fsck --repair %s' or remove the journal first", out, dst+h5.JournalSuffix, out)
 	}
-	if ss, err := stage.Saved(dst); err == nil && len(ss) > 0 {
+	if ss, err := stagedir.List(dst); err == nil && len(ss) > 0 {
 		return fmt.Errorf("-o %s: stage %s is saved beside it (%s), whose raw_data slots are another file's: "+
-			"commit or remove the stages first, or write elsewhere", out, ss[0].Name, stage.Dir(dst))
+			"commit or remove the stages first, or write elsewhere", out, ss[0].Name, stagedir.Of(dst))
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 
-	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -67,7 +67,7 @@ func (m *mount) staleOr(path string, immutable bool, errn syscall.Errno) syscall
 // version: a deletion moves the raw_data slots stages record), with a log line that names
 // the stages.
 func (m *mount) busy(op, version string) syscall.Errno {
-	saved, err := stage.Saved(m.file.Path())
+	saved, err := stagedir.List(m.file.Path())
 	if err != nil {
 		slog.Error("stages not read", "err", err)
 		return syscall.EIO

@@ -12,6 +12,7 @@ import (
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/lifecycle"
 	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -180,7 +181,7 @@ func (r *Reclaimer) run(final bool) (again bool) {
 
 // stageNames names the stages saved beside the file or served by the mount, "" if none.
 func (r *Reclaimer) stageNames() string {
-	saved, err := stage.Saved(r.commit.File().Path())
+	saved, err := stagedir.List(r.commit.File().Path())
 	if err != nil {
 		slog.Error("stages not read", "err", err)
 		return "(unreadable)"

@@ -49,7 +49,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
-	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -163,7 +163,7 @@ func File(file, dataset string, o Options, dryRun bool) (Result, error) {
 	if dataset == "" || path.Clean(dataset) != dataset || strings.HasPrefix(dataset, "../") || dataset == ".." {
 		return Result{}, fmt.Errorf("dataset %q: not a path inside the versions", dataset)
 	}
-	if saved, err := stage.Saved(file); err != nil {
+	if saved, err := stagedir.List(file); err != nil {
 		return Result{}, err
 	} else if len(saved) > 0 {
 		var names []string

@@ -19,6 +19,7 @@ import (
 	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/internal/durable"
 	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/writefile"
 )
@@ -78,7 +79,7 @@ func (s *Stage) saveTree() error {
 	if err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(s.dir(), "stage.json"), func(w io.Writer) error {
+	return writeFile(filepath.Join(s.dir(), stagedir.TreeFile), func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err
 	})
@@ -160,7 +161,7 @@ func (s *Stage) saveAll() error {
 // load reads the stage called name from disk.
 func (m *Manager) load(name string) (*Stage, error) {
 	s := newStage(m, name, "")
-	b, err := os.ReadFile(filepath.Join(s.dir(), "stage.json"))
+	b, err := os.ReadFile(filepath.Join(s.dir(), stagedir.TreeFile))
 	if err != nil {
 		return nil, err
 	}
@@ -204,13 +205,14 @@ func (m *Manager) load(name string) (*Stage, error) {
 	return s, nil
 }
 
-// committingFile, in a stage's directory, names the version the stage's commit takes: written
+// committingFile (stagedir.CommittingFile), in a stage's directory, names the version the
+// stage's commit takes: written
 // once the commit has chosen the name, before it writes to the HDF5 file, and removed when
 // the commit fails short of its sync. A stage found with it whose version exists on the
 // stage's base was committed by a mount that ended (crashed) before removing the stage's
 // files. It is not synced: after a machine crash it may be missing, and such a stage is
 // kept (committing it again answers ErrExist; rm -r discards it).
-const committingFile = "committing"
+const committingFile = stagedir.CommittingFile
 
 // committedError is load's answer for a stage whose commit went through.
 type committedError struct{ version string }
@@ -321,67 +323,5 @@ func (s *Stage) loadDataset(p string, sd savedDataset) (*Dataset, error) {
 	d.Close()
 	out := newDataset(p, writefile.NewFile(restored, src), d.Spec())
 	out.restored, out.saved = sd.Changed, true
-	return out, nil
-}
-
-// Summary describes a stage kept on disk, as `vh5fs ls --stages` shows it.
-type Summary struct {
-	Name, Base string
-	// New are datasets created in the stage; Changed datasets of the base whose staged
-	// data is saved; Removed paths of the base removed (with everything below); Groups
-	// groups created; Attrs objects whose attributes changed ("" is the stage's root).
-	New, Changed, Removed, Groups, Attrs []string
-	// Committing names the version a commit of the stage was taking when its mount ended
-	// (crashed): the next read-write mount removes the stage if that version exists on
-	// Base, and serves it again if not.
-	Committing string
-}
-
-// Saved lists the stages kept beside the HDF5 file at file, as last saved (a mount that
-// is running saves a dataset's data at fsync and at unmount), without opening the file.
-func Saved(file string) ([]Summary, error) {
-	dir := Dir(file)
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []Summary
-	for _, e := range ents {
-		if !e.IsDir() || e.Name()[0] == '.' {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "stage.json"))
-		if err != nil {
-			return nil, fmt.Errorf("stage %s: %w", e.Name(), err)
-		}
-		var t savedTree
-		if err := json.Unmarshal(b, &t); err != nil {
-			return nil, fmt.Errorf("stage %s: stage.json: %w", e.Name(), err)
-		}
-		s := Summary{Name: e.Name(), Base: t.Base, Removed: t.Removed, Groups: t.Groups}
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), committingFile)); err == nil {
-			s.Committing = string(b)
-		}
-		for p, d := range t.Datasets {
-			switch {
-			case d.Spec != nil:
-				s.New = append(s.New, p)
-			case d.Changed:
-				s.Changed = append(s.Changed, p)
-			}
-		}
-		for p, a := range t.Attrs {
-			if len(a) > 0 {
-				s.Attrs = append(s.Attrs, p)
-			}
-		}
-		sort.Strings(s.New)
-		sort.Strings(s.Changed)
-		sort.Strings(s.Attrs)
-		out = append(out, s)
-	}
 	return out, nil
 }

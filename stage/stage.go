@@ -49,15 +49,11 @@ import (
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/writefile"
 	"github.com/vh5fs/vh5fs/xattrs"
 )
-
-// Dir is where the stages of the HDF5 file at file are kept.
-func Dir(file string) string {
-	return filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".vh5fs-stages")
-}
 
 // Manager is the stages of one read-write mount.
 type Manager struct {
@@ -70,12 +66,12 @@ type Manager struct {
 	nextID uint64            // GUARDED_BY(mu)
 }
 
-// Open returns the stages of f, loading those kept in Dir(f.Path()) by earlier mounts. A
+// Open returns the stages of f, loading those kept in stagedir.Of(f.Path()) by earlier mounts. A
 // stage that cannot be loaded (its base is gone, its files are damaged) is left on disk,
 // logged, and not served.
 func Open(c *commit.Committer) (*Manager, error) {
 	f := c.File()
-	m := &Manager{f: f, c: c, dir: Dir(f.Path()), stages: map[string]*Stage{}}
+	m := &Manager{f: f, c: c, dir: stagedir.Of(f.Path()), stages: map[string]*Stage{}}
 	ents, err := os.ReadDir(m.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil

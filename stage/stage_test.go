@@ -16,6 +16,7 @@ import (
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/xattrs"
 )
@@ -115,7 +116,7 @@ func TestGoldenStage(t *testing.T) {
 			require.Empty(t, m.Names())
 			_, err = st.List("")
 			require.ErrorIs(t, err, ErrStale, "a committed stage shows nothing, not its base")
-			_, err = os.Stat(Dir(file) + "/golden")
+			_, err = os.Stat(stagedir.Of(file) + "/golden")
 			require.ErrorIs(t, err, os.ErrNotExist, "a committed stage leaves no files")
 			cur, err := f.CurrentVersion()
 			require.NoError(t, err)
@@ -250,7 +251,7 @@ func TestTreeOperations(t *testing.T) {
 	require.NoError(t, st.Rmdir("old"))
 	require.NoError(t, m.Remove("s"))
 	require.Equal(t, []string{"n"}, m.Names())
-	_, err = os.Stat(Dir(file) + "/s")
+	_, err = os.Stat(stagedir.Of(file) + "/s")
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -375,7 +376,7 @@ print(" ".join(sorted(k for k in vs if k != "__first_version__" and bool(vs[k].a
 			require.NoError(t, err, "%s", out)
 			seen := strings.TrimSpace(string(out))
 			require.Contains(t, []string{"r1", "golden r1"}, seen)
-			marker, err := os.ReadFile(filepath.Join(Dir(file), "golden", committingFile))
+			marker, err := os.ReadFile(filepath.Join(stagedir.Of(file), "golden", committingFile))
 			require.NoError(t, err, "the commit's marker outlives the crash")
 			require.Equal(t, "golden", string(marker))
 
@@ -392,7 +393,7 @@ print(" ".join(sorted(k for k in vs if k != "__first_version__" and bool(vs[k].a
 			findings, err := fsck.Check(file)
 			require.NoError(t, err)
 			require.Empty(t, findings, fsck.Summary(findings))
-			saved, err := Saved(file)
+			saved, err := stagedir.List(file)
 			require.NoError(t, err)
 			require.Len(t, saved, 1, "the stage is kept")
 			require.Equal(t, "golden", saved[0].Committing)
@@ -400,7 +401,7 @@ print(" ".join(sorted(k for k in vs if k != "__first_version__" and bool(vs[k].a
 			// The next mount removes a stage whose version went through and serves the others,
 			// which then commit as versioned-hdf5 would.
 			_, m2, close2 := openCrashable(t, file, 32<<20)
-			saved, err = Saved(file)
+			saved, err = stagedir.List(file)
 			require.NoError(t, err)
 			if has {
 				require.Nil(t, m2.Get("golden"))
@@ -409,7 +410,7 @@ print(" ".join(sorted(k for k in vs if k != "__first_version__" and bool(vs[k].a
 			}
 			require.NotNil(t, m2.Get("golden"), "a stage whose commit did not go through is kept")
 			require.Len(t, saved, 1)
-			require.NoFileExists(t, filepath.Join(Dir(file), "golden", committingFile))
+			require.NoFileExists(t, filepath.Join(stagedir.Of(file), "golden", committingFile))
 			_, err = m2.Commit("golden", "golden")
 			require.NoError(t, err)
 			require.NoError(t, close2())

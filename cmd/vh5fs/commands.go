@@ -18,7 +18,7 @@ import (
 	"github.com/vh5fs/vh5fs/fsck"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/inspect"
-	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/xattrs"
 )
@@ -576,7 +576,7 @@ func listStages(file string, stdout, stderr io.Writer) int {
 	if _, err := os.Stat(file); err != nil {
 		return fail(stderr, file, err)
 	}
-	list, err := stage.Saved(file)
+	list, err := stagedir.List(file)
 	if err != nil {
 		return fail(stderr, file, err)
 	}

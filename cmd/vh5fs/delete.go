@@ -18,7 +18,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/lifecycle"
-	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -254,9 +254,9 @@ func byteSize(n int64) string {
 // the raw_data slots of its base's chunks, which a deletion moves (and its base may be
 // among the deleted).
 func checkStages(file string, names []string) error {
-	stages, err := stage.Saved(file)
+	stages, err := stagedir.List(file)
 	if err != nil {
-		return fmt.Errorf("%s: reading its stages (%s): %w", file, stage.Dir(file), err)
+		return fmt.Errorf("%s: reading its stages (%s): %w", file, stagedir.Of(file), err)
 	}
 	for _, s := range stages {
 		why := "records raw_data slots a deletion moves"
@@ -264,7 +264,7 @@ func checkStages(file string, names []string) error {
 			why = "is based on version " + s.Base
 		}
 		return fmt.Errorf("%s: stage %s (%s) %s: commit or remove the stage first; nothing deleted",
-			file, s.Name, stage.Dir(file), why)
+			file, s.Name, stagedir.Of(file), why)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/stagedir"
 )
 
 // orReadOnly ends every refusal: the mount that needs none of this.
@@ -49,9 +49,9 @@ func checkWritable(file string) error {
 		base := filepath.Base(file)
 		return fmt.Errorf("%s: directory %s %v: a read-write mount writes its commit journal (%s) and stages (%s) "+
 			"beside the file; make the directory writable, move the file to one that is, %s",
-			file, dir, err, base+h5.JournalSuffix, filepath.Base(stage.Dir(file)), orReadOnly)
+			file, dir, err, base+h5.JournalSuffix, filepath.Base(stagedir.Of(file)), orReadOnly)
 	}
-	if stages := stage.Dir(file); dirExists(stages) {
+	if stages := stagedir.Of(file); dirExists(stages) {
 		if err := checkDirWritable(stages); err != nil {
 			return fmt.Errorf("%s: stages directory %s %v: a read-write mount keeps its stages there; "+
 				"make it writable, %s", file, stages, err, orReadOnly)
