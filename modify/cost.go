@@ -184,26 +184,17 @@ func (m *modification) checkLimit(force bool) error {
 		sizeText(c.MaxChunks*openBytesPerChunk)))
 }
 
-// checkReadLimit refuses, unless forced, a rewrite of a dataset whose version v (at p)
-// already has more than MaxVersionChunks chunks, before anything of it is read: the
+// checkReadLimit refuses a rewrite of a dataset whose version v (at p) already has more
+// than MaxVersionChunks chunks of raw_data's chunks, before anything of it is read: the
 // rewrite reads each version's chunk map whole, and libhdf5 decodes the mapping list of
 // the first version it unlinks (measured: 0.6 GiB for one of 100,000 chunks, 6.5 GiB for
 // 1,000,000), past the memory vh5fs commands stay within. The count comes from the
-// headers alone.
-func checkReadLimit(h *h5.File, p, dataset, v string, force bool) error {
-	if force {
-		return nil
-	}
+// headers alone; with chunks nil the plan goes on and reports what is wrong.
+func checkReadLimit(h *h5.File, p, v string, chunks []int64) error {
 	hd, ok, err := h.DatasetHeader(p)
 	if err != nil || !ok {
 		return err // libhdf5 reads it: the plan goes on and finds what is wrong
 	}
-	raw, err := h.OpenDataset(versions.DataRoot + "/" + dataset + "/raw_data")
-	if err != nil {
-		return nil // the plan reports it
-	}
-	chunks := raw.Info().Chunks
-	raw.Close()
 	if len(chunks) != len(hd.Shape) || slices.Contains(chunks, 0) {
 		return nil
 	}

@@ -226,15 +226,22 @@ func plan(f *versions.File, file, dataset string, o Options) (*modification, err
 			names = append(names, mb.Name)
 		}
 	}
-	sort.Strings(names) // HDF5's name order, which versioned-hdf5 visits them in
+	sort.Strings(names)   // HDF5's name order, which versioned-hdf5 visits them in
+	var rawChunks []int64 // raw_data's chunk shape, read once for checkReadLimit
+	if raw, err := h.OpenDataset(versions.DataRoot + "/" + dataset + "/raw_data"); err == nil {
+		rawChunks = raw.Info().Chunks
+		raw.Close()
+	}
 	for _, v := range names {
 		p := versions.VersionsGroup + "/" + v + "/" + dataset
 		k, err := h.Kind(p)
 		if err != nil || k != h5.KindDataset {
 			continue
 		}
-		if err := checkReadLimit(h, p, dataset, v, o.Force); err != nil {
-			return nil, err
+		if !o.Force {
+			if err := checkReadLimit(h, p, v, rawChunks); err != nil {
+				return nil, err
+			}
 		}
 		d, err := f.Dataset(p)
 		if err != nil {
