@@ -330,8 +330,9 @@ func (c *Chunked) window() int {
 // locate answers a read of an unfiltered dataset, made of pieces (piecesOf), from where
 // its bytes are in the file (fileSpans), for a caller that takes ranges of up to maxRange
 // bytes: one range when the read is one span (a read inside one chunk, or of chunks stored
-// in the order they are read), else slices of the file's mapping; else the spans are read
-// into p, one pread each. ok is false, with nothing read, when fileSpans is (the chunk
+// in the order they are read), else slices of the file's mapping (up to maxSlices); else
+// the spans are copied into p, from the mapping when there are more than maxSlices, else
+// one pread each. ok is false, with nothing read, when fileSpans is (the chunk
 // route serves those).
 func (c *Chunked) locate(pieces []chunkplan.Run, p []byte, maxRange int) (r Reply, ok bool, err error) {
 	spans, ok := c.fileSpans(pieces)
@@ -339,26 +340,27 @@ func (c *Chunked) locate(pieces []chunkplan.Run, p []byte, maxRange int) (r Repl
 		return Reply{}, false, nil
 	}
 	r.N = len(p)
-	if maxRange > 0 {
+	many := len(spans) > maxSlices // more than a reply's writev takes, or worth a pread each
+	if maxRange > 0 || many {
 		// Bytes the file no longer has would reach the reader as a short read (splice) or
-		// none (writev faults): the file must still hold them, else the read fails (EIO).
+		// none (writev faults, and so would a copy): the file must still hold them, else
+		// the read fails (EIO).
 		if err := c.s.holds(spans); err != nil {
 			return Reply{}, false, fmt.Errorf("%s: %w", c.name, err)
 		}
-		if len(spans) == 1 && r.N <= maxRange {
-			r.Located, r.FileOff, r.Fd = true, spans[0].at, c.s.Fd()
-			return r, true, nil
-		}
-		if r.Vec = c.s.fmap.slices(spans); r.Vec != nil && len(r.Vec) <= maxSlices {
-			r.keep, r.spans = c.s.fmap, spans
-			return r, true, nil
-		}
-		if r.Vec != nil {
-			// More slices than one writev takes (IOV_MAX; a read of 128 KiB of one-byte
-			// chunks is 131,072): copied from the mapping instead, one pread each would
-			// be a system call per chunk.
-			vec := r.Vec
-			r.Vec = nil
+	}
+	if maxRange > 0 && len(spans) == 1 && r.N <= maxRange {
+		r.Located, r.FileOff, r.Fd = true, spans[0].at, c.s.Fd()
+		return r, true, nil
+	}
+	if maxRange > 0 || many {
+		if vec := c.s.fmap.slices(spans); vec != nil {
+			if maxRange > 0 && !many {
+				r.Vec, r.keep, r.spans = vec, c.s.fmap, spans
+				return r, true, nil
+			}
+			// A read of 128 KiB of one-byte chunks is 131,072 places: past IOV_MAX for a
+			// writev, and a system call each as preads. Copied from the mapping instead.
 			err := copyMapped(p, vec, spans)
 			c.s.fmap.release(spans)
 			if err != nil {
