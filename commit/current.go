@@ -3,6 +3,7 @@ package commit
 import (
 	"fmt"
 
+	"github.com/vh5fs/vh5fs/txn"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -24,10 +25,10 @@ func (c *Committer) SetCurrent(name string) error {
 			return fmt.Errorf("set the current version to %q: no committed version of that name: %w", name, versions.ErrNotFound)
 		}
 	}
-	if err := setAttrs(h, versions.VersionsGroup, []attr{{versions.AttrCurrentVersion, name}}); err != nil {
-		return fmt.Errorf("set the current version to %s: %w", name, err)
-	}
-	if err := h.FlushSync(); err != nil {
+	err := txn.Run(h, txn.Change{Publish: func() error {
+		return setAttrs(h, versions.VersionsGroup, []attr{{versions.AttrCurrentVersion, name}})
+	}})
+	if err != nil {
 		return fmt.Errorf("set the current version to %s: %w", name, err)
 	}
 	return nil

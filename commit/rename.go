@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/txn"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -87,33 +88,31 @@ func (c *Committer) renameVersion(old, new string) error {
 	if err != nil {
 		return err
 	}
-	if err := h.Move(versions.VersionsGroup+"/"+old, versions.VersionsGroup+"/"+new); err != nil {
-		return err
-	}
-	for _, m := range members {
-		if m.Kind != h5.KindGroup || m.Name == old {
-			continue
-		}
-		path := versions.VersionsGroup + "/" + m.Name
-		a, ok, err := h.Attr(path, versions.AttrPrevVersion)
-		if err != nil {
+	// The names change in many headers: no order of writes keeps them whole (InPlace).
+	return txn.Run(h, txn.Change{InPlace: true, Publish: func() error {
+		if err := h.Move(versions.VersionsGroup+"/"+old, versions.VersionsGroup+"/"+new); err != nil {
 			return err
 		}
-		if prev, isString := a.Value.(string); ok && isString && prev == old {
-			if err := h.SetAttrString(path, versions.AttrPrevVersion, new); err != nil {
+		for _, m := range members {
+			if m.Kind != h5.KindGroup || m.Name == old {
+				continue
+			}
+			path := versions.VersionsGroup + "/" + m.Name
+			a, ok, err := h.Attr(path, versions.AttrPrevVersion)
+			if err != nil {
 				return err
 			}
+			if prev, isString := a.Value.(string); ok && isString && prev == old {
+				if err := h.SetAttrString(path, versions.AttrPrevVersion, new); err != nil {
+					return err
+				}
+			}
 		}
-	}
-	if cur == old {
-		if err := h.SetAttrString(versions.VersionsGroup, versions.AttrCurrentVersion, new); err != nil {
-			return err
+		if cur == old {
+			return h.SetAttrString(versions.VersionsGroup, versions.AttrCurrentVersion, new)
 		}
-	}
-	if err := h.GuardSync(); err != nil { // names change in many headers: no order of writes keeps them whole
-		return err
-	}
-	return h.FlushSync()
+		return nil
+	}})
 }
 
 // Rewrite runs fn, which rewrites the file's versions in place (a deletion of versions

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/staged"
+	"github.com/vh5fs/vh5fs/txn"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -381,11 +382,11 @@ func (c *Committer) baseEntries(base versions.Version) ([]Entry, error) {
 	return out, walk(base.Path(), "")
 }
 
-// writeVersion builds version group name on base: created under committed=False with
-// rootAttrs, every entry made (groups; changed datasets as new virtual datasets of their
-// plans; unchanged ones copied from the base), checked, flushed as the sync's body
-// (h5.File.FlushBody), flagged committed, made current, then synced (h5.File.FlushSync),
-// which makes the body durable before the flag and current_version reach the file.
+// writeVersion builds version group name on base in one transaction (package txn): the
+// body creates it under committed=False with rootAttrs and every entry (groups; changed
+// datasets as new virtual datasets of their plans; unchanged ones copied from the base);
+// the publish flags it committed and makes it current. A failure leaves an uncommitted
+// group, which readers ignore.
 //
 // It takes no lock of versions.File: the journal driver keeps every write over the
 // file's durable bytes until the sync, whose apply step alone holds the chunk store's
@@ -396,37 +397,35 @@ func (c *Committer) writeVersion(base versions.Version, name string, now time.Ti
 	h := c.f.HDF5()
 	t0 := time.Now()
 	vpath := versions.VersionsGroup + "/" + name
-	stamp := now.UTC().Format(TimestampLayout)
-	if err := h.CreateGroup(vpath); err != nil {
-		return err
-	}
-	if err := setAttrs(h, vpath, []attr{{versions.AttrPrevVersion, base.Name}, {versions.AttrCommitted, false}, {versions.AttrTimestamp, stamp}}); err != nil {
-		return err
-	}
-	if err := applyAttrs(h, vpath, rootAttrs); err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := c.writeEntry(base.Path()+"/"+e.Path, vpath+"/"+e.Path, e, changed[e.Path], unchanged); err != nil {
+	body := func() error {
+		if err := h.CreateGroup(vpath); err != nil {
 			return err
 		}
+		stamp := now.UTC().Format(TimestampLayout)
+		if err := setAttrs(h, vpath, []attr{{versions.AttrPrevVersion, base.Name}, {versions.AttrCommitted, false}, {versions.AttrTimestamp, stamp}}); err != nil {
+			return err
+		}
+		if err := applyAttrs(h, vpath, rootAttrs); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := c.writeEntry(base.Path()+"/"+e.Path, vpath+"/"+e.Path, e, changed[e.Path], unchanged); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	if err := h.CheckMappingLists(); err != nil { // before anything marks it complete
-		return err
+	publish := func() error {
+		if err := setAttrs(h, vpath, []attr{{versions.AttrCommitted, true}, {versions.AttrTimestamp, c.now().UTC().Format(TimestampLayout)}}); err != nil {
+			return err
+		}
+		return setAttrs(h, versions.VersionsGroup, []attr{{versions.AttrCurrentVersion, name}, {versions.AttrDataVersion, int64(versions.SupportedDataVersion)}})
 	}
-	// Everything above reaches the file, durably, before the flag and current_version do.
-	if err := h.FlushBody(); err != nil {
-		return err
-	}
-	if err := setAttrs(h, vpath, []attr{{versions.AttrCommitted, true}, {versions.AttrTimestamp, c.now().UTC().Format(TimestampLayout)}}); err != nil {
-		return err
-	}
-	if err := setAttrs(h, versions.VersionsGroup, []attr{{versions.AttrCurrentVersion, name}, {versions.AttrDataVersion, int64(versions.SupportedDataVersion)}}); err != nil {
-		return err
-	}
-	res.Group = time.Since(t0)
-	t0 = time.Now()
-	if err := h.FlushSync(); err != nil {
+	err := txn.Run(h, txn.Change{Body: body, Publish: publish, Syncing: func() {
+		res.Group = time.Since(t0)
+		t0 = time.Now()
+	}})
+	if err != nil {
 		return err
 	}
 	res.Sync = time.Since(t0)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/txn"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -75,22 +76,21 @@ func anyHolds(h *h5.File, rel, first string, vs []string) (bool, error) {
 	return false, nil
 }
 
-func executeBody(h *h5.File, p *Plan) (err error) {
-	defer cancelUnsynced(h, &err, "deleted")
-	if err := writeBody(h, p); err != nil {
-		return err
-	}
-	for _, g := range p.Groups { // Drop, no listed version maps them
-		if err := h.Unlink(versions.DataRoot + "/" + g.Path); err != nil {
-			return fmt.Errorf("data group %s: %w", g.Path, err)
+// executeBody writes the body of p and drops p.Groups (no listed version maps them), in
+// one transaction. The unlinks rewrite the versions group's link storage and free the
+// objects: no order of their writes is known to keep a half-applied unlink readable.
+func executeBody(h *h5.File, p *Plan) error {
+	return txn.Run(h, txn.Change{Undo: "deleted", InPlace: true, Publish: func() error {
+		if err := writeBody(h, p); err != nil {
+			return err
 		}
-	}
-	// The unlinks rewrite the versions group's link storage and free the objects: no order
-	// of their writes is known to keep a half-applied unlink readable.
-	if err := h.GuardSync(); err != nil {
-		return err
-	}
-	return h.FlushSync()
+		for _, g := range p.Groups {
+			if err := h.Unlink(versions.DataRoot + "/" + g.Path); err != nil {
+				return fmt.Errorf("data group %s: %w", g.Path, err)
+			}
+		}
+		return nil
+	}})
 }
 
 // Reclaim compacts the data groups pending in f's sidecar (Pending) against the versions
@@ -140,14 +140,11 @@ func ReclaimProgress(f *versions.File, progress Progress) (*Plan, error) {
 	return p, nil
 }
 
-func executePublish(h *h5.File, groups []Group, progress Progress) (err error) {
-	defer cancelUnsynced(h, &err, "reclaimed")
-	if err := writePublish(h, groups, progress); err != nil {
-		return err
-	}
-	if err := h.GuardSync(); err != nil {
-		return err
-	}
-	progress.report(Step{Phase: Syncing})
-	return h.FlushSync()
+func executePublish(h *h5.File, groups []Group, progress Progress) error {
+	return txn.Run(h, txn.Change{
+		Undo:    "reclaimed",
+		Publish: func() error { return writePublish(h, groups, progress) },
+		InPlace: true,
+		Syncing: func() { progress.report(Step{Phase: Syncing}) },
+	})
 }

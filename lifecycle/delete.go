@@ -10,6 +10,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
+	"github.com/vh5fs/vh5fs/txn"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -458,35 +459,16 @@ func DeleteProgress(f *versions.File, names []string, progress Progress) (*Plan,
 // failAt, in tests, makes execute fail at the named point ("body", "publish").
 var failAt = func(string) error { return nil }
 
-// cancelUnsynced, deferred, cancels every write since the last sync (h5.File.Cancel) if
-// *err is set before the sync stopped the file: the file stays as it was, and takes no
-// more writes until reopened.
-func cancelUnsynced(h *h5.File, err *error, what string) {
-	if *err != nil && !errors.Is(*err, h5.ErrStopped) {
-		if cerr := h.Cancel(); cerr != nil {
-			*err = errors.Join(*err, cerr)
-		}
-		*err = fmt.Errorf("%w; nothing %s", *err, what)
-	}
-}
-
-// execute writes plan p in one sync: the body, then the publish.
-func execute(h *h5.File, p *Plan, progress Progress) (err error) {
-	defer cancelUnsynced(h, &err, "deleted")
-	if err := writeBody(h, p); err != nil {
-		return err
-	}
-	if err := h.FlushBody(); err != nil {
-		return err
-	}
-	if err := writePublish(h, p.Groups, progress); err != nil {
-		return err
-	}
-	if err := h.GuardSync(); err != nil {
-		return err
-	}
-	progress.report(Step{Phase: Syncing})
-	return h.FlushSync()
+// execute writes plan p in one transaction (package txn): the body, then the publish,
+// guarded, cancelled whole on a failure before the sync.
+func execute(h *h5.File, p *Plan, progress Progress) error {
+	return txn.Run(h, txn.Change{
+		Undo:    "deleted",
+		Body:    func() error { return writeBody(h, p) },
+		Publish: func() error { return writePublish(h, p.Groups, progress) },
+		InPlace: true,
+		Syncing: func() { progress.report(Step{Phase: Syncing}) },
+	})
 }
 
 // writeBody writes the body of p: every listed version reads as before once it is

@@ -13,6 +13,7 @@ import (
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
+	"github.com/vh5fs/vh5fs/txn"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -55,28 +56,39 @@ func workers() int { return runtime.GOMAXPROCS(0) }
 // failHook, set by tests, makes the run fail where it returns an error.
 var failHook func(step string) error
 
-func (m *modification) run(res *Result, progress func(done, total int64)) (err error) {
+// run rewrites the dataset in one transaction (package txn): the body builds the new data
+// group and every version's new virtual dataset under scratch, where no reader reaches
+// them; the publish swaps them in. A failure before the sync leaves the file as it was.
+func (m *modification) run(res *Result, progress func(done, total int64)) error {
 	h := m.f.HDF5()
 	if k, err := h.Kind(scratch); err != nil {
 		return err
 	} else if k != h5.KindMissing {
 		return fmt.Errorf("%s exists (left by an interrupted modify_metadata?): remove it first", scratch)
 	}
-	// A failure leaves the file as it was: nothing written here reaches it at the close.
-	defer func() {
-		if err != nil {
-			if cerr := h.Cancel(); cerr != nil {
-				err = fmt.Errorf("%w; then: %v", err, cerr)
-			}
-		}
-	}()
+	var vds []string
+	return txn.Run(h, txn.Change{
+		Undo: "modified",
+		Body: func() (err error) {
+			vds, err = m.build(res, progress)
+			return err
+		},
+		Publish: func() error { return m.swap(vds) },
+		InPlace: true, // the swap relinks every version's dataset
+	})
+}
+
+// build writes the new data group under scratch and each version's new virtual dataset
+// beside it, returning their paths in m.Versions' order.
+func (m *modification) build(res *Result, progress func(done, total int64)) ([]string, error) {
+	h := m.f.HDF5()
 	group := scratch + "/data"
 	if err := h.CreateDataGroup(group, m.New); err != nil {
-		return err
+		return nil, err
 	}
 	raw, err := h.OpenDataset(group + "/raw_data")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer raw.Close()
 	w := &writer{
@@ -104,29 +116,28 @@ func (m *modification) run(res *Result, progress func(done, total int64)) (err e
 		// reads what they held at the start.
 		d, err := m.f.Dataset(versions.VersionsGroup + "/" + v + "/" + m.Dataset)
 		if err != nil {
-			return fmt.Errorf("version %s: %w", v, err)
+			return nil, fmt.Errorf("version %s: %w", v, err)
 		}
 		slots, err := w.version(d, report)
 		if err != nil {
-			return fmt.Errorf("version %s: %w", v, err)
+			return nil, fmt.Errorf("version %s: %w", v, err)
 		}
 		vds[i] = scratch + "/vds" + strconv.Itoa(i)
 		if err := w.virtual(src, d, vds[i], slots); err != nil {
-			return fmt.Errorf("version %s: %w", v, err)
+			return nil, fmt.Errorf("version %s: %w", v, err)
 		}
 		m.f.Forget(v)
 	}
 	if err := w.finish(group + "/hash_table"); err != nil {
-		return err
+		return nil, err
 	}
 	res.Slots = int64(len(w.rows) / hashtable.RowBytes)
-	if err := h.CheckMappingLists(); err != nil {
-		return err
-	}
-	// Everything above is new objects no reader reaches; the swap below is the publish.
-	if err := h.FlushBody(); err != nil {
-		return err
-	}
+	return vds, nil
+}
+
+// swap moves the built datasets over the old ones and drops scratch.
+func (m *modification) swap(vds []string) error {
+	h := m.f.HDF5()
 	for i, v := range m.Versions {
 		p := versions.VersionsGroup + "/" + v + "/" + m.Dataset
 		if err := h.Unlink(p); err != nil {
@@ -141,21 +152,16 @@ func (m *modification) run(res *Result, progress func(done, total int64)) (err e
 			}
 		}
 	}
+	final := versions.DataRoot + "/" + m.Dataset
 	for _, name := range []string{"raw_data", "hash_table"} {
 		if err := h.Unlink(final + "/" + name); err != nil {
 			return err
 		}
-		if err := h.Move(group+"/"+name, final+"/"+name); err != nil {
+		if err := h.Move(scratch+"/data/"+name, final+"/"+name); err != nil {
 			return err
 		}
 	}
-	if err := h.Unlink(scratch); err != nil {
-		return err
-	}
-	if err := h.GuardSync(); err != nil { // the swap relinks every version's dataset
-		return err
-	}
-	return h.FlushSync()
+	return h.Unlink(scratch)
 }
 
 // bands is the number of rows of chunks (axis 0) of a dataset of the given shape.
