@@ -169,16 +169,11 @@ func File(path string, o Options) (Result, error) {
 // A stage saved beside the file records raw_data slots, which the reclaim moves: the set
 // then stays pending (Result.StillPending), as a mount leaves it.
 func (t *target) reclaim(pending []string, o Options) (Result, error) {
-	saved, err := stagedir.List(t.file)
-	if err != nil {
-		return Result{}, fmt.Errorf("%s: reading its stages (%s): %w", t.file, stagedir.Of(t.file), err)
-	}
-	if len(saved) > 0 {
-		var names []string
-		for _, s := range saved {
-			names = append(names, s.Name)
-		}
-		return Result{StillPending: pending, Stages: names}, nil
+	var in *stagedir.InUseError
+	if err := stagedir.Check(t.file, stagedir.Reclaim(nil)); errors.As(err, &in) {
+		return Result{StillPending: pending, Stages: in.Names()}, nil
+	} else if err != nil {
+		return Result{}, err
 	}
 	if !t.inPlace && o.InUse != nil {
 		if err := o.InUse(t.file); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/history"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/xattrs"
 )
@@ -30,7 +31,7 @@ const XattrCurrent = xattrs.Prefix + "current"
 // setCurrent moves current_version to version and logs it.
 func (m *mount) setCurrent(version string) syscall.Errno {
 	was, _ := m.file.CurrentVersion()
-	if err := m.commit.SetCurrent(version); err != nil {
+	if err := history.Revert(m.commit, version); err != nil {
 		slog.Warn("current version not moved", "version", version, "err", err)
 		return errno(err)
 	}

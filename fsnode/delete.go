@@ -9,8 +9,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 
-	"github.com/vh5fs/vh5fs/lifecycle"
-	"github.com/vh5fs/vh5fs/versions"
+	"github.com/vh5fs/vh5fs/history"
 )
 
 // Deleting a version through the mount: rmdir MNT/versions/NAME on a read-write mount with
@@ -37,22 +36,11 @@ func (n *versionsNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		slog.Warn("refused: "+deleteAdvice, "op", "rmdir", "path", "versions/"+name)
 		return syscall.EPERM
 	}
-	if errn := n.m.busy("deleting a version", ""); errn != 0 {
-		return errn
-	}
-	del := lifecycle.Delete
-	if n.m.reclaim != nil {
-		del = lifecycle.DeleteBody
-	}
-	var plan *lifecycle.Plan
 	start := time.Now()
-	err := n.m.commit.Rewrite(func(f *versions.File) (err error) {
-		plan, err = del(f, []string{name})
-		return err
-	})
+	plan, err := history.Delete(n.m.commit, []string{name}, history.DeleteOptions{Pending: n.m.reclaim != nil})
 	if err != nil {
 		en := errno(err)
-		slog.Warn("version not deleted", "version", name, "errno", en, "err", err)
+		slog.Warn("version not deleted"+stageAdvice(err), "version", name, "errno", en, "err", err)
 		return en
 	}
 	if n.m.reclaim != nil {

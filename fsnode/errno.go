@@ -9,6 +9,7 @@ import (
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/lifecycle"
 	"github.com/vh5fs/vh5fs/stage"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/xattrs"
 )
@@ -36,6 +37,7 @@ var errnos = []struct {
 	{stage.ErrIsDir, syscall.EISDIR},
 	{stage.ErrBusy, syscall.EBUSY},
 	{stage.ErrStale, syscall.ESTALE},
+	{stagedir.ErrInUse, syscall.EBUSY},
 }
 
 // errno is the one place errors become errno values, for every node. An error carrying a

@@ -2,6 +2,7 @@ package fsnode
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"syscall"
@@ -9,6 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 
+	"github.com/vh5fs/vh5fs/history"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -29,12 +31,9 @@ func (n *versionsNode) Rename(ctx context.Context, name string, newParent fs.Ino
 	if newParent.EmbeddedInode() != &n.Inode || flags&^unix.RENAME_NOREPLACE != 0 {
 		return n.frozenDir.Rename(ctx, name, newParent, newName, flags)
 	}
-	if errn := n.m.busy("renaming a version", name); errn != 0 {
-		return errn
-	}
-	if err := n.m.commit.RenameVersion(name, newName); err != nil {
+	if err := history.Rename(n.m.commit, name, newName); err != nil {
 		en := errno(err)
-		slog.Warn("version not renamed", "version", name, "to", newName, "errno", en, "err", err)
+		slog.Warn("version not renamed"+stageAdvice(err), "version", name, "to", newName, "errno", en, "err", err)
 		return en
 	}
 	slog.Info("version renamed", "version", name, "to", newName)
@@ -63,25 +62,11 @@ func (m *mount) staleOr(path string, immutable bool, errn syscall.Errno) syscall
 	return errn
 }
 
-// busy refuses op on version (every version: "") while a stage is based on it (on any
-// version: a deletion moves the raw_data slots stages record), with a log line that names
-// the stages.
-func (m *mount) busy(op, version string) syscall.Errno {
-	saved, err := stagedir.List(m.file.Path())
-	if err != nil {
-		slog.Error("stages not read", "err", err)
-		return syscall.EIO
+// stageAdvice is what a mount's user does about a history edit that stages are in the way
+// of (stagedir.ErrInUse), as the log line's tail; "" for any other error.
+func stageAdvice(err error) string {
+	if !errors.Is(err, stagedir.ErrInUse) {
+		return ""
 	}
-	var names []string
-	for _, s := range saved {
-		if version == "" || s.Base == version {
-			names = append(names, s.Name)
-		}
-	}
-	if len(names) > 0 {
-		slog.Warn("refused: "+op+" while stages are based on the file's versions; commit each stage (mv MNT/stage/NAME MNT/versions/) or discard it (rm -r MNT/stage/NAME) first",
-			"version", version, "stages", strings.Join(names, ","))
-		return syscall.EBUSY
-	}
-	return 0
+	return ": stages are based on the file's versions; commit each stage (mv MNT/stage/NAME MNT/versions/) or discard it (rm -r MNT/stage/NAME) first"
 }

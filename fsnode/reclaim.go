@@ -3,17 +3,15 @@ package fsnode
 import (
 	"errors"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/lifecycle"
+	"github.com/vh5fs/vh5fs/history"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/stagedir"
-	"github.com/vh5fs/vh5fs/versions"
 )
 
 // Deletions through the mount come one rmdir at a time (rm -r versions/old*, a loop), and
@@ -55,7 +53,7 @@ type Reclaimer struct {
 // pending set left beside the file is reclaimed after a quiet moment.
 func NewReclaimer(c *commit.Committer, s *stage.Manager) *Reclaimer {
 	r := &Reclaimer{commit: c, stages: s, quiet: reclaimQuiet}
-	pending, err := lifecycle.Pending(c.File().Path())
+	pending, err := history.Pending(c.File().Path())
 	if err != nil {
 		slog.Error("deletions' pending reclaim not read", "err", err)
 	}
@@ -141,7 +139,7 @@ func (r *Reclaimer) run(final bool) (again bool) {
 		return false
 	}
 	file := r.commit.File().Path()
-	pending, err := lifecycle.Pending(file)
+	pending, err := history.Pending(file)
 	if err != nil {
 		slog.Error("deletions' reclaim: pending set not read; tried again later", "err", err)
 		return true
@@ -149,18 +147,18 @@ func (r *Reclaimer) run(final bool) (again bool) {
 	if len(pending) == 0 {
 		return false
 	}
-	if names := r.stageNames(); names != "" {
-		slog.Info("deletions' reclaim deferred while stages are saved (they record raw_data slots); commit or discard them",
-			"stages", names, "groups", strings.Join(pending, ","))
-		return true
+	var served []string
+	if r.stages != nil {
+		served = r.stages.Names()
 	}
-	var p *lifecycle.Plan
 	start := time.Now()
-	err = r.commit.Rewrite(func(f *versions.File) (err error) {
-		p, err = lifecycle.Reclaim(f)
-		return err
-	})
+	p, err := history.Reclaim(r.commit, served, nil)
+	var in *stagedir.InUseError
 	switch {
+	case errors.As(err, &in):
+		slog.Info("deletions' reclaim deferred while stages are saved (they record raw_data slots); commit or discard them",
+			"stages", strings.Join(in.Names(), ","), "groups", strings.Join(pending, ","))
+		return true
 	case errors.Is(err, commit.ErrBusy):
 		slog.Info("deletions' reclaim deferred while files are open for writing (their changes record raw_data slots)",
 			"groups", strings.Join(pending, ","))
@@ -177,25 +175,4 @@ func (r *Reclaimer) run(final bool) (again bool) {
 			"bytes_freed", p.FreedBytes, "elapsed", time.Since(start))
 	}
 	return false
-}
-
-// stageNames names the stages saved beside the file or served by the mount, "" if none.
-func (r *Reclaimer) stageNames() string {
-	saved, err := stagedir.List(r.commit.File().Path())
-	if err != nil {
-		slog.Error("stages not read", "err", err)
-		return "(unreadable)"
-	}
-	var names []string
-	for _, s := range saved {
-		names = append(names, s.Name)
-	}
-	if r.stages != nil {
-		for _, n := range r.stages.Names() {
-			if !slices.Contains(names, n) {
-				names = append(names, n)
-			}
-		}
-	}
-	return strings.Join(names, ",")
 }

@@ -49,7 +49,6 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
-	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -154,25 +153,14 @@ func onOff(b bool) string {
 // File rewrites dataset (a path inside the versions, e.g. "grp/ds") of the versioned file
 // at path with the changes o asks for, in every version holding it, and syncs once. With
 // dryRun it only plans: nothing is written. A rewrite past MaxVersionChunks without
-// o.Force is refused (ErrTooManyChunks) with the plan in the result, dry or not. It refuses a file with stages kept beside it
-// (their chunks are based on the old storage) and, through HDF5's file locking, one another
-// program has open (a mount's view of the old storage would go stale).
+// o.Force is refused (ErrTooManyChunks) with the plan in the result, dry or not. It refuses,
+// through HDF5's file locking, a file another program has open (a mount's view of the old
+// storage would go stale); history.Modify refuses one with stages kept beside it first.
 func File(file, dataset string, o Options, dryRun bool) (Result, error) {
 	start := time.Now()
 	dataset = strings.Trim(dataset, "/")
 	if dataset == "" || path.Clean(dataset) != dataset || strings.HasPrefix(dataset, "../") || dataset == ".." {
 		return Result{}, fmt.Errorf("dataset %q: not a path inside the versions", dataset)
-	}
-	if saved, err := stagedir.List(file); err != nil {
-		return Result{}, err
-	} else if len(saved) > 0 {
-		var names []string
-		for _, s := range saved {
-			names = append(names, s.Name)
-		}
-		sort.Strings(names)
-		return Result{}, fmt.Errorf("stages are kept beside the file (%s): their chunks belong to the old storage; "+
-			"commit or remove them first", strings.Join(names, ", "))
 	}
 	open := versions.OpenRW
 	if dryRun {

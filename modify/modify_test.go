@@ -209,14 +209,6 @@ func TestRefusals(t *testing.T) {
 		require.ErrorIs(t, err, ErrUnsupported)
 		require.ErrorContains(t, err, "variable-length strings")
 	})
-	t.Run("stages", func(t *testing.T) {
-		file := fixture.Copy(t, m.Before)
-		dir := filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".vh5fs-stages", "s1")
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "stage.json"), []byte(`{"base":"v1"}`), 0o644))
-		_, err := File(file, "g/z", Options{Chunks: []int64{5, 3}}, false)
-		require.ErrorContains(t, err, "stages are kept beside the file (s1)")
-	})
 }
 
 // TestBandsReadOnce: a band of new chunks whose source chunks an earlier version had

@@ -1,7 +1,8 @@
 // Package stagedir knows the stages kept beside an HDF5 file (.FILE.vh5fs-stages/NAME/):
 // where they are and what each holds, read without opening the file or loading a stage.
-// Commands that must not change the file under a stage (delete, modify, compact) ask it;
-// package stage, which writes the stages, keeps them there.
+// History edits that must not change the file under a stage (delete, reclaim, rename,
+// modify) ask it through Check, the one check of stages against an edit; package stage,
+// which writes the stages, keeps them there.
 package stagedir
 
 import (

@@ -11,14 +11,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/history"
 	"github.com/vh5fs/vh5fs/lifecycle"
-	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -130,10 +130,6 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
-	if err := checkStages(file, names); err != nil {
-		fmt.Fprintf(stderr, "vh5fs: %v\n", err)
-		return 1
-	}
 	sizeBefore, statErr := os.Stat(file)
 	var progress lifecycle.Progress
 	var bar *stepBar
@@ -144,15 +140,18 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 	}
 	var p *lifecycle.Plan
 	if *dry {
-		p, err = lifecycle.PlanDeleteProgress(f, names, progress)
+		p, err = history.PlanDelete(f, names, progress)
 	} else {
-		p, err = lifecycle.DeleteProgress(f, names, progress)
+		err = writeSide(f, func(c *commit.Committer) (err error) {
+			p, err = history.Delete(c, names, history.DeleteOptions{Progress: progress})
+			return err
+		})
 	}
 	bar.done()
 	if err != nil {
 		// A failed sync says what the file holds and how to recover; any other failure
 		// left the file as it was.
-		if !*dry && !errors.Is(err, h5.ErrStopped) && !strings.HasSuffix(err.Error(), "nothing deleted") {
+		if !*dry && !errors.Is(err, h5.ErrStopped) && !strings.Contains(err.Error(), "nothing deleted") {
 			err = fmt.Errorf("%w; nothing deleted", err)
 		}
 		return fail(stderr, file, err)
@@ -250,23 +249,15 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%.1f %s", v, []string{"KiB", "MiB", "GiB", "TiB", "PiB"}[unit])
 }
 
-// checkStages refuses a deletion while a stage is saved beside the file: a stage records
-// the raw_data slots of its base's chunks, which a deletion moves (and its base may be
-// among the deleted).
-func checkStages(file string, names []string) error {
-	stages, err := stagedir.List(file)
+// writeSide runs fn on f's write side (f open read-write), as a mount's history edits run
+// on the mount's.
+func writeSide(f *versions.File, fn func(c *commit.Committer) error) error {
+	c, err := commit.Open(f, commit.Options{})
 	if err != nil {
-		return fmt.Errorf("%s: reading its stages (%s): %w", file, stagedir.Of(file), err)
+		return err
 	}
-	for _, s := range stages {
-		why := "records raw_data slots a deletion moves"
-		if slices.Contains(names, s.Base) {
-			why = "is based on version " + s.Base
-		}
-		return fmt.Errorf("%s: stage %s (%s) %s: commit or remove the stage first; nothing deleted",
-			file, s.Name, stagedir.Of(file), why)
-	}
-	return nil
+	defer c.Close()
+	return fn(c)
 }
 
 // checkDeletable refuses, in one line, a file delete cannot write: on a read-only

@@ -3,14 +3,18 @@ package main
 // The commands that manage a file's versions: compact.
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/compact"
+	"github.com/vh5fs/vh5fs/history"
 	"github.com/vh5fs/vh5fs/lifecycle"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -79,7 +83,7 @@ func runCompact(args []string, stdout, stderr io.Writer) int {
 			bar.update("raw_data chunks", done, total)
 		}
 	}
-	res, err := compact.File(file, o)
+	res, err := history.Compact(file, o)
 	reclaimBar.done()
 	bar.clear()
 	if err != nil {
@@ -141,16 +145,20 @@ const reclaimEffect = "the reclaim moves chunks under a process that reads the f
 // (lifecycle.Reclaim), with the file to itself, unless a saved stage records the slots
 // the reclaim would move. It returns the exit status, 0 to go on.
 func reclaimPending(file string, stdout, stderr io.Writer) int {
-	pending, err := lifecycle.Pending(file)
+	pending, err := history.Pending(file)
 	if err != nil || len(pending) == 0 {
 		if err != nil {
 			return fail(stderr, file, err)
 		}
 		return 0
 	}
-	if err := checkStages(file, nil); err != nil {
-		fmt.Fprintf(stdout, "%s: %s left pending: %v\n", file, plural(int64(len(pending)), "data group"),
-			strings.TrimSuffix(strings.TrimPrefix(err.Error(), file+": "), "; nothing deleted"))
+	if err := stagedir.Check(file, stagedir.Reclaim(nil)); err != nil {
+		var in *stagedir.InUseError
+		if !errors.As(err, &in) {
+			return fail(stderr, file, err)
+		}
+		fmt.Fprintf(stdout, "%s: %s left pending: %s: commit or remove it first\n", file,
+			plural(int64(len(pending)), "data group"), in.Reason())
 		return 0
 	}
 	if err := checkAlone(file, reclaimEffect); err != nil {
@@ -169,7 +177,11 @@ func reclaimPending(file string, stdout, stderr io.Writer) int {
 	if bar != nil {
 		progress = bar.step
 	}
-	p, err := lifecycle.ReclaimProgress(f, progress)
+	var p *lifecycle.Plan
+	err = writeSide(f, func(c *commit.Committer) (err error) {
+		p, err = history.Reclaim(c, nil, progress)
+		return err
+	})
 	bar.done()
 	if err == nil {
 		err = f.Close()

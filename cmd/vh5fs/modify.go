@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vh5fs/vh5fs/history"
 	"github.com/vh5fs/vh5fs/modify"
 )
 
@@ -85,7 +86,7 @@ func runModify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	before, statErr := os.Stat(file)
-	res, err := modify.File(file, dataset, o, *dry)
+	res, err := history.Modify(file, dataset, o, *dry)
 	bar.clear()
 	if errors.Is(err, modify.ErrTooManyChunks) && *dry && len(res.Versions) > 0 {
 		printModifyPlan(stdout, file, res.Plan, before)
