@@ -14,9 +14,6 @@ import (
 	"github.com/vh5fs/vh5fs/versions"
 )
 
-// TimestampLayout is versioned-hdf5's canonical timestamp (always UTC).
-const TimestampLayout = "2006-01-02 15:04:05.000000-0700"
-
 // nameLayout gives default version names: unique to the microsecond, sortable by time,
 // free of characters a shell or a path would trip on.
 const nameLayout = "20060102T150405.000000Z"

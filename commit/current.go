@@ -25,9 +25,7 @@ func (c *Committer) SetCurrent(name string) error {
 			return fmt.Errorf("set the current version to %q: no committed version of that name: %w", name, versions.ErrNotFound)
 		}
 	}
-	err := txn.Run(h, txn.Change{Publish: func() error {
-		return setAttrs(h, versions.VersionsGroup, []attr{{versions.AttrCurrentVersion, name}})
-	}})
+	err := txn.Run(h, txn.Change{Publish: func() error { return versions.SetCurrent(h, name) }})
 	if err != nil {
 		return fmt.Errorf("set the current version to %s: %w", name, err)
 	}

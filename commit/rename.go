@@ -97,19 +97,18 @@ func (c *Committer) renameVersion(old, new string) error {
 			if m.Kind != h5.KindGroup || m.Name == old {
 				continue
 			}
-			path := versions.VersionsGroup + "/" + m.Name
-			a, ok, err := h.Attr(path, versions.AttrPrevVersion)
+			a, ok, err := h.Attr(versions.VersionsGroup+"/"+m.Name, versions.AttrPrevVersion)
 			if err != nil {
 				return err
 			}
 			if prev, isString := a.Value.(string); ok && isString && prev == old {
-				if err := h.SetAttrString(path, versions.AttrPrevVersion, new); err != nil {
+				if err := versions.Relink(h, m.Name, new); err != nil {
 					return err
 				}
 			}
 		}
 		if cur == old {
-			return h.SetAttrString(versions.VersionsGroup, versions.AttrCurrentVersion, new)
+			return versions.SetCurrent(h, new)
 		}
 		return nil
 	}})

@@ -398,11 +398,7 @@ func (c *Committer) writeVersion(base versions.Version, name string, now time.Ti
 	t0 := time.Now()
 	vpath := versions.VersionsGroup + "/" + name
 	body := func() error {
-		if err := h.CreateGroup(vpath); err != nil {
-			return err
-		}
-		stamp := now.UTC().Format(TimestampLayout)
-		if err := setAttrs(h, vpath, []attr{{versions.AttrPrevVersion, base.Name}, {versions.AttrCommitted, false}, {versions.AttrTimestamp, stamp}}); err != nil {
+		if err := versions.CreateVersion(h, name, base.Name, now); err != nil {
 			return err
 		}
 		if err := applyAttrs(h, vpath, rootAttrs); err != nil {
@@ -415,12 +411,7 @@ func (c *Committer) writeVersion(base versions.Version, name string, now time.Ti
 		}
 		return nil
 	}
-	publish := func() error {
-		if err := setAttrs(h, vpath, []attr{{versions.AttrCommitted, true}, {versions.AttrTimestamp, c.now().UTC().Format(TimestampLayout)}}); err != nil {
-			return err
-		}
-		return setAttrs(h, versions.VersionsGroup, []attr{{versions.AttrCurrentVersion, name}, {versions.AttrDataVersion, int64(versions.SupportedDataVersion)}})
-	}
+	publish := func() error { return versions.PublishVersion(h, name, c.now()) }
 	err := txn.Run(h, txn.Change{Body: body, Publish: publish, Syncing: func() {
 		res.Group = time.Since(t0)
 		t0 = time.Now()

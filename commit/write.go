@@ -1,7 +1,6 @@
 package commit
 
 import (
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -215,29 +214,4 @@ func definedFill(ds *versions.Dataset) []byte {
 		return nil
 	}
 	return ds.Fill
-}
-
-type attr struct {
-	name  string
-	value any
-}
-
-func setAttrs(h *h5.File, path string, attrs []attr) error {
-	for _, a := range attrs {
-		var err error
-		switch v := a.value.(type) {
-		case string:
-			err = h.SetAttrString(path, a.name, v)
-		case bool:
-			err = h.SetAttrBool(path, a.name, v)
-		case int64:
-			err = h.SetAttrInt64(path, a.name, v)
-		default:
-			err = fmt.Errorf("attribute %s: unsupported type %T", a.name, v)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

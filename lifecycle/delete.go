@@ -476,12 +476,12 @@ func execute(h *h5.File, p *Plan, progress Progress) error {
 // cannot place them in space a listed version still uses while the body is half applied.
 func writeBody(h *h5.File, p *Plan) error {
 	for _, r := range p.Relinks {
-		if err := h.SetAttrString(versions.VersionsGroup+"/"+r.Version, versions.AttrPrevVersion, r.To); err != nil {
+		if err := versions.Relink(h, r.Version, r.To); err != nil {
 			return err
 		}
 	}
 	if p.NewCurrent != p.Current {
-		if err := h.SetAttrString(versions.VersionsGroup, versions.AttrCurrentVersion, p.NewCurrent); err != nil {
+		if err := versions.SetCurrent(h, p.NewCurrent); err != nil {
 			return err
 		}
 	}
