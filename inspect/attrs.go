@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/versions"
-	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // AttrChange is one HDF5 attribute that differs between two versions on an object (a
@@ -131,7 +131,7 @@ func attrTexts(f *versions.File, v, rel string) (map[string]attrValue, error) {
 	}
 	out := make(map[string]attrValue, len(attrs))
 	for _, a := range attrs {
-		text, err := xattrs.AttrText(a)
+		text, err := h5json.AttrText(a)
 		if err != nil {
 			return nil, fmt.Errorf("attribute %s of %s: %w", a.Name, p, err)
 		}

@@ -56,8 +56,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/versions"
-	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // InlineLimit caps the bytes of one dataset inlined into the document (whole datasets
@@ -280,7 +280,7 @@ func (g *gen) attrs(path string) (map[string]any, error) {
 	}
 	out := make(map[string]any, len(list))
 	for _, a := range list {
-		out[a.Name] = xattrs.AttrJSON(a)
+		out[a.Name] = h5json.Attr(a)
 	}
 	return out, nil
 }

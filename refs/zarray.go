@@ -14,8 +14,8 @@ import (
 
 	"github.com/vh5fs/vh5fs/filters"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/versions"
-	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // How a dataset's chunks reach the document.
@@ -189,10 +189,10 @@ func fillValue(dtype string, b []byte) (any, error) {
 		shift := 64 - 8*size
 		return int64(bits()<<shift) >> shift, nil
 	case kind == 'f' && (size == 2 || size == 4 || size == 8):
-		return xattrs.FloatJSON(floatBits(b, order)), nil
+		return h5json.Float(floatBits(b, order)), nil
 	case kind == 'c' && (size == 8 || size == 16):
 		h := size / 2
-		return []any{xattrs.FloatJSON(floatBits(b[:h], order)), xattrs.FloatJSON(floatBits(b[h:], order))}, nil
+		return []any{h5json.Float(floatBits(b[:h], order)), h5json.Float(floatBits(b[h:], order))}, nil
 	case kind == 'S' || kind == 'V':
 		return base64.StdEncoding.EncodeToString(b), nil
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/xattrs"
+	"github.com/vh5fs/vh5fs/h5json"
 )
 
 // Spec is a new dataset's description, the JSON of user.vh5fs.create; fields left out
@@ -121,7 +121,7 @@ func (s *Spec) takeStored(given map[string]json.RawMessage, stored Spec) error {
 		s.FillValue = stored.FillValue
 	} else if s.DType == stored.DType {
 		if fill, err := fillBytes(s.DType, len(storedData.Fill), s.FillValue); err == nil && !bytes.Equal(fill, storedData.Fill) {
-			conflict("fillvalue", xattrs.FillText(s.DType, fill), xattrs.FillText(stored.DType, storedData.Fill))
+			conflict("fillvalue", h5json.FillText(s.DType, fill), h5json.FillText(stored.DType, storedData.Fill))
 		}
 	}
 	if !has("compression") && !has("compression_opts") && !has("shuffle") {
@@ -134,7 +134,7 @@ func (s *Spec) takeStored(given map[string]json.RawMessage, stored Spec) error {
 	}
 	want := stored
 	want.Shape = s.Shape
-	b, err := xattrs.JSONText(want)
+	b, err := h5json.Marshal(want)
 	if err != nil {
 		return err
 	}
@@ -176,16 +176,16 @@ func StoredSpec(info h5.Info, shape []int64) (Spec, error) {
 	s := Spec{DType: dt, Shape: shape, Chunks: slices.Clone(info.Chunks)}
 	// The fill value in the form getfattr shows, if that gives back its bytes exactly;
 	// else (a NaN with a payload, bytes with NULs inside) the bytes themselves.
-	var v any = xattrs.FillJSON(dt, info.Fill)
+	var v any = h5json.Fill(dt, info.Fill)
 	if dt[1] == 'S' {
 		v = string(bytes.TrimRight(info.Fill, "\x00"))
 	}
-	fill, err := xattrs.JSONText(v)
+	fill, err := h5json.Marshal(v)
 	if err != nil {
 		return Spec{}, err
 	}
 	if b, err := fillBytes(dt, size, fill); err != nil || !bytes.Equal(b, info.Fill) {
-		if fill, err = xattrs.JSONText(map[string]string{"bytes_b64": base64.StdEncoding.EncodeToString(info.Fill)}); err != nil {
+		if fill, err = h5json.Marshal(map[string]string{"bytes_b64": base64.StdEncoding.EncodeToString(info.Fill)}); err != nil {
 			return Spec{}, err
 		}
 	}

@@ -48,6 +48,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
@@ -653,10 +654,10 @@ func (s *Stage) checkDataGroup(p string, ds h5.DataSpec) error {
 	info := d.Info()
 	if info.Type.DType != ds.DType || !slices.Equal(info.Chunks, ds.Chunks) || !slices.Equal(info.Fill, ds.Fill) {
 		why := fmt.Sprintf("%s held %s data in chunks %v, fill value %s, in earlier versions; a dataset of that path keeps them",
-			p, info.Type.DType, info.Chunks, xattrs.FillText(info.Type.DType, info.Fill))
+			p, info.Type.DType, info.Chunks, h5json.FillText(info.Type.DType, info.Fill))
 		if spec, err := StoredSpec(info, nil); err == nil {
 			spec.Shape = nil
-			if b, err := xattrs.JSONText(spec); err == nil {
+			if b, err := h5json.Marshal(spec); err == nil {
 				why += fmt.Sprintf(" (give user.vh5fs.create %s, or none)", bytes.Replace(b, []byte(`"shape":null,`), nil, 1))
 			}
 		}
@@ -830,7 +831,7 @@ func (s *Stage) attrList(p string) ([]Attr, error) {
 			if reserved(p, a.Name) {
 				continue
 			}
-			b, err := xattrs.AttrText(a)
+			b, err := h5json.AttrText(a)
 			if err != nil {
 				return nil, err
 			}
@@ -931,7 +932,7 @@ func (s *Stage) RemoveAttr(p, name string) error {
 func attrValue(b []byte) ([]byte, error) {
 	t := bytes.TrimSpace(b)
 	if !json.Valid(t) && utf8.Valid(b) && len(t) > 0 && t[0] != '[' && t[0] != '{' {
-		return xattrs.JSONText(string(b))
+		return h5json.Marshal(string(b))
 	}
 	return b, checkAttrJSON(b)
 }

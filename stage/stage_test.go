@@ -14,6 +14,7 @@ import (
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/fsck"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/stagedir"
@@ -449,7 +450,7 @@ func TestRecreate(t *testing.T) {
 	require.NoError(t, st.Unlink("temp"))
 	d, err := st.Create("temp")
 	require.NoError(t, err)
-	spec, err := xattrs.JSONText(d.Spec())
+	spec, err := h5json.Marshal(d.Spec())
 	require.NoError(t, err)
 	require.JSONEq(t, `{"dtype": "<f8", "shape": [0, 37], "chunks": [8, 10], "fillvalue": 0.5, "compression": "gzip", "compression_opts": 4, "shuffle": true}`, string(spec))
 

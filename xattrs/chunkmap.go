@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -67,11 +68,11 @@ func chunkMap(d *versions.Dataset) (main []byte, pages [][]byte, err error) {
 			"filters":   filtersJSON(d.Filters),
 		},
 	}
-	hb, err := marshalJSON(head)
+	hb, err := h5json.Marshal(head)
 	if err != nil {
 		return nil, nil, err
 	}
-	sb, _ := marshalJSON(IndexSchema)
+	sb, _ := h5json.Marshal(IndexSchema)
 	bb := fmt.Appendf(nil, `"byteBlocks":{"index_schema":%s,"pages":%d,"page_xattr":%q`, sb, len(pages), ChunkMap+".{page}")
 	inline := len(hb) + len(bb) + len(pages[0]) + 4
 	if len(pages) == 1 && inline <= pageMaxBytes && len(pages[0]) > 2 {

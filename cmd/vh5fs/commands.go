@@ -17,10 +17,10 @@ import (
 
 	"github.com/vh5fs/vh5fs/fsck"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/inspect"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
-	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 type command struct {
@@ -749,7 +749,7 @@ func datasetInfo(w io.Writer, f *versions.File, version, ds string) error {
 	}
 	fill := `""` // variable-length strings: the empty string
 	if !d.Strings {
-		fill = xattrs.FillText(d.Type.DType, d.Fill)
+		fill = h5json.FillText(d.Type.DType, d.Fill)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	defer tw.Flush()

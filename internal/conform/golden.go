@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"github.com/vh5fs/vh5fs/chunkplan"
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/versions"
-	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // Commit is what one commit left in a file.
@@ -149,7 +149,7 @@ func Tree(file, version string) (string, error) {
 			if dir == root && a.Name == "timestamp" {
 				continue
 			}
-			as = append(as, fmt.Sprintf("%s=%v", a.Name, xattrs.AttrJSON(a)))
+			as = append(as, fmt.Sprintf("%s=%v", a.Name, h5json.Attr(a)))
 		}
 		slices.Sort(as)
 		lines = append(lines, fmt.Sprintf("group %q attrs %v", rel, as))
@@ -179,7 +179,7 @@ func Tree(file, version string) (string, error) {
 			}
 			var as []string
 			for _, a := range attrs {
-				as = append(as, fmt.Sprintf("%s=%v", a.Name, xattrs.AttrJSON(a)))
+				as = append(as, fmt.Sprintf("%s=%v", a.Name, h5json.Attr(a)))
 			}
 			slices.Sort(as)
 			var filters []string
