@@ -1,7 +1,8 @@
 // Package commit writes new versions into a versioned-hdf5 file as versioned-hdf5's
 // commit writes them (format specification sections 4-7): staged changes are hashed,
 // deduplicated against the dataset's hash_table, appended to raw_data, and published as
-// one version group whose virtual datasets map the new chunk map; h5.File.FlushSync then
+// one version group whose virtual datasets map the new chunk map (its attributes written by
+// versions' codec, CreateVersion and PublishVersion); one transaction (package txn) then
 // makes it durable through the redo journal.
 //
 // The files, in the order a commit goes through them:

@@ -42,7 +42,8 @@
 //
 // # One journaled sync, in two parts
 //
-// The whole deletion is one h5.File.FlushSync: a kill at any moment leaves the file as it
+// The whole deletion is one transaction (package txn, whose crash contract it inherits),
+// written in one h5.File.FlushSync: a kill at any moment leaves the file as it
 // was, or (once the journal is durable) the deletion complete after recovery (vh5fs fsck
 // --repair, or the next read-write open). Its two parts:
 //

@@ -28,7 +28,7 @@
 // Crash safety: the new raw_data and hash_table are built in a data group under
 // /_version_data/__tmp__ (versioned-hdf5's own scratch name), the new virtual datasets
 // beside it, already naming the dataset's raw_data path; that is the body of one
-// journaled sync (h5.File.FlushBody). The publish then swaps links: each version's
+// transaction (package txn, whose crash contract it inherits). The publish then swaps links: each version's
 // virtual dataset and the data group's raw_data and hash_table are replaced by the new
 // ones, and the scratch group is removed. h5.File.FlushSync makes both durable through
 // the redo journal: a crash leaves the old file, or, once the journal is complete, the new
