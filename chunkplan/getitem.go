@@ -54,6 +54,19 @@ type Transfer struct {
 	ByteHi     int
 }
 
+// NextRow advances idx, an index into a box of extent count, over all axes but the last
+// (an odometer: the rows of a Transfer or a write's box in C order) and reports whether
+// another row remains.
+func NextRow(idx, count []int64) bool {
+	for i := len(idx) - 2; i >= 0; i-- {
+		if idx[i]++; idx[i] < count[i] {
+			return true
+		}
+		idx[i] = 0
+	}
+	return false
+}
+
 // GetItemPlan plans reading bytes [off, off+n) of the C-order stream of an array whose
 // chunks lie where m says, clipped to Size(); off at or beyond the end gives an empty plan.
 func (l *Layout) GetItemPlan(m ChunkMap, off, n int64) (*GetItemPlan, error) {

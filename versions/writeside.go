@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/vh5fs/vh5fs/chunkmap"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/staged"
 )
@@ -34,7 +35,7 @@ func (d *Dataset) NewStaged() (*staged.Array, error) {
 
 // ChunkSource reads the chunks of the dataset's raw_data (the base slab of its staged
 // arrays) through the File's chunk cache.
-func (d *Dataset) ChunkSource() staged.ChunkSource { return d.Chunked() }
+func (d *Dataset) ChunkSource() chunkmap.ChunkSource { return d.Chunked() }
 
 // RawDataset is the open raw_data dataset backing a versioned dataset, shared by every
 // version of its path (the commit package appends to it).
