@@ -65,14 +65,10 @@ func (m *Map) ReadPlanFrom(plan *chunkplan.GetItemPlan, p []byte, src ChunkSourc
 // (slab, offset), so keeping only the current chunk loads each one once
 // without a cache.
 func (m *Map) execute(plan *chunkplan.GetItemPlan, out []byte, load Loader) error {
-	nd := len(m.lay.Shape())
-	is := int64(m.lay.ItemSize())
-	cs := m.lay.ChunkStrides()
 	var (
-		data     []byte
-		curSlab  int32 = -1
-		curOff   int64
-		outerIdx = make([]int64, nd)
+		data    []byte
+		curSlab int32 = -1
+		curOff  int64
 	)
 	for i := range plan.Transfers {
 		t := &plan.Transfers[i]
@@ -83,27 +79,10 @@ func (m *Map) execute(plan *chunkplan.GetItemPlan, out []byte, load Loader) erro
 			}
 			curSlab, curOff = t.Slab, t.SlabOffset
 		}
-		// Each row along the last axis is one contiguous run in both the
-		// chunk and the output; only bytes [ByteLo, ByteHi) of the run's
-		// first/last element are kept (runs of partial elements are 1 long).
-		lo := int64(t.ByteLo)
-		hi := (t.Count[nd-1]-1)*is + int64(t.ByteHi)
-		clear(outerIdx)
-		for {
-			s, d := int64(0), t.DstOff
-			for k := range nd {
-				s += (t.Start[k] + outerIdx[k]) * cs[k]
-				d += outerIdx[k] * t.DstStrides[k]
-			}
-			dst := out[d+lo : d+hi]
-			if t.Slab == chunkplan.FullSlab {
-				m.FillBytes(dst, t.ByteLo)
-			} else {
-				copy(dst, data[s+lo:s+hi])
-			}
-			if !chunkplan.NextRow(outerIdx, t.Count) {
-				break
-			}
+		if t.Slab == chunkplan.FullSlab {
+			t.Rows(m.lay.ItemSize(), m.lay.ChunkStrides(), func(_, d, n int64) { m.FillBytes(out[d:d+n], t.ByteLo) })
+		} else {
+			t.Rows(m.lay.ItemSize(), m.lay.ChunkStrides(), func(s, d, n int64) { copy(out[d:d+n], data[s:s+n]) })
 		}
 	}
 	return nil

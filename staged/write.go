@@ -131,34 +131,19 @@ func (a *Array) executeSet(plan *chunkplan.SetItemPlan, p []byte, src chunkmap.C
 		}
 	}
 
-	nd := len(a.Layout().Shape())
-	is := int64(a.ItemSize())
-	idx := make([]int64, nd)
-	cs := a.Layout().ChunkStrides()
 	ci := 0
 	for i := range plan.Transfers {
 		t := &plan.Transfers[i]
 		for !slices.Equal(plan.Chunks[ci].Chunk, t.Chunk) {
 			ci++
 		}
-		data := bufs[ci]
-		lo := int64(t.ByteLo)
-		hi := (t.Count[nd-1]-1)*is + int64(t.ByteHi)
-		clear(idx)
-		for {
-			s, d := int64(0), t.DstOff
-			for k := range nd {
-				s += (t.Start[k] + idx[k]) * cs[k]
-				d += idx[k] * t.DstStrides[k]
+		data, h := bufs[ci], hs[ci]
+		t.Rows(a.ItemSize(), a.Layout().ChunkStrides(), func(s, d, n int64) {
+			copy(data[s:s+n], p[d:d+n])
+			if h != nil {
+				h.add(s, s+n)
 			}
-			copy(data[s+lo:s+hi], p[d+lo:d+hi])
-			if h := hs[ci]; h != nil {
-				h.add(s+lo, s+hi)
-			}
-			if !chunkplan.NextRow(idx, t.Count) {
-				break
-			}
-		}
+		})
 	}
 	for i, c := range plan.Chunks {
 		if hs[i] != nil {
