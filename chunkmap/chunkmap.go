@@ -80,7 +80,7 @@ func (m *Map) MapBase(grid []int64, off int64) error {
 	return nil
 }
 
-// mapBaseError is MapBase's error, apart so that MapBase stays small enough to inline.
+// mapBaseError is MapBase's error, apart so that MapBase stays short.
 func (m *Map) mapBaseError(grid []int64, off int64) error {
 	_, err := m.lay.FlatChunk(grid)
 	if err == nil {
