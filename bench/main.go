@@ -207,7 +207,7 @@ func commitRuns(file string, n, k, reps int) ([]commit.Result, time.Duration, er
 		if err != nil {
 			return nil, 0, err
 		}
-		arr, err := d.NewStaged()
+		arr, err := commit.NewStaged(d)
 		if err != nil {
 			return nil, 0, err
 		}

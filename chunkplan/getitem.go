@@ -54,6 +54,43 @@ type Transfer struct {
 	ByteHi     int
 }
 
+// Rows calls fn for every row of t's box along the last axis, in C order, with where the
+// row's bytes start in a chunk buffer of byte strides chunkStrides (Layout.ChunkStrides)
+// and in the output, and how many they are. Each row is one contiguous run in both; only
+// bytes [ByteLo, ByteHi) of its first and last element are kept (rows of partial elements
+// are one element long). The executors of both plans copy a transfer's bytes so.
+func (t *Transfer) Rows(itemSize int, chunkStrides []int64, fn func(src, dst, n int64)) {
+	nd := len(t.Count)
+	var buf [8]int64
+	idx := buf[:0]
+	if nd <= len(buf) {
+		idx = buf[:nd]
+	} else {
+		idx = make([]int64, nd)
+	}
+	lo := int64(t.ByteLo)
+	n := (t.Count[nd-1]-1)*int64(itemSize) + int64(t.ByteHi) - lo
+	for {
+		s, d := lo, t.DstOff+lo
+		for k := range nd {
+			s += (t.Start[k] + idx[k]) * chunkStrides[k]
+			d += idx[k] * t.DstStrides[k]
+		}
+		fn(s, d, n)
+		// The next row: an odometer over every axis but the last.
+		i := nd - 2
+		for ; i >= 0; i-- {
+			if idx[i]++; idx[i] < t.Count[i] {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return
+		}
+	}
+}
+
 // GetItemPlan plans reading bytes [off, off+n) of the C-order stream of an array whose
 // chunks lie where m says, clipped to Size(); off at or beyond the end gives an empty plan.
 func (l *Layout) GetItemPlan(m ChunkMap, off, n int64) (*GetItemPlan, error) {

@@ -1,7 +1,8 @@
 // Package chunkplan plans reads and writes of a chunked n-D array in shapes, chunks and
 // indices only, never touching the array's data: the counterpart of the plans of
-// versioned-hdf5's StagedChangesArray. Package staged executes the plans over the chunks'
-// bytes; chunkstore and versions plan the reads of stored datasets with them.
+// versioned-hdf5's StagedChangesArray. Package chunkmap executes read plans over the
+// chunks' bytes and package staged write plans; chunkstore and versions plan the reads of
+// stored datasets with them.
 //
 // # Layout
 //

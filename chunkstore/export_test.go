@@ -12,11 +12,11 @@ const ReadAheadBytes = readAheadBytes
 func (c *Chunked) ReadSlot(off int64, size int) ([]byte, bool, error) { return c.readSlot(off, size) }
 
 func (c *Chunked) Plan(off, n int64) (*chunkplan.GetItemPlan, error) {
-	return c.arr.GetItemPlan(off, n)
+	return c.m.GetItemPlan(off, n)
 }
 
 func (c *Chunked) ReadPlan(plan *chunkplan.GetItemPlan, p []byte) error {
-	return c.arr.ReadPlan(plan, p, c)
+	return c.m.ReadPlan(plan, p, c)
 }
 
 func (c *Chunked) PiecesOf(off, n int64) ([]chunkplan.Run, *chunkplan.GetItemPlan, bool, error) {

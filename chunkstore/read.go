@@ -9,11 +9,11 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/vh5fs/vh5fs/chunkmap"
 	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/filters"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5meta"
-	"github.com/vh5fs/vh5fs/staged"
 )
 
 // Source is one raw_data dataset, as the store reads its slots.
@@ -25,12 +25,12 @@ type Source struct {
 	Chunks   []int64 // raw_data's chunk shape
 }
 
-// Chunked is a dataset whose bytes are chunks of one raw_data: its chunk map (arr: grid
-// index -> slot) over the store. It is also the staged.ChunkSource of write handles.
+// Chunked is a dataset whose bytes are chunks of one raw_data: its chunk map (grid index
+// -> slot) over the store. It is also the chunkmap.ChunkSource of write handles.
 type Chunked struct {
 	s     *Store
 	src   Source
-	arr   *staged.Array
+	m     *chunkmap.Map
 	name  string  // the dataset's HDF5 path, for errors
 	shape []int64 // the dataset's
 	size  int64   // the dataset's bytes
@@ -41,9 +41,9 @@ type Chunked struct {
 }
 
 // Chunked serves the dataset name of the given shape and size in bytes, whose chunk map is
-// arr, from raw_data src. arr must not change afterwards.
-func (s *Store) Chunked(name string, src Source, arr *staged.Array, shape []int64, size int64) *Chunked {
-	return &Chunked{s: s, src: src, arr: arr, name: name, shape: shape, size: size}
+// m, from raw_data src. m must not change afterwards.
+func (s *Store) Chunked(name string, src Source, m *chunkmap.Map, shape []int64, size int64) *Chunked {
+	return &Chunked{s: s, src: src, m: m, name: name, shape: shape, size: size}
 }
 
 // Read reads the dataset's bytes [off, off+len(p)), clipped to its size, and answers with
@@ -98,11 +98,11 @@ func (c *Chunked) Read(p []byte, off int64, maxRange int) (Reply, error) {
 	}
 	if plan == nil {
 		var err error
-		if plan, err = c.arr.GetItemPlan(off, int64(len(p))); err != nil {
+		if plan, err = c.m.GetItemPlan(off, int64(len(p))); err != nil {
 			return Reply{}, fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
-	if err := c.arr.ReadPlan(plan, p, c); err != nil {
+	if err := c.m.ReadPlan(plan, p, c); err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", c.name, err)
 	}
 	c.readAhead(off, off+int64(len(p)))
@@ -445,12 +445,12 @@ func (c *Chunked) fileSpans(pieces []chunkplan.Run) ([]span, bool) {
 
 // piecesOf splits the read [off, off+n) into pieces, each contiguous both in a chunk of
 // raw_data and in the read, in the read's order: from the chunk grid alone when every
-// chunk is one run of the dataset's bytes (staged.Array.Runs: 1-D datasets, or chunks as
+// chunk is one run of the dataset's bytes (chunkmap.Map.Runs: 1-D datasets, or chunks as
 // wide as the dataset), else from a plan, which it returns too (nil when it made none).
-// ok is false when a piece is not on raw_data (fill chunks, staged data) or not
+// ok is false when a piece is not on raw_data (fill chunks) or not
 // contiguous in both.
 func (c *Chunked) piecesOf(off, n int64) (pieces []chunkplan.Run, plan *chunkplan.GetItemPlan, ok bool, err error) {
-	if runs, ok := c.arr.Runs(off, n); ok {
+	if runs, ok := c.m.Runs(off, n); ok {
 		for _, r := range runs {
 			if r.Slab != chunkplan.BaseSlab {
 				return nil, nil, false, nil
@@ -458,7 +458,7 @@ func (c *Chunked) piecesOf(off, n int64) (pieces []chunkplan.Run, plan *chunkpla
 		}
 		return runs, nil, true, nil
 	}
-	if plan, err = c.arr.GetItemPlan(off, n); err != nil {
+	if plan, err = c.m.GetItemPlan(off, n); err != nil {
 		return nil, nil, false, fmt.Errorf("%s: %w", c.name, err)
 	}
 	pieces, ok = c.planPieces(plan)
@@ -506,7 +506,7 @@ const maxSlices = 64
 // copied into one buffer first. Cached chunks are never modified, so the slices stay valid.
 // ok is false, with nothing read, when the read must be copied.
 func (c *Chunked) slices(off int64, n int) (vec [][]byte, ok bool, err error) {
-	if c.arr == nil || len(c.src.Filters) == 0 || off < 0 || off >= c.size {
+	if c.m == nil || len(c.src.Filters) == 0 || off < 0 || off >= c.size {
 		return nil, false, nil
 	}
 	size := min(int64(n), c.size-off)
@@ -575,7 +575,7 @@ func (c *Chunked) readAhead(off, end int64) {
 	if off < prev-readAheadBytes || off > prev+readAheadBytes {
 		return // a random read
 	}
-	window := max(readAheadBytes, 2*int64(c.arr.ChunkBytes()))
+	window := max(readAheadBytes, 2*int64(c.m.ChunkBytes()))
 	if a.next < end || a.next > end+window { // behind the reader, or ahead of another stream
 		a.next = end
 	}
@@ -597,7 +597,7 @@ func (c *Chunked) readAhead(off, end int64) {
 func (c *Chunked) decodeAhead() {
 	a := &c.ahead
 	defer func() { <-c.s.ahead }()
-	step := int64(c.arr.ChunkBytes())
+	step := int64(c.m.ChunkBytes())
 	for {
 		a.mu.Lock()
 		if a.next >= a.end {
@@ -608,7 +608,7 @@ func (c *Chunked) decodeAhead() {
 		lo, n := a.next, min(step, a.end-a.next)
 		a.next += n
 		a.mu.Unlock()
-		plan, err := c.arr.GetItemPlan(lo, n)
+		plan, err := c.m.GetItemPlan(lo, n)
 		if err != nil {
 			continue
 		}

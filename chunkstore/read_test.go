@@ -218,7 +218,7 @@ func TestReadDirect(t *testing.T) {
 }
 
 // joinRuns merges runs that continue each other in one chunk and in the read (a plan
-// splits a read at partial elements; staged.Array.Runs does not).
+// splits a read at partial elements; chunkmap.Map.Runs does not).
 func joinRuns(runs []chunkplan.Run) []chunkplan.Run {
 	var out []chunkplan.Run
 	for _, r := range runs {

@@ -15,7 +15,7 @@
 // changes what is read.
 //
 // What a dataset is — its chunk map (grid index -> raw_data slot), shape and dtype — is
-// package versions'; the store knows a dataset only as a Source and a staged.Array.
+// package versions'; the store knows a dataset only as a Source and a chunkmap.Map.
 //
 // Lock ordering: versions.File.mu, then Store.writeMu (shared by readers of the file's
 // bytes, exclusive while a commit's sync applies its journal: ApplyLock), then the HDF5

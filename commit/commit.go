@@ -100,7 +100,7 @@ func (c *Committer) Store() *staged.Store { return c.store }
 // raw_data slots its commit will give them (Sink): for arrays committed by a handle's
 // fsync, not for a stage's, which outlive the mount.
 func (c *Committer) NewArray(ds *versions.Dataset, sink bool) (*staged.Array, error) {
-	arr, err := ds.NewStaged()
+	arr, err := NewStaged(ds)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +110,16 @@ func (c *Committer) NewArray(ds *versions.Dataset, sink bool) (*staged.Array, er
 		arr.UseSink(c.NewSink(ds, arr))
 	}
 	return arr, nil
+}
+
+// NewStaged returns a staged array on ds, a dataset of a version, outside any store:
+// every chunk where the version maps it, nothing staged yet. Writes to it never change ds.
+func NewStaged(ds *versions.Dataset) (*staged.Array, error) {
+	base, err := ds.WriteBase()
+	if err != nil {
+		return nil, err
+	}
+	return staged.FromMap(base), nil
 }
 
 // Adopt keeps arr's staged chunks in c's store: an array a caller built (a new dataset,

@@ -99,7 +99,7 @@ func TestConcurrent(t *testing.T) {
 				errs <- err
 				return
 			}
-			arr, err := d.NewStaged()
+			arr, err := NewStaged(d)
 			if err != nil {
 				errs <- err
 				return

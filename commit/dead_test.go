@@ -65,7 +65,7 @@ func TestNextCommitTrimsDeadTails(t *testing.T) {
 	require.NoError(t, err)
 	d, err := f.Dataset(versions.VersionsGroup + "/v4/x")
 	require.NoError(t, err)
-	arr, err := d.NewStaged()
+	arr, err := commit.NewStaged(d)
 	require.NoError(t, err)
 	_, err = arr.WriteAt(binary.LittleEndian.AppendUint64(nil, 12345), 0, d.ChunkSource())
 	require.NoError(t, err)

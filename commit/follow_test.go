@@ -63,7 +63,7 @@ func TestFollowHead(t *testing.T) {
 				t.Helper()
 				d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + ds)
 				require.NoError(t, err)
-				arr, err := d.NewStaged()
+				arr, err := NewStaged(d)
 				require.NoError(t, err)
 				_, err = arr.WriteAt(bytes.Repeat([]byte{b}, arr.ItemSize()), 0, d.ChunkSource())
 				require.NoError(t, err)

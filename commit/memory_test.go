@@ -40,7 +40,7 @@ func TestCommitsKeepNoMemory(t *testing.T) {
 	for i := range 5 {
 		d, err := f.Dataset(versions.VersionsGroup + "/" + base + "/data")
 		require.NoError(t, err)
-		arr, err := d.NewStaged()
+		arr, err := commit.NewStaged(d)
 		require.NoError(t, err)
 		row := make([]byte, 128*8)
 		row[0] = byte(i + 1)

@@ -71,7 +71,7 @@ func (p *plan) sameData(ds *versions.Dataset, arr *staged.Array) (*plan, error) 
 	if !slices.Equal(arr.Shape(), ds.Shape) {
 		return nil, nil
 	}
-	base, err := ds.NewStaged()
+	base, err := ds.WriteBase()
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func TestSkipUnchangedFillEdgeChunk(t *testing.T) {
 	open := func(v string) (*versions.Dataset, func() []byte, *staged.Array) {
 		d, err := f.Dataset(versions.VersionsGroup + "/" + v + "/x")
 		require.NoError(t, err)
-		arr, err := d.NewStaged()
+		arr, err := NewStaged(d)
 		require.NoError(t, err)
 		read := func() []byte {
 			b := make([]byte, arr.Size())

@@ -59,7 +59,7 @@ func commitGolden(t *testing.T, f *versions.File, e fixture.Edit) {
 	defer c.Close()
 	d, err := f.Dataset(versions.VersionsGroup + "/" + e.BaseVersion + "/" + e.Dataset)
 	require.NoError(t, err)
-	arr, err := d.NewStaged()
+	arr, err := commit.NewStaged(d)
 	require.NoError(t, err)
 	for _, op := range e.ByteOps {
 		require.Equal(t, "pwrite", op.Op)

@@ -1,8 +1,10 @@
-// Package staged is the Go counterpart of versioned-hdf5's StagedChangesArray: a chunked
-// n-D array whose chunks lie on slabs, with the bytes of the chunks a write changes held
-// until a commit takes them. Package chunkplan has the array's geometry, its slab_indices
-// and slab_offsets and the plans that read and write it; this package executes the plans
-// over the chunks' bytes and keeps the staged ones.
+// Package staged is the write buffer, the Go counterpart of versioned-hdf5's
+// StagedChangesArray: a chunked n-D array whose chunks lie on slabs, with the bytes of the
+// chunks a write changes held until a commit takes them. An Array is a chunkmap.Map (the
+// geometry, the fill value, slab_indices and slab_offsets, and the reads through a
+// ChunkSource) that writes point at staged slabs of its own; it starts from a version's
+// map (FromMap) or from fill (New). Package chunkplan plans the writes; this package
+// executes them and keeps the staged chunks' bytes.
 //
 // # Slabs
 //
@@ -12,7 +14,7 @@
 //     entirely the fill value. It is never materialised; readers repeat the fill
 //     element.
 //   - slab 1 (chunkplan.BaseSlab) is the base slab: the raw_data dataset on disk.
-//     Chunks are fetched through a ChunkSource.
+//     Chunks are fetched through a chunkmap.ChunkSource.
 //   - slabs 2 and up are staged slabs: writeable byte slices with the same layout as
 //     raw_data. They are created by writes (WriteAt, following a chunkplan.SetItemPlan,
 //     and Resize) and discarded on commit (MarkClean). Writes give every staged chunk a
@@ -34,9 +36,10 @@
 //
 // # Plans
 //
-// ReadAt builds a chunkplan.GetItemPlan and executes it (read.go); WriteAt does the same
-// with a chunkplan.SetItemPlan (write.go). GetItemPlan, SetItemPlan and Runs give the
-// plans of the array as it is, without executing them.
+// ReadAt builds a chunkplan.GetItemPlan and executes it as chunkmap does, staged chunks
+// loaded here (read.go); WriteAt does the same with a chunkplan.SetItemPlan (write.go).
+// GetItemPlan, SetItemPlan and Runs give the plans of the array as it is, without
+// executing them.
 //
 // # Concurrency
 //
@@ -52,28 +55,18 @@ package staged
 import (
 	"fmt"
 
+	"github.com/vh5fs/vh5fs/chunkmap"
 	"github.com/vh5fs/vh5fs/chunkplan"
 )
-
-// ChunkSource loads chunks of the base slab. off is the row offset along
-// axis 0 in the base slab (raw_data) as stored in slab_offsets. Chunk returns
-// the whole chunk in C order with the full chunk shape C, ChunkBytes() long
-// (padding beyond the trimmed edge may hold anything). The caller only reads
-// the slice, so a source may hand out its cached, shared buffers.
-type ChunkSource interface {
-	Chunk(off int64) ([]byte, error)
-}
 
 // Array is a chunked n-D array of fixed-size elements whose chunks lie on
 // slabs (see the package documentation). It is not safe for concurrent
 // mutation; concurrent reads are fine (see Concurrency in the package
 // documentation: the caller serialises writes against reads).
 type Array struct {
-	lay  chunkplan.Layout // the geometry; Resize replaces it
-	fill []byte           // one element
-
-	slabIndices []int32 // per chunk, C order over the grid (chunkplan.ChunkMap)
-	slabOffsets []int64 // per chunk, row offset along axis 0 in its slab
+	// Map is the geometry, the fill value and where each chunk lies; Resize reshapes it
+	// and the writes point its chunks at staged slabs (Set).
+	chunkmap.Map
 	// slabs holds one record per slab index; 0 and 1 (the full and base slabs) are unused.
 	slabs      []stagedSlab
 	freeSlabs  []int32 // staged slab indices whose slab was dropped, for reuse
@@ -115,83 +108,39 @@ type stagedSlab struct {
 // New returns an array whose chunks all lie on the full slab (read as fill).
 // fill is one element (len == itemSize).
 func New(shape, chunks []int64, itemSize int, fill []byte) (*Array, error) {
-	lay, err := chunkplan.NewLayout(shape, chunks, itemSize)
+	m, err := chunkmap.New(shape, chunks, itemSize, fill)
 	if err != nil {
 		return nil, fmt.Errorf("staged: new array: %w", err)
 	}
-	if len(fill) != itemSize {
-		return nil, fmt.Errorf("staged: new array: fill value has %d bytes, item size is %d", len(fill), itemSize)
-	}
-	// Zero-valued metadata means "every chunk on the full slab at offset 0".
-	return &Array{
-		lay:         lay,
-		fill:        append([]byte(nil), fill...),
-		cleanShape:  append([]int64(nil), shape...),
-		slabIndices: make([]int32, lay.NumChunks()),
-		slabOffsets: make([]int64, lay.NumChunks()),
-		slabs:       make([]stagedSlab, 2),
-	}, nil
+	return newArray(*m), nil
+}
+
+// FromMap returns an array on a copy of m, a chunk map of the full and base slabs (a
+// version's): every chunk where m points it, nothing staged yet. Writes to the array never
+// change m.
+func FromMap(m *chunkmap.Map) *Array { return newArray(m.Clone()) }
+
+func newArray(m chunkmap.Map) *Array {
+	return &Array{Map: m, cleanShape: m.Shape(), slabs: make([]stagedSlab, 2)}
 }
 
 // MapBase points chunk grid (one grid index per axis) at base slab row
-// offset off. It is setChunk without the checks the base slab needs none of:
-// loading a version calls it once per chunk, 100k times for a large one.
+// offset off: a staged chunk the commit stored (chunkmap.Map.MapBase).
 func (a *Array) MapBase(grid []int64, off int64) error {
-	k, ok := a.lay.Flat(grid)
-	if !ok || off < 0 {
-		return a.mapBaseError(grid, off)
+	s, _ := a.Slab(grid)
+	if err := a.Map.MapBase(grid, off); err != nil {
+		return fmt.Errorf("staged: %w", err)
 	}
-	if a.slabIndices[k] >= 2 {
+	if s >= 2 {
 		a.nStaged--
 	}
-	a.slabIndices[k], a.slabOffsets[k] = chunkplan.BaseSlab, off
 	return nil
-}
-
-// mapBaseError is MapBase's error, apart so that MapBase stays small enough to inline.
-func (a *Array) mapBaseError(grid []int64, off int64) error {
-	_, err := a.lay.FlatChunk(grid)
-	if err == nil {
-		err = fmt.Errorf("invalid offset %d on slab %d", off, chunkplan.BaseSlab)
-	}
-	return fmt.Errorf("staged: map base: %w", err)
-}
-
-// Shape returns a copy of the array shape in elements.
-func (a *Array) Shape() []int64 { return append([]int64(nil), a.lay.Shape()...) }
-
-// Chunks returns a copy of the chunk shape in elements.
-func (a *Array) Chunks() []int64 { return append([]int64(nil), a.lay.Chunks()...) }
-
-// Fill returns the fill value (one element).
-func (a *Array) Fill() []byte { return append([]byte(nil), a.fill...) }
-
-// ItemSize returns the size of one element in bytes.
-func (a *Array) ItemSize() int { return a.lay.ItemSize() }
-
-// Size returns the length in bytes of the C-order stream: prod(shape)*itemSize.
-func (a *Array) Size() int64 { return a.lay.Size() }
-
-// ChunkBytes returns the size of one full chunk: prod(chunks)*itemSize.
-func (a *Array) ChunkBytes() int { return a.lay.ChunkBytes() }
-
-// NumChunks returns the number of chunks in the chunk grid.
-func (a *Array) NumChunks() int64 { return int64(len(a.slabIndices)) }
-
-// Slab returns (slab index, slab offset) of chunk grid index g, or (-1, -1)
-// if g is not a valid grid index.
-func (a *Array) Slab(grid []int64) (int32, int64) {
-	k, err := a.lay.FlatChunk(grid)
-	if err != nil {
-		return -1, -1
-	}
-	return a.slabIndices[k], a.slabOffsets[k]
 }
 
 // setChunk points a chunk at (slab, off). Staged slabs must already exist
 // and hold the whole chunk at off (staged slabs never grow).
 func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
-	k, err := a.lay.FlatChunk(grid)
+	k, err := a.Layout().FlatChunk(grid)
 	if err != nil {
 		return err
 	}
@@ -206,18 +155,17 @@ func (a *Array) setChunk(grid []int64, slab int32, off int64) error {
 		if a.gone(slab) {
 			return fmt.Errorf("staged slab %d was dropped", slab)
 		}
-		if data != nil && off > (int64(len(data))-int64(a.lay.ChunkBytes()))/a.lay.RowBytes() {
+		if data != nil && off > (int64(len(data))-int64(a.ChunkBytes()))/a.Layout().RowBytes() {
 			return fmt.Errorf("offset %d overruns staged slab %d of %d bytes", off, slab, len(data))
 		}
 	}
-	if a.slabIndices[k] >= 2 {
+	if a.ChunkMap().Slabs[k] >= 2 {
 		a.nStaged--
 	}
 	if slab >= 2 {
 		a.nStaged++
 	}
-	a.slabIndices[k] = slab
-	a.slabOffsets[k] = off
+	a.Set(k, slab, off)
 	if slab >= 2 { // a chunk's grid index outlives resizes: the sink needs its extent
 		a.slabs[slab].grid = append(a.slabs[slab].grid[:0], grid...)
 	}
@@ -237,41 +185,12 @@ func (a *Array) appendSlab(data []byte) int32 {
 	return int32(n)
 }
 
-// chunkMap is where the array's chunks lie, for the plans.
-func (a *Array) chunkMap() chunkplan.ChunkMap {
-	return chunkplan.ChunkMap{Slabs: a.slabIndices, Offsets: a.slabOffsets}
-}
-
-// GetItemPlan plans reading bytes [off, off+n) of the C-order stream, clipped to Size();
-// off at or beyond the end gives an empty plan.
-func (a *Array) GetItemPlan(off, n int64) (*chunkplan.GetItemPlan, error) {
-	p, err := a.lay.GetItemPlan(a.chunkMap(), off, n)
-	if err != nil {
-		return nil, fmt.Errorf("staged: get item plan: %w", err)
-	}
-	return p, nil
-}
-
 // SetItemPlan plans writing bytes [off, off+n) of the C-order stream. The range must lie
 // within Size(): grow the array with Resize first.
 func (a *Array) SetItemPlan(off, n int64) (*chunkplan.SetItemPlan, error) {
-	p, err := a.lay.SetItemPlan(a.chunkMap(), off, n)
+	p, err := a.Layout().SetItemPlan(a.ChunkMap(), off, n)
 	if err != nil {
 		return nil, fmt.Errorf("staged: set item plan: %w", err)
 	}
 	return p, nil
-}
-
-// Runs plans bytes [off, off+n) of the C-order stream, clipped to Size(), as one run per
-// chunk touched where every chunk is one contiguous run of the stream (chunkplan's Runs);
-// ok is false for other arrays.
-func (a *Array) Runs(off, n int64) (runs []chunkplan.Run, ok bool) {
-	return a.lay.Runs(a.chunkMap(), off, n)
-}
-
-// Each calls fn for every chunk in C order of the chunk grid with its grid
-// index (a buffer reused between calls: copy it to keep it), slab index and
-// slab offset, and stops at and returns the first error fn returns.
-func (a *Array) Each(fn func(grid []int64, slab int32, off int64) error) error {
-	return a.lay.Each(a.chunkMap(), fn)
 }

@@ -63,9 +63,9 @@ func (a *Array) startDigest(i int32, grid []int64) {
 	if st == nil || st.digest == nil || a.slabs[i].buf == nil {
 		return
 	}
-	j := &digestJob{done: make(chan struct{}), trimmed: a.lay.Trimmed(grid)}
+	j := &digestJob{done: make(chan struct{}), trimmed: a.Layout().Trimmed(grid)}
 	a.slabs[i].job = j
-	data, chunks, is := a.slabs[i].buf, a.lay.Chunks(), a.lay.ItemSize()
+	data, chunks, is := a.slabs[i].buf, a.Layout().Chunks(), a.ItemSize()
 	enc := a.encode
 	if !slices.Equal(j.trimmed, chunks) {
 		enc = nil // an edge chunk: the commit writes its trimmed box through libhdf5

@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/chunkmap"
 )
 
 // resizeGeneral runs Resize's general path, which growAxis0 must agree with.
-func resizeGeneral(a *Array, shape []int64, src ChunkSource) error {
-	next, err := a.lay.Reshape(shape)
+func resizeGeneral(a *Array, shape []int64, src chunkmap.ChunkSource) error {
+	next, err := a.Layout().Reshape(shape)
 	if err != nil {
 		return err
 	}
@@ -45,8 +47,8 @@ func TestGrowAxis0MatchesGeneral(t *testing.T) {
 					require.NoError(t, fast.Resize(shape, src), what)
 					require.NoError(t, resizeGeneral(slow, shape, src), what)
 					m.resize(shape)
-					require.Equal(t, slow.slabIndices, fast.slabIndices, what)
-					require.Equal(t, slow.slabOffsets, fast.slabOffsets, what)
+					require.Equal(t, slow.ChunkMap().Slabs, fast.ChunkMap().Slabs, what)
+					require.Equal(t, slow.ChunkMap().Offsets, fast.ChunkMap().Offsets, what)
 					require.Equal(t, slow.nStaged, fast.nStaged, what)
 					require.Equal(t, slow.Dirty(), fast.Dirty(), what)
 					fs, ss := stagedChunks(t, fast), stagedChunks(t, slow)

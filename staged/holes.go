@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/vh5fs/vh5fs/chunkmap"
 	"github.com/vh5fs/vh5fs/chunkplan"
 )
 
@@ -19,8 +20,8 @@ import (
 // growing axis 0 keeps a fill chunk's holes: what it exposes is unwritten, the fill
 // value), so the bytes that complete it are those of its current trimmed extent.
 type holes struct {
-	src     ChunkSource // the base chunk's source, as the write that staged it gave it; nil: the fill value
-	base    int64       // the base chunk's offset on the base slab
+	src     chunkmap.ChunkSource // the base chunk's source, as the write that staged it gave it; nil: the fill value
+	base    int64                // the base chunk's offset on the base slab
 	grid    []int64
 	spans   []span // written byte ranges of the chunk buffer, sorted, disjoint, not adjacent
 	written int64  // bytes in spans
@@ -92,8 +93,8 @@ func (a *Array) complete(i int32) bool {
 	if h == nil {
 		return false
 	}
-	l := a.lay.Trimmed(h.grid)
-	if h.written != chunkplan.Elements(l)*int64(a.lay.ItemSize()) || (h.src == nil && a.mayGrow(l)) {
+	l := a.Layout().Trimmed(h.grid)
+	if h.written != chunkplan.Elements(l)*int64(a.ItemSize()) || (h.src == nil && a.mayGrow(l)) {
 		return false
 	}
 	a.setHoles(i, nil)
@@ -103,13 +104,13 @@ func (a *Array) complete(i int32) bool {
 // mayGrow reports whether a chunk of trimmed extent l becomes whole as axis 0 grows: it
 // is short on axis 0 alone.
 func (a *Array) mayGrow(l []int64) bool {
-	return l[0] < a.lay.Chunks()[0] && slices.Equal(l[1:], a.lay.Chunks()[1:])
+	return l[0] < a.Layout().Chunks()[0] && slices.Equal(l[1:], a.Layout().Chunks()[1:])
 }
 
 // fillHoles puts the base chunk's bytes (or the fill value) into data wherever h records
 // no write.
 func (a *Array) fillHoles(h *holes, data []byte) error {
-	gap := func(lo, hi int64) { fillPattern(data[lo:hi], a.fill, int(lo%int64(a.lay.ItemSize()))) }
+	gap := func(lo, hi int64) { a.FillBytes(data[lo:hi], int(lo%int64(a.ItemSize()))) }
 	if h.src != nil {
 		base, err := a.chunkData(h.grid, chunkplan.BaseSlab, h.base, h.src)
 		if err != nil {

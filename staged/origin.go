@@ -22,7 +22,7 @@ func (a *Array) coveredBy(i int32, h *holes) {
 	if h == nil || a.slabs[i].origin.Op != a.op {
 		return
 	}
-	if h.written == chunkplan.Elements(a.lay.Trimmed(h.grid))*int64(a.lay.ItemSize()) {
+	if h.written == chunkplan.Elements(a.Layout().Trimmed(h.grid))*int64(a.ItemSize()) {
 		a.slabs[i].origin.Whole = true
 	}
 }

@@ -59,15 +59,15 @@ func (a *Array) sinkChunk(i int32) (bool, error) {
 	if len(s.grid) == 0 { // staged by a resize, which records no grid index: not offered
 		return false, nil
 	}
-	l := a.lay.Trimmed(s.grid)
-	if !slices.Equal(l, a.lay.Chunks()) {
+	l := a.Layout().Trimmed(s.grid)
+	if !slices.Equal(l, a.Layout().Chunks()) {
 		return false, nil // an edge chunk: the commit writes its trimmed box through libhdf5
 	}
 	a.waitDigest(i)
 	j := s.job
 	if j == nil || !slices.Equal(j.trimmed, l) {
 		a.forgetDigest(i)
-		j = &digestJob{done: make(chan struct{}), trimmed: l, sum: a.store.digest(s.buf, a.lay.Chunks(), l, a.lay.ItemSize())}
+		j = &digestJob{done: make(chan struct{}), trimmed: l, sum: a.store.digest(s.buf, a.Layout().Chunks(), l, a.ItemSize())}
 		close(j.done)
 		s.job = j
 	}
@@ -98,7 +98,7 @@ const sinkAge = 4 << 20
 // (still being digested, written in part, an edge chunk, the sink declining) stays
 // resident, and so do the chunks after it; the budget decides about those (makeRoom).
 func (a *Array) sinkOld(keep map[int32]bool) {
-	age := uint64(max(1, sinkAge/a.lay.ChunkBytes()))
+	age := uint64(max(1, sinkAge/a.ChunkBytes()))
 	for len(a.resident) > 0 && a.sink != nil && !a.sinkStop {
 		i := a.resident[0]
 		if int(i) >= len(a.slabs) || a.slabs[i].buf == nil || a.isSpilled(i) {
@@ -130,7 +130,7 @@ func (a *Array) sinkOld(keep map[int32]bool) {
 // loadSunk reads sunk slab i into buf (nil: a new buffer).
 func (a *Array) loadSunk(i int32, buf []byte) ([]byte, error) {
 	if buf == nil {
-		buf = make([]byte, a.lay.ChunkBytes())
+		buf = make([]byte, a.ChunkBytes())
 	}
 	if err := a.sink.Load(a.sinkRef(i), buf); err != nil {
 		return nil, fmt.Errorf("staged slab %d: %w", i, err)

@@ -53,9 +53,9 @@ func (a *Array) held(i int32) {
 // newBuffer is a chunk buffer for a new staged chunk (contents undefined).
 func (a *Array) newBuffer() []byte {
 	if a.store == nil {
-		return make([]byte, a.lay.ChunkBytes())
+		return make([]byte, a.ChunkBytes())
 	}
-	return a.store.buffer(a.lay.ChunkBytes())
+	return a.store.buffer(a.ChunkBytes())
 }
 
 // dropSlab frees staged slab i, in memory, spilled or sunk.
@@ -69,7 +69,7 @@ func (a *Array) dropSlab(i int32) {
 			a.store.release(s.buf)
 		} else if a.isSpilled(i) {
 			off, _ := a.spillSlot(i)
-			a.store.freeSlot(off, int64(a.lay.ChunkBytes()))
+			a.store.freeSlot(off, int64(a.ChunkBytes()))
 		} else if a.isSunk(i) {
 			a.forgetSunk(i)
 		}
@@ -137,7 +137,7 @@ func (a *Array) loadSpilled(i int32, buf []byte) ([]byte, error) {
 		return a.loadSunk(i, buf)
 	}
 	if buf == nil {
-		buf = make([]byte, a.lay.ChunkBytes())
+		buf = make([]byte, a.ChunkBytes())
 	}
 	off, released := a.spillSlot(i)
 	if released {
@@ -164,7 +164,7 @@ func (a *Array) ReleaseSpilled(sc StagedChunk) {
 	if released {
 		return
 	}
-	a.store.discard(off, int64(a.lay.ChunkBytes()))
+	a.store.discard(off, int64(a.ChunkBytes()))
 	a.slabs[i].spillOff = -off - 1
 }
 
@@ -172,7 +172,7 @@ func (a *Array) ReleaseSpilled(sc StagedChunk) {
 // is freed. The caller made room first.
 func (a *Array) faultIn(i int32) error {
 	if a.isSunk(i) {
-		buf, err := a.loadSunk(i, a.store.buffer(a.lay.ChunkBytes()))
+		buf, err := a.loadSunk(i, a.store.buffer(a.ChunkBytes()))
 		if err != nil {
 			return err
 		}
@@ -184,12 +184,12 @@ func (a *Array) faultIn(i int32) error {
 	if !a.isSpilled(i) {
 		return nil
 	}
-	buf, err := a.loadSpilled(i, a.store.buffer(a.lay.ChunkBytes()))
+	buf, err := a.loadSpilled(i, a.store.buffer(a.ChunkBytes()))
 	if err != nil {
 		return fmt.Errorf("staged slab %d: %w", i, err)
 	}
 	off, _ := a.spillSlot(i)
-	a.store.freeSlot(off, int64(a.lay.ChunkBytes()))
+	a.store.freeSlot(off, int64(a.ChunkBytes()))
 	a.slabs[i].spillOff = 0
 	a.slabs[i].buf = buf
 	a.held(i)
@@ -206,6 +206,6 @@ func (a *Array) Discard() {
 	a.slabs = a.slabs[:2]
 	a.resident = nil
 	a.freeSlabs = nil
-	clear(a.slabIndices)
+	clear(a.ChunkMap().Slabs) // every chunk on the full slab: nothing is staged
 	a.nStaged = 0
 }

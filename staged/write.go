@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/vh5fs/vh5fs/chunkmap"
 	"github.com/vh5fs/vh5fs/chunkplan"
 )
 
@@ -21,8 +22,8 @@ import (
 //
 // On error nothing is modified. The caller serialises WriteAt against every
 // other call on the Array (see Concurrency in the package documentation).
-func (a *Array) WriteAt(p []byte, off int64, src ChunkSource) (int, error) {
-	plan, err := a.lay.SetItemPlan(a.chunkMap(), off, int64(len(p)))
+func (a *Array) WriteAt(p []byte, off int64, src chunkmap.ChunkSource) (int, error) {
+	plan, err := a.Layout().SetItemPlan(a.ChunkMap(), off, int64(len(p)))
 	if err != nil {
 		return 0, fmt.Errorf("staged: write at %d: %w", off, err)
 	}
@@ -35,14 +36,14 @@ func (a *Array) WriteAt(p []byte, off int64, src ChunkSource) (int, error) {
 // executeSet runs a chunkplan.SetItemPlan with value p (len(p) == plan.N). All chunk
 // buffers are prepared (and base chunks read) before anything is modified,
 // so a failing ChunkSource leaves the array unchanged.
-func (a *Array) executeSet(plan *chunkplan.SetItemPlan, p []byte, src ChunkSource) error {
+func (a *Array) executeSet(plan *chunkplan.SetItemPlan, p []byte, src chunkmap.ChunkSource) error {
 	// Room under the store's budget for the chunks this write brings into memory, made
 	// (by spilling older chunks) before anything changes.
 	var extra int64
 	keep := map[int32]bool{}
 	for _, c := range plan.Chunks {
 		if c.Action != chunkplan.UpdateInPlace || a.offMemory(c.Slab) {
-			extra += int64(a.lay.ChunkBytes())
+			extra += int64(a.ChunkBytes())
 		} else {
 			keep[c.Slab] = true
 		}
@@ -79,7 +80,7 @@ func (a *Array) executeSet(plan *chunkplan.SetItemPlan, p []byte, src ChunkSourc
 		switch c.Action {
 		case chunkplan.NewChunk:
 			bufs[i] = a.newBuffer()
-			if c.Spans <= maxSpans && a.mayGrow(a.lay.Trimmed(c.Chunk)) {
+			if c.Spans <= maxSpans && a.mayGrow(a.Layout().Trimmed(c.Chunk)) {
 				hs[i] = &holes{grid: slices.Clone(c.Chunk)} // an edge chunk that may grow (complete)
 			}
 		case chunkplan.CopyChunk:
@@ -93,7 +94,7 @@ func (a *Array) executeSet(plan *chunkplan.SetItemPlan, p []byte, src ChunkSourc
 				// bytes this write and later ones leave unwritten.
 				hs[i] = &holes{src: src, base: c.SlabOffset, grid: slices.Clone(c.Chunk)}
 			case c.Slab == chunkplan.FullSlab:
-				fillPattern(buf, a.fill, 0)
+				a.FillBytes(buf, 0)
 			default:
 				old, err := a.chunkData(c.Chunk, c.Slab, c.SlabOffset, src)
 				if err != nil {
@@ -130,34 +131,19 @@ func (a *Array) executeSet(plan *chunkplan.SetItemPlan, p []byte, src ChunkSourc
 		}
 	}
 
-	nd := len(a.lay.Shape())
-	is := int64(a.lay.ItemSize())
-	idx := make([]int64, nd)
-	cs := a.lay.ChunkStrides()
 	ci := 0
 	for i := range plan.Transfers {
 		t := &plan.Transfers[i]
 		for !slices.Equal(plan.Chunks[ci].Chunk, t.Chunk) {
 			ci++
 		}
-		data := bufs[ci]
-		lo := int64(t.ByteLo)
-		hi := (t.Count[nd-1]-1)*is + int64(t.ByteHi)
-		clear(idx)
-		for {
-			s, d := int64(0), t.DstOff
-			for k := range nd {
-				s += (t.Start[k] + idx[k]) * cs[k]
-				d += idx[k] * t.DstStrides[k]
+		data, h := bufs[ci], hs[ci]
+		t.Rows(a.ItemSize(), a.Layout().ChunkStrides(), func(s, d, n int64) {
+			copy(data[s:s+n], p[d:d+n])
+			if h != nil {
+				h.add(s, s+n)
 			}
-			copy(data[s+lo:s+hi], p[d+lo:d+hi])
-			if h := hs[ci]; h != nil {
-				h.add(s+lo, s+hi)
-			}
-			if !nextRow(idx, t.Count) {
-				break
-			}
-		}
+		})
 	}
 	for i, c := range plan.Chunks {
 		if hs[i] != nil {
@@ -189,15 +175,15 @@ func (a *Array) executeSet(plan *chunkplan.SetItemPlan, p []byte, src ChunkSourc
 // nil if no growing edge chunk lies on the base slab.
 //
 // On error nothing is modified.
-func (a *Array) Resize(shape []int64, src ChunkSource) error {
-	if len(shape) != len(a.lay.Shape()) {
-		return fmt.Errorf("staged: resize to %v: shape has %d axes, array has %d", shape, len(shape), len(a.lay.Shape()))
+func (a *Array) Resize(shape []int64, src chunkmap.ChunkSource) error {
+	if len(shape) != len(a.Layout().Shape()) {
+		return fmt.Errorf("staged: resize to %v: shape has %d axes, array has %d", shape, len(shape), len(a.Layout().Shape()))
 	}
-	next, err := a.lay.Reshape(shape)
+	next, err := a.Layout().Reshape(shape)
 	if err != nil {
 		return fmt.Errorf("staged: resize to %v: %w", shape, err)
 	}
-	if old := a.lay.Shape(); shape[0] >= old[0] && slices.Equal(shape[1:], old[1:]) {
+	if old := a.Layout().Shape(); shape[0] >= old[0] && slices.Equal(shape[1:], old[1:]) {
 		if err := a.growAxis0(&next, src); err != nil {
 			return fmt.Errorf("staged: resize to %v: %w", shape, err)
 		}
@@ -211,9 +197,9 @@ func (a *Array) Resize(shape []int64, src ChunkSource) error {
 // so only the old last row of chunks along axis 0 can need work: its chunks off the full
 // slab get the fill value where the new shape exposes their padding. The cost is that of
 // the edge row, not of the whole grid: growing writes stay linear in the bytes written.
-func (a *Array) growAxis0(next *chunkplan.Layout, src ChunkSource) error {
+func (a *Array) growAxis0(next *chunkplan.Layout, src chunkmap.ChunkSource) error {
 	shape, grid, nChunks := next.Shape(), next.Grid(), next.NumChunks()
-	oldShape, oldGrid, chunks := a.lay.Shape(), a.lay.Grid(), a.lay.Chunks()
+	oldShape, oldGrid, chunks := a.Layout().Shape(), a.Layout().Grid(), a.Layout().Chunks()
 	type grow struct {
 		k     int64
 		g     []int64
@@ -222,13 +208,14 @@ func (a *Array) growAxis0(next *chunkplan.Layout, src ChunkSource) error {
 		stage bool
 	}
 	var grows []grow
-	old := int64(len(a.slabIndices))
+	cm := a.ChunkMap()
+	old := int64(len(cm.Slabs))
 	if last := oldGrid[0] - 1; old > 0 && last < grid[0] && oldShape[0]-last*chunks[0] < min(chunks[0], shape[0]-last*chunks[0]) {
 		per := old / oldGrid[0] // chunks per axis-0 row of the grid
 		g := make([]int64, len(shape))
 		g[0] = last
 		for k := last * per; k < old; k++ {
-			if s := a.slabIndices[k]; s != chunkplan.FullSlab {
+			if s := cm.Slabs[k]; s != chunkplan.FullSlab {
 				if s >= 2 {
 					if err := a.faultIn(s); err != nil {
 						return err
@@ -242,11 +229,11 @@ func (a *Array) growAxis0(next *chunkplan.Layout, src ChunkSource) error {
 					}
 					a.forgetDigest(s)
 				}
-				data, err := a.chunkData(g, s, a.slabOffsets[k], src)
+				data, err := a.chunkData(g, s, cm.Offsets[k], src)
 				if err != nil {
 					return err
 				}
-				gr := grow{k: k, g: slices.Clone(g), oldL: a.lay.Trimmed(g), data: data}
+				gr := grow{k: k, g: slices.Clone(g), oldL: a.Layout().Trimmed(g), data: data}
 				if s == chunkplan.BaseSlab {
 					gr.data = append(a.newBuffer()[:0], data...)
 					gr.stage = true
@@ -262,10 +249,10 @@ func (a *Array) growAxis0(next *chunkplan.Layout, src ChunkSource) error {
 		}
 	}
 	// Nothing can fail from here on.
-	a.slabIndices = slices.Grow(a.slabIndices, int(nChunks-old))[:nChunks]
-	a.slabOffsets = slices.Grow(a.slabOffsets, int(nChunks-old))[:nChunks]
-	clear(a.slabIndices[old:])
-	clear(a.slabOffsets[old:])
+	cm.Slabs = slices.Grow(cm.Slabs, int(nChunks-old))[:nChunks]
+	cm.Offsets = slices.Grow(cm.Offsets, int(nChunks-old))[:nChunks]
+	clear(cm.Slabs[old:])
+	clear(cm.Offsets[old:])
 	var op uint64
 	if shape[0] != oldShape[0] {
 		op = a.resized()
@@ -273,19 +260,19 @@ func (a *Array) growAxis0(next *chunkplan.Layout, src ChunkSource) error {
 	for _, gr := range grows {
 		a.fillOutside(gr.data, gr.oldL)
 		if gr.stage {
-			a.slabIndices[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: chunkplan.BaseSlab, Offset: a.slabOffsets[gr.k]})
-			a.slabOffsets[gr.k] = 0
+			cm.Slabs[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: chunkplan.BaseSlab, Offset: cm.Offsets[gr.k]})
+			cm.Offsets[gr.k] = 0
 			a.nStaged++
 		}
 	}
-	a.lay = *next
+	a.Reshape(*next, cm)
 	return nil
 }
 
 // resize is Resize's general case: any axis, growing or shrinking.
-func (a *Array) resize(next *chunkplan.Layout, src ChunkSource) error {
+func (a *Array) resize(next *chunkplan.Layout, src chunkmap.ChunkSource) error {
 	shape, grid, nChunks := next.Shape(), next.Grid(), next.NumChunks()
-	oldGrid := a.lay.Grid()
+	oldGrid := a.Layout().Grid()
 	if err := a.settleAll(); err != nil { // chunks with holes keep their extent (see holes)
 		return fmt.Errorf("staged: resize to %v: %w", shape, err)
 	}
@@ -302,6 +289,7 @@ func (a *Array) resize(next *chunkplan.Layout, src ChunkSource) error {
 	}
 	var grows []grow
 	var kept int64 // chunks off the full slab that the new grid keeps
+	cur := a.ChunkMap()
 	if nChunks > 0 {
 		g := make([]int64, nd)
 		for k := range nChunks {
@@ -315,11 +303,11 @@ func (a *Array) resize(next *chunkplan.Layout, src ChunkSource) error {
 				ko = ko*oldGrid[i] + g[i]
 			}
 			if inOld {
-				s, o := a.slabIndices[ko], a.slabOffsets[ko]
+				s, o := cur.Slabs[ko], cur.Offsets[ko]
 				idx[k], offs[k] = s, o
 				if s != chunkplan.FullSlab {
 					kept++
-					oldL := a.lay.Trimmed(g)
+					oldL := a.Layout().Trimmed(g)
 					newL := next.Trimmed(g)
 					for i := range nd {
 						// Growing exposes padding (fill it); a base chunk that shrinks is
@@ -359,7 +347,7 @@ func (a *Array) resize(next *chunkplan.Layout, src ChunkSource) error {
 	}
 
 	// Nothing can fail from here on.
-	for _, s := range a.slabIndices {
+	for _, s := range cur.Slabs {
 		if s != chunkplan.FullSlab {
 			kept--
 		}
@@ -368,17 +356,16 @@ func (a *Array) resize(next *chunkplan.Layout, src ChunkSource) error {
 		a.dropped = true
 	}
 	var op uint64
-	if !slices.Equal(shape, a.lay.Shape()) {
+	if !slices.Equal(shape, a.Layout().Shape()) {
 		op = a.resized()
 	}
-	a.lay = *next
-	a.slabIndices, a.slabOffsets = idx, offs
+	a.Reshape(*next, chunkplan.ChunkMap{Slabs: idx, Offsets: offs})
 	a.collectSlabs()
 	for _, gr := range grows {
 		a.fillOutside(gr.data, gr.oldL)
 		if gr.stage {
-			a.slabIndices[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: chunkplan.BaseSlab, Offset: offs[gr.k]})
-			a.slabOffsets[gr.k] = 0
+			idx[gr.k] = a.newStagedSlab(gr.data, Origin{Op: op, Slab: chunkplan.BaseSlab, Offset: offs[gr.k]})
+			offs[gr.k] = 0
 		}
 	}
 	a.countStaged()
@@ -422,7 +409,7 @@ func (a *Array) StagedChunks() ([]StagedChunk, error) {
 			return nil
 		}
 		sc := StagedChunk{Grid: slices.Clone(g), Seq: a.slabs[slab].seq, Origin: a.slabs[slab].origin, slab: slab}
-		l := a.lay.Trimmed(g)
+		l := a.Layout().Trimmed(g)
 		sc.Digest = a.digestOf(slab, l) // waits for its worker
 		sc.Encoded = a.encodedOf(slab, l)
 		if !a.offMemory(slab) {
@@ -430,7 +417,7 @@ func (a *Array) StagedChunks() ([]StagedChunk, error) {
 			if err != nil {
 				return nil // unreachable: setChunk validates staged chunks
 			}
-			a.fillOutside(data, a.lay.Trimmed(g))
+			a.fillOutside(data, a.Layout().Trimmed(g))
 			sc.Data = data
 		}
 		out = append(out, sc)
@@ -453,7 +440,7 @@ func (a *Array) StagedData(sc StagedChunk, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.fillOutside(data, a.lay.Trimmed(sc.Grid))
+	a.fillOutside(data, a.Layout().Trimmed(sc.Grid))
 	return data, nil
 }
 
@@ -461,10 +448,10 @@ func (a *Array) StagedData(sc StagedChunk, buf []byte) ([]byte, error) {
 // C[i], except for the last chunk along axis i where L[i] = S[i] -
 // (ceil(S[i]/C[i])-1)*C[i]. It returns nil for an invalid grid index.
 func (a *Array) Trimmed(grid []int64) []int64 {
-	if _, err := a.lay.FlatChunk(grid); err != nil {
+	if _, err := a.Layout().FlatChunk(grid); err != nil {
 		return nil
 	}
-	return a.lay.Trimmed(grid)
+	return a.Layout().Trimmed(grid)
 }
 
 // MapFull points chunk grid at the full slab (it reads as the fill value),
@@ -480,7 +467,7 @@ func (a *Array) MapFull(grid []int64) error {
 // a resize dropped a chunk that held data (so that growing back reads the fill
 // value there) since New or the last MarkClean.
 func (a *Array) Dirty() bool {
-	return a.nStaged > 0 || a.dropped || !slices.Equal(a.lay.Shape(), a.cleanShape)
+	return a.nStaged > 0 || a.dropped || !slices.Equal(a.Layout().Shape(), a.cleanShape)
 }
 
 // MarkClean records a commit: the current shape becomes the clean shape and
@@ -489,7 +476,7 @@ func (a *Array) Dirty() bool {
 // (and keeps the array dirty) rather than left dangling.
 func (a *Array) MarkClean() {
 	a.collectSlabs()
-	a.cleanShape = slices.Clone(a.lay.Shape())
+	a.cleanShape = slices.Clone(a.Layout().Shape())
 	a.dropped = false
 	a.sinkStop = false // nothing is staged: the next change's prefix starts afresh
 }
@@ -517,7 +504,7 @@ func (a *Array) newStagedSlab(data []byte, o Origin) int32 {
 func (a *Array) collectSlabs() {
 	used := make([]bool, len(a.slabs))
 	referenced := false
-	for _, s := range a.slabIndices {
+	for _, s := range a.ChunkMap().Slabs {
 		if s >= 2 {
 			used[s], referenced = true, true
 		}
@@ -541,7 +528,7 @@ func (a *Array) collectSlabs() {
 
 func (a *Array) countStaged() {
 	a.nStaged = 0
-	for _, s := range a.slabIndices {
+	for _, s := range a.ChunkMap().Slabs {
 		if s >= 2 {
 			a.nStaged++
 		}
@@ -556,16 +543,16 @@ func (a *Array) fillOutside(data []byte, l []int64) {
 	full := make([]bool, nd+1)
 	full[nd] = true
 	for i := nd - 1; i >= 0; i-- {
-		full[i] = full[i+1] && l[i] == a.lay.Chunks()[i]
+		full[i] = full[i+1] && l[i] == a.Layout().Chunks()[i]
 	}
 	var rec func(axis int, base int64)
 	rec = func(axis int, base int64) {
 		if full[axis] {
 			return
 		}
-		st := a.lay.ChunkStrides()[axis]
-		if l[axis] < a.lay.Chunks()[axis] {
-			fillPattern(data[base+l[axis]*st:base+a.lay.Chunks()[axis]*st], a.fill, 0)
+		st := a.Layout().ChunkStrides()[axis]
+		if l[axis] < a.Layout().Chunks()[axis] {
+			a.FillBytes(data[base+l[axis]*st:base+a.Layout().Chunks()[axis]*st], 0)
 		}
 		if axis == nd-1 || full[axis+1] {
 			return
@@ -583,17 +570,17 @@ func (a *Array) fillOutside(data []byte, l []int64) {
 // stage kept on disk); the chunk is staged after every chunk staged before it, and the
 // writes after it belong to o's operation or a later one.
 func (a *Array) StageChunk(grid []int64, data []byte, o Origin) error {
-	if len(data) != a.lay.ChunkBytes() {
-		return fmt.Errorf("staged: stage chunk %v: %d bytes, want %d", grid, len(data), a.lay.ChunkBytes())
+	if len(data) != a.ChunkBytes() {
+		return fmt.Errorf("staged: stage chunk %v: %d bytes, want %d", grid, len(data), a.ChunkBytes())
 	}
-	k, err := a.lay.FlatChunk(grid)
+	k, err := a.Layout().FlatChunk(grid)
 	if err != nil {
 		return fmt.Errorf("staged: stage chunk: %w", err)
 	}
-	if a.slabIndices[k] >= 2 {
+	if a.ChunkMap().Slabs[k] >= 2 {
 		return fmt.Errorf("staged: stage chunk %v: already staged", grid)
 	}
-	if err := a.makeRoom(int64(a.lay.ChunkBytes()), nil); err != nil {
+	if err := a.makeRoom(int64(a.ChunkBytes()), nil); err != nil {
 		return err
 	}
 	buf := a.newBuffer()

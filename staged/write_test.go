@@ -262,7 +262,7 @@ func checkArray(t *testing.T, a *Array, src *fakeSource, m *model, what string) 
 
 // flat is the flat index of grid index g of a.
 func flat(a *Array, g []int64) int64 {
-	k, ok := a.lay.Flat(g)
+	k, ok := a.Layout().Flat(g)
 	if !ok {
 		panic(fmt.Sprintf("no chunk %v", g))
 	}
@@ -282,9 +282,9 @@ func wantActions(a *Array, off, n int64) map[string]chunkplan.WriteAction {
 		for e := range prod(l) {
 			c := coords(l, e)
 			for i := range c {
-				c[i] += g[i] * a.lay.Chunks()[i]
+				c[i] += g[i] * a.Layout().Chunks()[i]
 			}
-			k, _ := linearIn(a.lay.Shape(), c)
+			k, _ := linearIn(a.Layout().Shape(), c)
 			if first < 0 {
 				first = k
 			}

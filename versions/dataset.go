@@ -8,10 +8,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vh5fs/vh5fs/chunkmap"
 	"github.com/vh5fs/vh5fs/chunkstore"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5meta"
-	"github.com/vh5fs/vh5fs/staged"
 )
 
 // ErrUnsupported marks a dataset vh5fs cannot serve as bytes (e.g. vlen sequences).
@@ -41,14 +41,15 @@ type Dataset struct {
 	f         *File
 	size      int64
 	// Exactly one read route is set: text for strings, scalar for a scalar dataset's one
-	// element, arr for versioned datasets whose mappings form a clean chunk map, vds
-	// otherwise (libhdf5 resolves the selection). A null dataspace has none (size 0).
+	// element, arr (the chunk map) for versioned datasets whose mappings form a clean
+	// chunk map, vds otherwise (libhdf5 resolves the selection). A null dataspace has none
+	// (size 0).
 	text   []byte
 	scalar []byte
-	arr    *staged.Array
+	arr    *chunkmap.Map
 	raw    *h5.Dataset
 	vds    *h5.Dataset
-	plan   *staged.Array // plans byte ranges for the vds route
+	plan   *chunkmap.Map // plans byte ranges for the vds route
 	// chunked reads the chunk route (arr) from the File's chunk store; made on first use.
 	chunkedOnce sync.Once
 	chunked     *chunkstore.Chunked
@@ -253,7 +254,7 @@ func (d *Dataset) readThroughHDF5(h *h5.Dataset) error {
 			chunks[i] = max(s, 1)
 		}
 	}
-	plan, err := staged.New(d.Shape, chunks, d.Type.Size, d.Fill)
+	plan, err := chunkmap.New(d.Shape, chunks, d.Type.Size, d.Fill)
 	if err != nil {
 		return fmt.Errorf("%s: %w", d.Path, err)
 	}
@@ -293,16 +294,16 @@ func (d *Dataset) findRawData() error {
 	return nil
 }
 
-// buildChunkMap turns the VDS mappings into a staged.Array whose base slab is raw_data.
+// buildChunkMap turns the VDS mappings into a chunk map whose base slab is raw_data.
 // It reports false when the mappings are not one clean, chunk-aligned block per chunk
 // (spec section 8); such datasets are then read through libhdf5.
 func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
-	arr, err := staged.New(d.Shape, d.Chunks, d.Type.Size, d.Fill)
+	m, err := chunkmap.New(d.Shape, d.Chunks, d.Type.Size, d.Fill)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", d.Path, err)
 	}
 	if h.Info().Layout != h5.Virtual {
-		d.arr = arr // no storage at all: every chunk is fill
+		d.arr = m // no storage at all: every chunk is fill
 		return true, nil
 	}
 	maps, err := d.f.mappings(h)
@@ -315,7 +316,7 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 	if err := d.checkSources(maps); err != nil {
 		return false, err
 	}
-	cm := d.newChunkMapper(arr, d.raw.Info().Shape)
+	cm := d.newChunkMapper(m, d.raw.Info().Shape)
 	for i := range maps {
 		if !cm.add(&maps[i]) {
 			return false, nil
@@ -404,11 +405,11 @@ func (f *File) versionedDataset(path string, shape []int64, rawPath string) (*Da
 	for _, s := range shape {
 		d.size *= s
 	}
-	arr, err := staged.New(shape, info.Chunks, info.Type.Size, info.Fill)
+	m, err := chunkmap.New(shape, info.Chunks, info.Type.Size, info.Fill)
 	if err != nil {
 		return nil, nil
 	}
-	return d, d.newChunkMapper(arr, info.Shape)
+	return d, d.newChunkMapper(m, info.Shape)
 }
 
 // checkSources refuses mappings that read rows of the dataset's raw_data beyond its extent.
@@ -437,20 +438,20 @@ func beyond(m h5.Mapping, extent []int64) (axis int, end int64, ok bool) {
 	return 0, 0, false
 }
 
-// chunkMapper points a staged.Array's chunks at the raw_data slots of a version's
-// mappings, one mapping at a time.
+// chunkMapper points a chunk map's chunks at the raw_data slots of a version's mappings,
+// one mapping at a time.
 type chunkMapper struct {
 	d                     *Dataset
-	arr                   *staged.Array
+	m                     *chunkmap.Map
 	shape, chunks, extent []int64 // the dataset's, and raw_data's shape
 	grid                  []int64 // the grid index of the mapping being added
 }
 
-// newChunkMapper maps mappings onto arr out of raw_data of shape extent.
-func (d *Dataset) newChunkMapper(arr *staged.Array, extent []int64) *chunkMapper {
+// newChunkMapper maps mappings onto m out of raw_data of shape extent.
+func (d *Dataset) newChunkMapper(m *chunkmap.Map, extent []int64) *chunkMapper {
 	rank := len(d.Shape)
 	return &chunkMapper{
-		d: d, arr: arr, shape: d.Shape[:rank], chunks: d.Chunks[:rank], extent: extent[:rank],
+		d: d, m: m, shape: d.Shape[:rank], chunks: d.Chunks[:rank], extent: extent[:rank],
 		grid: make([]int64, rank),
 	}
 }
@@ -495,7 +496,7 @@ func (c *chunkMapper) batch1(coords []int64) bool {
 			return false
 		}
 		c.grid[0] = g
-		if c.arr.MapBase(c.grid, src) != nil {
+		if c.m.MapBase(c.grid, src) != nil {
 			return false
 		}
 	}
@@ -526,11 +527,11 @@ func (c *chunkMapper) block(src, count, vstart, vcount []int64) bool {
 		}
 		c.grid[i] = g
 	}
-	return c.arr.MapBase(c.grid, src[0]) == nil
+	return c.m.MapBase(c.grid, src[0]) == nil
 }
 
 // finish hands the chunk map to the dataset.
-func (c *chunkMapper) finish() { c.d.arr = c.arr }
+func (c *chunkMapper) finish() { c.d.arr = c.m }
 
 func (d *Dataset) renderText(h *h5.Dataset) error {
 	start := make([]int64, len(d.Shape))

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vh5fs/vh5fs/chunkmap"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5meta"
-	"github.com/vh5fs/vh5fs/staged"
 )
 
 // FuzzChunkMap feeds arbitrary mappings to chunk-map construction: it must accept or
@@ -22,7 +22,7 @@ func FuzzChunkMap(f *testing.F) {
 		shape := []int64{int64(shape0)}
 		chunks := []int64{int64(chunk0)}
 		d := &Dataset{Shape: shape, Chunks: chunks, Type: h5.Type{Size: 1, Raw: true}, RawData: "/raw", Fill: []byte{7}}
-		arr, err := staged.New(shape, chunks, 1, d.Fill)
+		arr, err := chunkmap.New(shape, chunks, 1, d.Fill)
 		if err != nil {
 			return
 		}
@@ -45,7 +45,7 @@ func FuzzChunkMap(f *testing.F) {
 			batch.Coords = append(batch.Coords, m.SrcStart[0], m.SrcCount[0], m.VStart[0], m.VCount[0])
 		}
 		d2 := &Dataset{Shape: shape, Chunks: chunks, Type: d.Type, RawData: "/raw", Fill: d.Fill}
-		arr2, err := staged.New(shape, chunks, 1, d.Fill)
+		arr2, err := chunkmap.New(shape, chunks, 1, d.Fill)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,36 +5,27 @@ import (
 	"path"
 	"slices"
 
+	"github.com/vh5fs/vh5fs/chunkmap"
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/staged"
 )
 
 // Stageable reports whether the dataset can take writes: a versioned dataset of fixed-size
 // elements read through a clean chunk map.
 func (d *Dataset) Stageable() bool { return d.arr != nil && d.raw != nil && !d.Strings }
 
-// NewStaged returns a fresh StagedChangesArray based on this (immutable) dataset: every
-// chunk points where the version maps it, nothing is staged yet. Writes to it never touch
-// the dataset itself.
-func (d *Dataset) NewStaged() (*staged.Array, error) {
+// WriteBase is the chunk map writes to this (immutable) dataset start from: every chunk
+// where the version maps it. It is the dataset's own, shared: read it, never change it (a
+// staged array copies it, staged.FromMap).
+func (d *Dataset) WriteBase() (*chunkmap.Map, error) {
 	if !d.Stageable() {
 		return nil, fmt.Errorf("%s: %w: only versioned datasets of fixed-size elements take writes", d.Path, ErrUnsupported)
 	}
-	arr, err := staged.New(d.Shape, d.Chunks, d.Type.Size, d.Fill)
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range d.blocks() {
-		if err := arr.MapBase(b.Grid, b.Row); err != nil {
-			return nil, err
-		}
-	}
-	return arr, nil
+	return d.arr, nil
 }
 
 // ChunkSource reads the chunks of the dataset's raw_data (the base slab of its staged
 // arrays) through the File's chunk cache.
-func (d *Dataset) ChunkSource() staged.ChunkSource { return d.Chunked() }
+func (d *Dataset) ChunkSource() chunkmap.ChunkSource { return d.Chunked() }
 
 // RawDataset is the open raw_data dataset backing a versioned dataset, shared by every
 // version of its path (the commit package appends to it).
@@ -117,19 +108,19 @@ func (d *Dataset) SameStored(o *Dataset) bool {
 // shape and chunk map (grids[i] stored at raw_data row rows[i]). It saves reading the new
 // virtual dataset's mappings back through libhdf5, whose cost grows with their square.
 func (f *File) Committed(path string, base *Dataset, shape []int64, grids [][]int64, rows []int64) error {
-	arr, err := staged.New(shape, base.Chunks, base.Type.Size, base.Fill)
+	m, err := chunkmap.New(shape, base.Chunks, base.Type.Size, base.Fill)
 	if err != nil {
 		return err
 	}
 	for i, g := range grids {
-		if err := arr.MapBase(g, rows[i]); err != nil {
+		if err := m.MapBase(g, rows[i]); err != nil {
 			return err
 		}
 	}
 	d := &Dataset{
 		Path: path, Type: base.Type, Shape: slices.Clone(shape), Chunks: base.Chunks, Fill: base.Fill,
 		Filters: base.Filters, RawData: base.RawData, Layout: h5.Virtual,
-		fillDefined: base.fillDefined, f: f, raw: base.raw, arr: arr,
+		fillDefined: base.fillDefined, f: f, raw: base.raw, arr: m,
 	}
 	if len(grids) == 0 {
 		d.Layout = h5.Contiguous
@@ -161,14 +152,14 @@ func (f *File) NewDataset(path, rawPath string, shape []int64) (*Dataset, error)
 	if !info.Type.Raw || info.Type.VlenString || len(info.Chunks) != len(shape) {
 		return nil, fmt.Errorf("%s: %w: new datasets take fixed-size elements of rank %d", rawPath, ErrUnsupported, len(shape))
 	}
-	arr, err := staged.New(shape, info.Chunks, info.Type.Size, info.Fill)
+	m, err := chunkmap.New(shape, info.Chunks, info.Type.Size, info.Fill)
 	if err != nil {
 		return nil, err
 	}
 	d := &Dataset{
 		Path: path, Type: info.Type, Shape: slices.Clone(shape), Chunks: info.Chunks, Fill: info.Fill,
 		Filters: info.Filters, RawData: rawPath, Layout: h5.Contiguous,
-		fillDefined: info.FillDefined, f: f, raw: raw, arr: arr,
+		fillDefined: info.FillDefined, f: f, raw: raw, arr: m,
 	}
 	d.size = int64(d.Type.Size)
 	for _, s := range shape {

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/vh5fs/vh5fs/chunkmap"
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
@@ -31,7 +32,7 @@ type File struct {
 	mu    sync.Mutex
 	arr   *staged.Array // GUARDED_BY(mu)
 	wrote bool          // WriteAt since the last commit; GUARDED_BY(mu)
-	src   staged.ChunkSource
+	src   chunkmap.ChunkSource
 	// sz is arr.Size(), stored after each change under mu: Size reads it without waiting
 	// for mu, which a commit holds for as long as it runs.
 	sz atomic.Int64
@@ -99,7 +100,7 @@ func (f *File) open(c *commit.Committer, version, rel string, sink bool) error {
 
 // NewFile returns a File on arr, whose base chunks src reads (nil: no base): a dataset
 // created in a stage, or restored from one saved.
-func NewFile(arr *staged.Array, src staged.ChunkSource) *File {
+func NewFile(arr *staged.Array, src chunkmap.ChunkSource) *File {
 	f := &File{arr: arr, src: src}
 	f.sz.Store(arr.Size())
 	return f
@@ -113,7 +114,7 @@ func (h *File) Hold() (arr *staged.Array, release func()) {
 }
 
 // Source reads the chunks of the file's base version.
-func (h *File) Source() staged.ChunkSource { return h.src }
+func (h *File) Source() chunkmap.ChunkSource { return h.src }
 
 // Size is the file's size in bytes as the handle sees it.
 func (h *File) Size() int64 { return h.sz.Load() }
