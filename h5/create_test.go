@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/xattrs"
+	"github.com/vh5fs/vh5fs/h5json"
 )
 
 // The golden multi-change edit (tests/testdata/fixtures/README.md): versioned-hdf5 created
@@ -498,7 +498,7 @@ func TestSetAttrJSON(t *testing.T) {
 		if want == "" {
 			want = c.json
 		}
-		r, err := json.Marshal(xattrs.AttrJSON(a))
+		r, err := json.Marshal(h5json.Attr(a))
 		require.NoError(t, err)
 		require.JSONEq(t, want, string(r), c.name)
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/versions"
-	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // optionsOf turns a golden's vh5fs modify arguments into Options, as the command does.
@@ -119,7 +119,7 @@ func attrsOf(t *testing.T, file, version, dataset string) map[string]string {
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, a := range as {
-		out[a.Name] = fmt.Sprint(xattrs.AttrJSON(a))
+		out[a.Name] = fmt.Sprint(h5json.Attr(a))
 	}
 	return out
 }
