@@ -13,7 +13,7 @@ import (
 func TestParseTime(t *testing.T) {
 	want := time.Date(2024, 1, 1, 2, 30, 0, 0, time.UTC)
 	for _, s := range []string{"2024-01-01 02:30:00", "2024-01-01T02:30:00Z", "2024-01-01 02:30:00.000000+0000",
-		"2024-01-01 03:30:00+01:00", "2024-01-01 02:30"} {
+		"2024-01-01 03:30:00+01:00", "2024-01-01 02:30", "2024-01-01T02:30Z", "2024-01-01T03:30+01:00", "2024-01-01T02:30"} {
 		got, err := ParseTime(s)
 		require.NoError(t, err, s)
 		require.True(t, want.Equal(got), "%s: %v", s, got)

@@ -107,10 +107,10 @@ stage is saved beside the file (it records the slots the reclaim would move).
 	}
 }
 
-const timeHelp = `TIME (--at): "2024-01-01 02:30:00" (UTC unless a zone is given: +0100, Z), optional
-fraction of a second, a date alone, or RFC 3339. The version current at TIME is the one
-whose timestamp is exactly TIME, else the newest version whose timestamp is strictly
-before TIME (versioned-hdf5's rule).
+const timeHelp = `TIME (--at, MNT/at/TIME): "2024-01-01 02:30:00" (UTC unless a zone is given: +0100,
+Z), optional fraction of a second, "2024-01-01T02:30Z", a date alone, or RFC 3339. The
+version current at TIME is the one whose timestamp is exactly TIME, else the newest
+version whose timestamp is strictly before TIME (versioned-hdf5's rule).
 `
 
 func runHelp(args []string, stderr io.Writer) int {
