@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/named"
 	"github.com/vh5fs/vh5fs/txn"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -88,6 +89,10 @@ func (c *Committer) renameVersion(old, new string) error {
 	if err != nil {
 		return err
 	}
+	refs, err := named.Read(h)
+	if err != nil {
+		return err
+	}
 	// The names change in many headers: no order of writes keeps them whole (InPlace).
 	return txn.Run(h, txn.Change{InPlace: true, Publish: func() error {
 		if err := h.Move(versions.VersionsGroup+"/"+old, versions.VersionsGroup+"/"+new); err != nil {
@@ -108,7 +113,12 @@ func (c *Committer) renameVersion(old, new string) error {
 			}
 		}
 		if cur == old {
-			return versions.SetCurrent(h, new)
+			if err := versions.SetCurrent(h, new); err != nil {
+				return err
+			}
+		}
+		if !refs.Empty() { // the version's names follow it
+			return named.Write(h, refs.Renamed(old, new))
 		}
 		return nil
 	}})

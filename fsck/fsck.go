@@ -68,6 +68,7 @@ func CheckProgress(file string, progress func(phase string, done, total int64)) 
 	if err := c.versions(); err != nil {
 		return nil, err
 	}
+	c.names()
 	if err := c.hashTables(); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/lifecycle"
+	"github.com/vh5fs/vh5fs/named"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
@@ -38,6 +39,10 @@ var errnos = []struct {
 	{stage.ErrBusy, syscall.EBUSY},
 	{stage.ErrStale, syscall.ESTALE},
 	{stagedir.ErrInUse, syscall.EBUSY},
+	{named.ErrHeld, syscall.EBUSY},
+	{named.ErrExists, syscall.EEXIST},
+	{named.ErrNotFound, syscall.ENOENT},
+	{named.ErrName, syscall.EINVAL},
 }
 
 // errno is the one place errors become errno values, for every node. An error carrying a

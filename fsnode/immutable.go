@@ -66,6 +66,8 @@ func (m *mount) refusal(op, mp string) string {
 		return "modes, owners and times are fixed (the mount's uid=, gid= and umask= options set them)"
 	case mp == "stage" || strings.HasPrefix(mp, "stage/"):
 		return "stage/ holds only stages: mkdir MNT/stage/NAME makes one, rm -r MNT/stage/NAME discards it, mv MNT/stage/NAME MNT/versions/ commits it"
+	case mp == tagsDir || strings.HasPrefix(mp, tagsDir+"/"):
+		return "tags/ holds only tags, which never move: ln -s versions/VERSION MNT/tags/NAME tags a version (read-write mounts), rm MNT/tags/NAME deletes the tag"
 	case mp == atDir || strings.HasPrefix(mp, atDir+"/"):
 		return "at/TIME is the version current at TIME, looked up, never made: nothing in at/ changes"
 	case !inVersions:

@@ -129,6 +129,11 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 			out.SetEntryTimeout(n.m.mutable())
 			out.SetAttrTimeout(n.m.mutable())
 			return n.NewInode(ctx, &currentNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino("current", "")}), 0
+		case tagsDir:
+			n.m.dirAttr(&out.Attr, n.m.mtime)
+			out.SetEntryTimeout(n.m.mutable())
+			out.SetAttrTimeout(n.m.mutable())
+			return n.NewInode(ctx, &tagsNode{frozenDir: frozenDir{n.m, tagsDir}}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(tagsDir, "")}), 0
 		case atDir:
 			n.m.dirAttr(&out.Attr, n.m.mtime)
 			out.SetEntryTimeout(n.m.mutable())
@@ -158,7 +163,8 @@ func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		if cur, err := n.m.file.CurrentVersion(); err != nil || servable(cur) {
 			list = append(list, fuse.DirEntry{Name: "current", Mode: fuse.S_IFLNK, Ino: ino("current", "")})
 		}
-		list = append(list, fuse.DirEntry{Name: atDir, Mode: fuse.S_IFDIR, Ino: ino(atDir, "")})
+		list = append(list, fuse.DirEntry{Name: atDir, Mode: fuse.S_IFDIR, Ino: ino(atDir, "")},
+			fuse.DirEntry{Name: tagsDir, Mode: fuse.S_IFDIR, Ino: ino(tagsDir, "")})
 		if n.m.stages != nil {
 			list = append(list, fuse.DirEntry{Name: "stage", Mode: fuse.S_IFDIR, Ino: ino("stages", "")})
 		}
@@ -168,7 +174,7 @@ func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		return nil, errn
 	}
 	for _, e := range plain {
-		if n.m.file.Versioned() && (e.Name == "versions" || e.Name == "current" || e.Name == atDir || (e.Name == "stage" && n.m.stages != nil)) {
+		if n.m.file.Versioned() && (e.Name == "versions" || e.Name == "current" || e.Name == atDir || e.Name == tagsDir || (e.Name == "stage" && n.m.stages != nil)) {
 			continue
 		}
 		list = append(list, e)

@@ -2,6 +2,7 @@
 // the chunks only they used, renaming a version, reverting (moving current_version),
 // rewriting a dataset's storage in every version (modify) and compacting the file. Each
 // has one entry point here, which the mount (fsnode) and the commands (cmd/vh5fs) call,
+// as do the changes of the file's names (Tag, Untag: package named),
 // and nothing below it:
 //
 //   - it takes the write side: the file's commit.Committer, whose locks keep commits out
@@ -9,7 +10,7 @@
 //     take the file to themselves through HDF5's file locking;
 //   - it checks the stages kept beside the file with stagedir.Check, the one check
 //     (stagedir.ErrInUse), and the holders: files open for writing through the mount
-//     (commit.ErrBusy);
+//     (commit.ErrBusy) and, for a deletion, tags (named.ErrHeld);
 //   - it runs the engine below it — lifecycle (deletions, reclaims), commit (rename,
 //     revert), modify, compact — each writing through package txn;
 //   - it reports progress as the engine does.
@@ -39,13 +40,17 @@ type DeleteOptions struct {
 // Delete deletes versions names from the file c writes, as versioned-hdf5's
 // delete_versions does, in one transaction, and returns the plan it carried out. It is
 // refused while a stage is kept beside the file (stagedir.ErrInUse) or a file is open for
-// writing through c (commit.ErrBusy): both record raw_data slots, which a deletion moves.
+// writing through c (commit.ErrBusy): both record raw_data slots, which a deletion moves;
+// and for a version a tag holds (named.ErrHeld): untag it first.
 func Delete(c *commit.Committer, names []string, o DeleteOptions) (*lifecycle.Plan, error) {
 	if err := stagedir.Check(c.File().Path(), stagedir.Deletion(names)); err != nil {
 		return nil, err
 	}
 	var p *lifecycle.Plan
 	err := c.Rewrite(func(f *versions.File) (err error) {
+		if err := checkHolds(f, names); err != nil {
+			return err
+		}
 		if o.Pending {
 			p, err = lifecycle.DeleteBody(f, names)
 		} else {
@@ -60,6 +65,9 @@ func Delete(c *commit.Committer, names []string, o DeleteOptions) (*lifecycle.Pl
 // Delete is while a stage is kept beside the file.
 func PlanDelete(f *versions.File, names []string, progress lifecycle.Progress) (*lifecycle.Plan, error) {
 	if err := stagedir.Check(f.Path(), stagedir.Deletion(names)); err != nil {
+		return nil, err
+	}
+	if err := checkHolds(f, names); err != nil {
 		return nil, err
 	}
 	return lifecycle.PlanDeleteProgress(f, names, progress)

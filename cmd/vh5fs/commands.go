@@ -232,6 +232,9 @@ func fail(stderr io.Writer, file string, err error) int {
 	return 1
 }
 
+// errNotVersioned refuses a plain HDF5 file where versions are needed.
+var errNotVersioned = errors.New("not a versioned-hdf5 file (no _version_data)")
+
 // openVersioned opens file for reading and requires the versioned-hdf5 layout.
 func openVersioned(file string) (*versions.File, error) {
 	f, err := versions.Open(file)
@@ -240,7 +243,7 @@ func openVersioned(file string) (*versions.File, error) {
 	}
 	if !f.Versioned() {
 		f.Close()
-		return nil, errors.New("not a versioned-hdf5 file (no _version_data)")
+		return nil, errNotVersioned
 	}
 	return f, nil
 }
@@ -641,7 +644,7 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 	}
 	defer f.Close()
 	if !f.Versioned() && (rest != "" || *at != "") {
-		return fail(stderr, file, errors.New("not a versioned-hdf5 file (no _version_data)"))
+		return fail(stderr, file, errNotVersioned)
 	}
 	if rest == "" && *at == "" {
 		if err := fileInfo(stdout, f, file); err != nil {
@@ -1032,6 +1035,13 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 	vs, err := f.Versions()
 	if err != nil {
 		return fail(stderr, file, err)
+	}
+	notes, err := fsck.NameNotes(f)
+	if err != nil {
+		return fail(stderr, file, err)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(stdout, "%s: %s\n", file, strings.ReplaceAll(n, "FILE", file))
 	}
 	fmt.Fprintf(stdout, "ok: %d versions checked\n", len(vs))
 	return 0

@@ -9,8 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -30,7 +32,7 @@ file: the children of a deleted version get its nearest kept ancestor as prev_ve
 current_version moves to that ancestor if it was deleted, the chunks no kept version maps
 are dropped from raw_data and hash_table (the others move down in their slot order), and
 a data group no kept version has goes. __first_version__ cannot be deleted, nor a version
-a saved stage is based on. The deletion is one journaled sync: killed at any moment, the
+a saved stage is based on, nor one a tag holds (vh5fs tag; untag it first). The deletion is one journaled sync: killed at any moment, the
 file is as it was, or deleted as a whole after 'vh5fs fsck --repair FILE' (or the next
 read-write mount).
 
@@ -38,6 +40,7 @@ Instead of naming versions, a policy picks them by timestamp, never the current 
   --keep-last N     keep the N newest versions, delete the rest
   --keep-every N    keep the newest version and every N-th older one
   --before TIME     delete the versions older than TIME (see 'vh5fs help time')
+A policy keeps tagged versions besides what it keeps, and says which.
 -n (--dry-run) prints what would be deleted and freed, and changes nothing.
 
 Prints the versions deleted, the prev_version links and current_version changed, the
@@ -110,7 +113,7 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 		f, err = openVersioned(file)
 	} else if f, err = versions.OpenRW(file); err == nil && !f.Versioned() {
 		f.Close()
-		err = errors.New("not a versioned-hdf5 file (no _version_data)")
+		err = errNotVersioned
 	}
 	if err != nil {
 		return fail(stderr, file, err)
@@ -121,11 +124,12 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, file, err)
 	}
 	if policies == 1 {
-		cur, err := f.CurrentVersion()
-		if err != nil {
+		var held map[string][]string
+		if names, held, err = history.Select(f, policy); err != nil {
 			return fail(stderr, file, err)
 		}
-		if names = lifecycle.Select(vs, cur, policy); len(names) == 0 {
+		printHeld(stdout, file, held, *dry)
+		if len(names) == 0 {
 			fmt.Fprintf(stdout, "%s: no version to delete (%d kept)\n", file, len(vs))
 			return 0
 		}
@@ -173,6 +177,22 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "freed %s of chunk data; %s %s: %s\n",
 		byteSize(p.FreedBytes), file, sizeChange(sizeBefore.Size(), after.Size()), compactAfterDelete)
 	return 0
+}
+
+// printHeld says which versions a policy picked that tags hold, and so are kept.
+func printHeld(w io.Writer, file string, held map[string][]string, dry bool) {
+	if len(held) == 0 {
+		return
+	}
+	var parts []string
+	for _, v := range slices.Sorted(maps.Keys(held)) {
+		parts = append(parts, v+" (tag "+strings.Join(held[v], ", ")+")")
+	}
+	keep := "kept"
+	if dry {
+		keep = "would keep"
+	}
+	fmt.Fprintf(w, "%s: %s %s the policy picked, held by tags: %s\n", file, keep, plural(int64(len(held)), "version"), strings.Join(parts, " "))
 }
 
 // compactAfterDelete is where the space a deletion frees goes.
@@ -260,18 +280,23 @@ func writeSide(f *versions.File, fn func(c *commit.Committer) error) error {
 	return fn(c)
 }
 
-// checkDeletable refuses, in one line, a file delete cannot write: on a read-only
-// filesystem, not writable, in a directory that takes no journal, or locked by another
-// process (a vh5fs mount, an HDF5 writer or reader), as a read-write mount's preflight
-// (rwcheck.go) does.
+// checkDeletable refuses, in one line, a file delete cannot write (checkWritableFor).
 func checkDeletable(file string) error {
+	return checkWritableFor(file, "delete", "deleting", "nothing can be deleted from the file")
+}
+
+// checkWritableFor refuses, in one line, a file a command (verb, gerund: "delete",
+// "deleting"; none: what it cannot do then) cannot write: on a read-only filesystem, not
+// writable, in a directory that takes no journal, or locked by another process (a vh5fs
+// mount, an HDF5 writer or reader), as a read-write mount's preflight (rwcheck.go) does.
+func checkWritableFor(file, verb, gerund, none string) error {
 	st, err := os.Stat(file)
 	if err != nil || !st.Mode().IsRegular() {
 		return nil // the open reports it
 	}
 	var fs unix.Statfs_t
 	if unix.Statfs(file, &fs) == nil && fs.Flags&unix.ST_RDONLY != 0 {
-		return fmt.Errorf("%s: its filesystem is read-only: nothing can be deleted from the file", file)
+		return fmt.Errorf("%s: its filesystem is read-only: %s", file, none)
 	}
 	fh, err := os.OpenFile(file, os.O_RDWR, 0)
 	if err != nil {
@@ -287,8 +312,8 @@ func checkDeletable(file string) error {
 		err = checkDirWritable(dir)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: directory %s %v: delete writes its journal (%s) beside the file",
-			file, dir, err, filepath.Base(file)+h5.JournalSuffix)
+		return fmt.Errorf("%s: directory %s %v: %s writes its journal (%s) beside the file",
+			file, dir, err, verb, filepath.Base(file)+h5.JournalSuffix)
 	}
 	if v := strings.ToUpper(os.Getenv("HDF5_USE_FILE_LOCKING")); v == "FALSE" || v == "0" {
 		return nil
@@ -304,17 +329,17 @@ func checkDeletable(file string) error {
 	h, ok := conflictingHolder(file, true)
 	switch {
 	case !ok:
-		return fmt.Errorf("%s: another process holds a lock on the file: deleting needs the file to itself; close it there first", file)
+		return fmt.Errorf("%s: another process holds a lock on the file: %s needs the file to itself; close it there first", file, gerund)
 	case h.mountedAt != "" && h.exclusive:
-		return fmt.Errorf("%s: in use by the read-write vh5fs mount at %s (pid %d): unmount it first (umount %s), then delete",
-			file, h.mountedAt, h.pid, h.mountedAt)
+		return fmt.Errorf("%s: in use by the read-write vh5fs mount at %s (pid %d): unmount it first (umount %s), then %s",
+			file, h.mountedAt, h.pid, h.mountedAt, verb)
 	case h.mountedAt != "":
-		return fmt.Errorf("%s: in use by the read-only vh5fs mount at %s (pid %d): deleting needs the file to itself; "+
-			"unmount it first (umount %s)", file, h.mountedAt, h.pid, h.mountedAt)
+		return fmt.Errorf("%s: in use by the read-only vh5fs mount at %s (pid %d): %s needs the file to itself; "+
+			"unmount it first (umount %s)", file, h.mountedAt, h.pid, gerund, h.mountedAt)
 	case h.exclusive:
 		return fmt.Errorf("%s: another process holds the file's lock for writing (pid %d, %s): wait until it closes the file",
 			file, h.pid, orUnknown(h.comm))
 	}
-	return fmt.Errorf("%s: another process has the file open (pid %d, %s): deleting needs the file to itself; close it there first",
-		file, h.pid, orUnknown(h.comm))
+	return fmt.Errorf("%s: another process has the file open (pid %d, %s): %s needs the file to itself; close it there first",
+		file, h.pid, orUnknown(h.comm), gerund)
 }

@@ -1,0 +1,162 @@
+// Package named owns a file's named references: tags, which name a version for good and
+// hold it (no deletion removes a tagged version), and branches, which name a head that
+// moves. They live in one attribute of the versions group, where versioned-hdf5 neither
+// reads nor rewrites them (its commits, delete_versions, modify_metadata and hash-table
+// rebuilds leave the group's other attributes in place):
+//
+//	/_version_data/versions  attribute "vh5fs_refs", a variable-length UTF-8 string:
+//	{"format":1,"tags":{"release-1":{"version":"v2","timestamp":"2024-01-01 01:00:00.000000+0000"}},
+//	 "branches":{"dev":{"version":"v3","timestamp":"..."}}}
+//
+// Each name records its version's timestamp beside its name: versioned-hdf5 can delete a
+// version and later commit another of the same name, and a name must never follow it
+// there. A name is live while a committed version of that name has that timestamp, and
+// dangling otherwise (fsck reports it; the mount shows it as a link that leads nowhere).
+// A file without names has no attribute: it stays byte for byte what it was. Every change
+// is written through package txn, so a kill leaves the old names or the new ones.
+package named
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+
+	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+// Attr is the versions group's attribute that holds the names.
+const Attr = "vh5fs_refs"
+
+// format is the version of Attr's JSON this package writes and reads.
+const format = 1
+
+// Errors of name changes, wrapped with the name.
+var (
+	ErrExists   = errors.New("a tag of that name exists (a tag never moves: delete it first)")
+	ErrNotFound = errors.New("no tag of that name")
+	ErrName     = errors.New("not a valid name (letters, digits, '.', '_' and '-', starting with a letter or digit)")
+	ErrHeld     = errors.New("held by a tag")
+)
+
+// Target is the version a name names, by its name and timestamp.
+type Target struct {
+	Version   string `json:"version"`
+	Timestamp string `json:"timestamp"`
+}
+
+// Refs are a file's names.
+type Refs struct {
+	Tags     map[string]Target `json:"tags,omitempty"`
+	Branches map[string]Target `json:"branches,omitempty"`
+}
+
+type stored struct {
+	Format int `json:"format"`
+	Refs
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$`)
+
+// CheckName refuses a name that is not a valid tag or branch name (ErrName): one a shell,
+// a path and the mount's links all carry unquoted.
+func CheckName(name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("%q: %w", name, ErrName)
+	}
+	return nil
+}
+
+// Decode reads Attr's value.
+func Decode(b []byte) (Refs, error) {
+	var s stored
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Refs{}, fmt.Errorf("%s: %w", Attr, err)
+	}
+	if s.Format != format {
+		return Refs{}, fmt.Errorf("%s: format %d, this vh5fs reads format %d: %w", Attr, s.Format, format, versions.ErrUnsupported)
+	}
+	return s.Refs, nil
+}
+
+// Encode is Attr's value for r: one line of JSON, the names sorted, so that the same
+// names always make the same bytes.
+func (r Refs) Encode() ([]byte, error) { return json.Marshal(stored{Format: format, Refs: r}) }
+
+// Empty reports whether r names nothing.
+func (r Refs) Empty() bool { return len(r.Tags) == 0 && len(r.Branches) == 0 }
+
+// Clone is a copy of r whose maps r's changes leave alone.
+func (r Refs) Clone() Refs {
+	return Refs{Tags: maps.Clone(r.Tags), Branches: maps.Clone(r.Branches)}
+}
+
+// Read reads h's names (none if the file has no Attr).
+func Read(h *h5.File) (Refs, error) {
+	a, ok, err := h.Attr(versions.VersionsGroup, Attr)
+	if err != nil || !ok {
+		return Refs{}, err
+	}
+	s, isString := a.Value.(string)
+	if !isString {
+		return Refs{}, fmt.Errorf("%s of %s is not a string", Attr, versions.VersionsGroup)
+	}
+	return Decode([]byte(s))
+}
+
+// Write replaces h's names by r: the attribute, or none if r is empty. Call it in a
+// transaction's publish (txn.Change).
+func Write(h *h5.File, r Refs) error {
+	if r.Empty() {
+		if _, ok, err := h.Attr(versions.VersionsGroup, Attr); err != nil || !ok {
+			return err
+		}
+		return h.DeleteAttr(versions.VersionsGroup, Attr)
+	}
+	b, err := r.Encode()
+	if err != nil {
+		return err
+	}
+	return h.SetAttrString(versions.VersionsGroup, Attr, string(b))
+}
+
+// Live reports whether t names a committed version of vs (the same name and timestamp).
+func Live(vs []versions.Version, t Target) bool {
+	return slices.ContainsFunc(vs, func(v versions.Version) bool { return v.Name == t.Version && v.Timestamp == t.Timestamp })
+}
+
+// TargetOf is the target naming v.
+func TargetOf(v versions.Version) Target { return Target{Version: v.Name, Timestamp: v.Timestamp} }
+
+// Holding lists, sorted, the tags that hold version v.
+func (r Refs) Holding(v versions.Version) []string {
+	var out []string
+	for name, t := range r.Tags {
+		if t == TargetOf(v) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Renamed is r with every name of version old naming new instead (a rename keeps the
+// version's timestamp, so its names follow it).
+func (r Refs) Renamed(old, new string) Refs {
+	out := r.Clone()
+	for _, m := range []map[string]Target{out.Tags, out.Branches} {
+		for name, t := range m {
+			if t.Version == old {
+				t.Version = new
+				m[name] = t
+			}
+		}
+	}
+	return out
+}
+
+// Names lists the names of m, sorted.
+func Names(m map[string]Target) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,58 @@
+package named
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vh5fs/vh5fs/versions"
+)
+
+func TestCodec(t *testing.T) {
+	r := Refs{
+		Tags:     map[string]Target{"release-1": {"v2", "2024-01-01 01:00:00.000000+0000"}, "a": {"v1", "t1"}},
+		Branches: map[string]Target{"dev": {"v3", "t3"}},
+	}
+	b, err := r.Encode()
+	require.NoError(t, err)
+	require.Equal(t, `{"format":1,"tags":{"a":{"version":"v1","timestamp":"t1"},"release-1":{"version":"v2","timestamp":"2024-01-01 01:00:00.000000+0000"}},"branches":{"dev":{"version":"v3","timestamp":"t3"}}}`, string(b), "canonical: keys sorted")
+	got, err := Decode(b)
+	require.NoError(t, err)
+	require.Equal(t, r, got)
+	_, err = Decode([]byte(`{"format":2,"tags":{}}`))
+	require.ErrorIs(t, err, versions.ErrUnsupported, "a later format is refused, never misread")
+	_, err = Decode([]byte(`not json`))
+	require.ErrorContains(t, err, Attr)
+}
+
+func TestCheckName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"release-1": true, "v2.0_rc": true, "A": true,
+		"": false, ".hidden": false, "-x": false, "a/b": false, "a b": false, "(dangling)": false, "é": false,
+	} {
+		err := CheckName(name)
+		if ok {
+			require.NoError(t, err, name)
+		} else {
+			require.ErrorIs(t, err, ErrName, name)
+		}
+	}
+}
+
+// TestLiveHoldingRenamed: a name is live only for the version of its name and timestamp;
+// tags hold that version alone; a rename carries every name of the version along.
+func TestLiveHoldingRenamed(t *testing.T) {
+	v2 := versions.Version{Name: "v2", Timestamp: "t2"}
+	again := versions.Version{Name: "v2", Timestamp: "t9"} // deleted by another program, then made again
+	r := Refs{Tags: map[string]Target{"b": TargetOf(v2), "a": TargetOf(v2), "c": {"v3", "t3"}},
+		Branches: map[string]Target{"dev": TargetOf(v2)}}
+	require.True(t, Live([]versions.Version{v2}, r.Tags["a"]))
+	require.False(t, Live([]versions.Version{again}, r.Tags["a"]), "never followed to another version of the name")
+	require.Equal(t, []string{"a", "b"}, r.Holding(v2))
+	require.Empty(t, r.Holding(again))
+	moved := r.Renamed("v2", "w2")
+	require.Equal(t, Target{"w2", "t2"}, moved.Tags["a"])
+	require.Equal(t, Target{"w2", "t2"}, moved.Branches["dev"])
+	require.Equal(t, Target{"v3", "t3"}, moved.Tags["c"])
+	require.Equal(t, Target{"v2", "t2"}, r.Tags["a"], "r itself is left as it was")
+}
