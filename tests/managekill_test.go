@@ -16,10 +16,11 @@ import (
 )
 
 // TestKillDuringManage kills a read-write mount just before each system call of the sync
-// of a rename (mv versions/v3 versions/r3) and of a revert (setfattr user.vh5fs.current)
-// in turn (h5.SyncKillEnv), until one run completes. After each kill, before any repair,
+// of a rename (mv versions/v3 versions/r3), of a revert (setfattr user.vh5fs.current) and of
+// a tag (ln -s versions/v3 MNT/tags/release-1) in turn (h5.SyncKillEnv), until one run
+// completes. After each kill, before any repair,
 // h5py reads the file as the original or as the changed one (every version, its parent,
-// its data, current_version), or, for a kill inside a rename's guarded apply (the file
+// its data, current_version, the names), or, for a kill inside a rename's guarded apply (the file
 // marked, a whole journal beside it), finds no HDF5 file: never names half changed.
 // `vh5fs fsck --repair` then leaves the file old (no journal) or changed (a whole journal:
 // the kill came after the commit point).
@@ -36,13 +37,14 @@ func TestKillDuringManage(t *testing.T) {
 			return os.Rename(filepath.Join(mnt, "versions", "v3"), filepath.Join(mnt, "versions", "r3"))
 		}, true},
 		{"revert", func(mnt string) error { return xattr.Set(mnt, "user.vh5fs.current", []byte("v2")) }, false},
+		{"tag", func(mnt string) error { return os.Symlink("versions/v3", filepath.Join(mnt, "tags", "release-1")) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			base := fixturePath("golden_delete_middle-before.h5")
 			state := func(file string) ([]string, []string) {
 				lines, failed := committedLines(t, file)
-				return append(lines, "current "+currentOf(t, file)), failed
+				return append(lines, "current "+currentOf(t, file), "names "+namesOf(t, file)), failed
 			}
 			old, _ := state(base)
 			ref := copyPath(t, base)
@@ -120,6 +122,15 @@ func currentOf(t *testing.T, file string) string {
 	t.Helper()
 	out, err := exec.Command("/usr/bin/python3", "-c",
 		`import sys, h5py; print(h5py.File(sys.argv[1], "r")["_version_data/versions"].attrs["current_version"])`, file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return strings.TrimSpace(string(out))
+}
+
+// namesOf is the file's names attribute (package named) as h5py reads it, "none" if absent.
+func namesOf(t *testing.T, file string) string {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/python3", "-c",
+		`import sys, h5py; print(h5py.File(sys.argv[1], "r")["_version_data/versions"].attrs.get("vh5fs_refs", "none"))`, file).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return strings.TrimSpace(string(out))
 }
