@@ -62,6 +62,26 @@ func Names(f *versions.File) (named.Refs, []versions.Version, error) {
 	return r, vs, err
 }
 
+// Resolve is the committed version name names: a version of that name, else the version
+// a tag of that name holds. A dangling tag is refused, never followed to another version.
+func Resolve(f *versions.File, name string) (string, error) {
+	if _, ok, err := f.Version(name); err != nil || ok {
+		return name, err
+	}
+	r, vs, err := Names(f)
+	if err != nil {
+		return "", err
+	}
+	t, ok := r.Tags[name]
+	switch {
+	case !ok:
+		return "", fmt.Errorf("no version %q, and no tag of that name", name)
+	case !named.Live(vs, t):
+		return "", fmt.Errorf("tag %s is dangling: version %s of %s is gone", name, t.Version, t.Timestamp)
+	}
+	return t.Version, nil
+}
+
 // Select is the versions policy p deletes from f, and the versions it would have deleted
 // that tags hold and it keeps (with the tags that hold each).
 func Select(f *versions.File, p lifecycle.Policy) (del []string, held map[string][]string, err error) {

@@ -51,6 +51,24 @@ func TestTagsKeptByLibrary(t *testing.T) {
 			out, stderr, code := vh5fsRun(t, "fsck", file)
 			require.Equal(t, 0, code, stderr)
 			require.Equal(t, tc.dangling, strings.Contains(out, "dangling: tag release-1 names version v2"), out)
+			out, stderr, code = vh5fsRun(t, "log", file, "--oneline")
+			require.Equal(t, 0, code, stderr)
+			require.Contains(t, out, "v3  2024-01-01 02:00:00.000000+0000  1 changed (tag: keep)\n", "log decorates tagged versions")
+			require.Equal(t, !tc.dangling, strings.Contains(out, "(tag: release-1)"), out)
+			// ls, info, diff and refs take a tag where they take a version.
+			byTag, stderr, code := vh5fsRun(t, "ls", file, "release-1")
+			if tc.dangling {
+				require.Equal(t, 1, code)
+				require.Contains(t, stderr, "tag release-1 is dangling: version v2 of 2024-01-01 01:00:00.000000+0000 is gone")
+			} else {
+				require.Equal(t, 0, code, stderr)
+				byName, _, _ := vh5fsRun(t, "ls", file, "v2")
+				require.Equal(t, byName, byTag)
+				for _, args := range [][]string{{"info", file + ":release-1/x"}, {"diff", file, "release-1", "keep"}, {"refs", file, "release-1"}} {
+					_, stderr, code := vh5fsRun(t, args...)
+					require.Equal(t, 0, code, "%v: %s", args, stderr)
+				}
+			}
 			m := mount(t, file, "ro")
 			defer m.unmount(t)
 			link, err := os.Readlink(filepath.Join(m.Dir, "tags", "release-1"))

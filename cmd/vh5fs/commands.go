@@ -18,7 +18,9 @@ import (
 	"github.com/vh5fs/vh5fs/fsck"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5json"
+	"github.com/vh5fs/vh5fs/history"
 	"github.com/vh5fs/vh5fs/inspect"
+	"github.com/vh5fs/vh5fs/named"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -248,7 +250,24 @@ func openVersioned(file string) (*versions.File, error) {
 	return f, nil
 }
 
-// resolveVersion picks the version: the one named, the one current at at, or the current.
+// decoration marks v in a log as git log --decorate does: " (current, tag: release-1)",
+// "" for a version neither current nor tagged.
+func decoration(v versions.Version, cur string, refs named.Refs) string {
+	var marks []string
+	if v.Name == cur {
+		marks = append(marks, "current")
+	}
+	for _, tag := range refs.Holding(v) {
+		marks = append(marks, "tag: "+tag)
+	}
+	if len(marks) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(marks, ", ") + ")"
+}
+
+// resolveVersion picks the version: the one named (a version, or a tag of one), the one
+// current at at, or the current.
 func resolveVersion(f *versions.File, name, at string) (string, error) {
 	switch {
 	case at != "":
@@ -265,14 +284,7 @@ func resolveVersion(f *versions.File, name, at string) (string, error) {
 		}
 		return v.Name, nil
 	case name != "":
-		_, ok, err := f.Version(name)
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			return "", fmt.Errorf("no version %q", name)
-		}
-		return name, nil
+		return history.Resolve(f, name)
 	}
 	cur, err := f.CurrentVersion()
 	if err != nil {
@@ -346,6 +358,10 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, file, err)
 	}
+	refs, err := named.Read(f.HDF5())
+	if err != nil {
+		return fail(stderr, file, err)
+	}
 	all := hist
 	if *limit > 0 && *limit < len(hist) {
 		hist = hist[:*limit]
@@ -370,10 +386,7 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 			entries = append(entries, newLogJSON(v, parent, dangling, v.Name == cur, changes, attrs))
 			continue
 		}
-		mark := ""
-		if v.Name == cur {
-			mark = " (current)"
-		}
+		mark := decoration(v, cur, refs)
 		if *oneline {
 			fmt.Fprintf(stdout, "%s  %s  %s%s\n", v.Name, v.Timestamp, changedCount(len(changes), len(attrs)), mark)
 			continue
@@ -824,8 +837,8 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, file, err)
 	}
 	defer f.Close()
-	for _, v := range ops[1:3] {
-		if _, err := resolveVersion(f, v, ""); err != nil {
+	for i := 1; i <= 2; i++ {
+		if ops[i], err = resolveVersion(f, ops[i], ""); err != nil {
 			return fail(stderr, file, err)
 		}
 	}
@@ -1055,6 +1068,10 @@ func logAll(f *versions.File, file string, limit int, stdout, stderr io.Writer) 
 	if err != nil {
 		return fail(stderr, file, err)
 	}
+	refs, err := named.Read(f.HDF5())
+	if err != nil {
+		return fail(stderr, file, err)
+	}
 	cur, _ := f.CurrentVersion()
 	known := map[string]bool{}
 	for _, v := range vs {
@@ -1083,10 +1100,7 @@ func logAll(f *versions.File, file string, limit int, stdout, stderr io.Writer) 
 		if err != nil {
 			return fail(stderr, file, err)
 		}
-		mark := ""
-		if v.Name == cur {
-			mark = " (current)"
-		}
+		mark := decoration(v, cur, refs)
 		if v.PrevVersion != "" && !known[v.PrevVersion] {
 			mark += fmt.Sprintf(" (parent %s missing)", v.PrevVersion)
 		}

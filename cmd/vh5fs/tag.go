@@ -29,7 +29,9 @@ another version of the same name. NAME: letters, digits, '.', '_' and '-'. The t
 an attribute of the versions group (vh5fs_refs) that versioned-hdf5 keeps; each change is
 one journaled sync. In a mount: MNT/tags/NAME links to ../versions/VERSION, and on
 read-write mounts 'ln -s versions/VERSION MNT/tags/NAME' and 'rm MNT/tags/NAME' tag and
-untag. Refused while the file is mounted or open elsewhere: tag through the mount then.
+untag. log marks tagged versions (tag: NAME); ls, info, diff and refs take a tag wherever
+they take a version. Refused while the file is mounted or open elsewhere: tag through the
+mount then.
 `, runTag}
 }
 
