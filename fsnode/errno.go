@@ -38,6 +38,7 @@ var errnos = []struct {
 	{stage.ErrIsDir, syscall.EISDIR},
 	{stage.ErrBusy, syscall.EBUSY},
 	{stage.ErrStale, syscall.ESTALE},
+	{stage.ErrNoAttr, syscall.ENODATA},
 	{stagedir.ErrInUse, syscall.EBUSY},
 	{named.ErrHeld, syscall.EBUSY},
 	{named.ErrExists, syscall.EEXIST},

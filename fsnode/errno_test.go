@@ -39,7 +39,7 @@ func TestErrno(t *testing.T) {
 		{"stage: a group for a dataset", wrap(stage.ErrIsDir), syscall.EISDIR},
 		{"stage: a changed stage rebased", wrap(stage.ErrBusy), syscall.EBUSY},
 		{"stage: gone", wrap(stage.ErrStale), syscall.ESTALE},
-		{"stage: a missing attribute", wrap(xattrs.ErrMissing), syscall.ENODATA},
+		{"stage: a missing attribute", wrap(stage.ErrNoAttr), syscall.ENODATA},
 		{"anything else", errors.New("H5Dread failed"), syscall.EIO},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

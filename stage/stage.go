@@ -53,7 +53,6 @@ import (
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/writefile"
-	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // Manager is the stages of one read-write mount.
@@ -895,7 +894,7 @@ func (s *Stage) SetAttr(p, name string, value []byte) error {
 	})
 }
 
-// RemoveAttr removes HDF5 attribute name of the object at p (xattrs.ErrMissing if it has none).
+// RemoveAttr removes HDF5 attribute name of the object at p (ErrNoAttr if it has none).
 func (s *Stage) RemoveAttr(p, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -904,7 +903,7 @@ func (s *Stage) RemoveAttr(p, name string) error {
 		return err
 	}
 	if !slices.ContainsFunc(attrs, func(a Attr) bool { return a.Name == name }) {
-		return fmt.Errorf("%s: attribute %s: %w", p, name, xattrs.ErrMissing)
+		return fmt.Errorf("%s: attribute %s: %w", p, name, ErrNoAttr)
 	}
 	m := s.attrs[p]
 	if m == nil {

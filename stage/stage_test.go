@@ -19,7 +19,6 @@ import (
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
-	"github.com/vh5fs/vh5fs/xattrs"
 )
 
 // open opens file read-write with a Manager of its stages (a store of budget bytes), as
@@ -169,7 +168,7 @@ func TestTreeOperations(t *testing.T) {
 		{"an attribute of a broken list", func() error { return st.SetAttr("prices", "a", []byte(`[1, 2`)) }, ErrInvalid},
 		{"an attribute of a ragged list", func() error { return st.SetAttr("prices", "a", []byte(`[[1], [2, 3]]`)) }, ErrInvalid},
 		{"a reserved attribute", func() error { return st.SetAttr("prices", "raw_data", []byte(`"x"`)) }, ErrInvalid},
-		{"removing a missing attribute", func() error { return st.RemoveAttr("prices", "nope") }, xattrs.ErrMissing},
+		{"removing a missing attribute", func() error { return st.RemoveAttr("prices", "nope") }, ErrNoAttr},
 		{"discarding a stage with datasets", func() error { return m.Remove("s") }, ErrNotEmpty},
 		{"rebasing onto a missing version", func() error { return st.SetBase("nope") }, ErrNotExist},
 	}
