@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/decoded"
 	"github.com/vh5fs/vh5fs/fsnode"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/mountopts"
@@ -288,6 +289,12 @@ func runMount(args []string, stderr io.Writer) int {
 	}
 
 	e := fsnode.Engines{File: f}
+	if cfg.Cache && f.Versioned() && !cfg.Live {
+		// Closed before the file (defers run last first): its fills read the file.
+		if e.Cache = openCache(cfg); e.Cache != nil {
+			defer e.Cache.Close()
+		}
+	}
 	if cfg.ReadWrite {
 		if e.Commit, err = commit.Open(f, commit.Options{StageMem: cfg.StageMemBudget(), Name: cfg.CommitName}); err != nil {
 			if errors.Is(err, commit.ErrExists) {
@@ -499,4 +506,19 @@ func unmountOnSignal(srv *fuse.Server, mnt string, sigs <-chan os.Signal) {
 		return
 	}
 	slog.Warn("detached the mount lazily: it is gone from the tree; files still open are served until they close, then vh5fs exits", "mountpoint", mnt)
+}
+
+// openCache opens the decoded cache of -o cache; nil, logged, when it cannot be: the
+// mount then reads as without one.
+func openCache(cfg mountopts.Config) *decoded.Cache {
+	dir, err := cfg.CacheDirectory()
+	if err == nil {
+		var c *decoded.Cache
+		if c, err = decoded.Open(dir, cfg.CacheBytes()); err == nil {
+			slog.Debug("decoded cache", "dir", dir, "size", cfg.CacheBytes())
+			return c
+		}
+	}
+	slog.Warn("decoded cache off: reads go on without it", "err", err)
+	return nil
 }
