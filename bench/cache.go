@@ -1,0 +1,314 @@
+package main
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/vh5fs/vh5fs/fsnode"
+)
+
+// Suite "cache" (-suite cache): the decoded cache (-o cache) against the page cache of a
+// plain file of the same bytes and go-fuse's loopback with and without passthrough: first
+// and second sequential read of a fresh mount, 10,000 random 4 KiB preads (p50, p99) and a
+// numpy.memmap touching every page, for a hot version (its entry complete) and a cold one
+// (no entry: the fill starts after the first read), uncompressed and gzip+shuffle; then
+// the first read's cost while the cache fills: the old binary (-old-vh5fs, without a
+// cache) against this one with -o cache, alternating.
+
+// cacheTarget is one column group of the cache suite: how to serve the bytes and where.
+type cacheTarget struct {
+	name  string
+	mount func() (*mountProc, string, func(), error) // the mount, the file in it, a cleanup; nil: the plain file
+}
+
+// cacheSample is one repetition's figures of one target.
+type cacheSample struct {
+	first, second, memmap, memmap3 float64 // GB/s; memmap: first pass, memmap3: third
+	p50, p99              time.Duration
+}
+
+func benchCache(cache, vh5fs, old string, sizeMiB, reps int) error {
+	size := int64(sizeMiB) << 20
+	fmt.Printf("\ndecoded cache: a %d MiB float64 dataset (2-D, 1 MiB chunks); median of %d rounds, each target once a round\n", sizeMiB, reps)
+	raw := filepath.Join(cache, fmt.Sprintf("raw-%d.bin", size))
+	if err := writeRaw(raw, size); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	rows := size / 8 / 1024
+	fmt.Printf("%-14s %-12s | %8s %8s | %9s %9s | %8s %8s | %7s %7s %7s %7s %7s\n", "layout", "target", "1st GB/s", "2nd GB/s",
+		"pread p50", "p99", "mmap1", "mmap3", "1st/pc", "2nd/pc", "p50/pc", "mmap1/pc", "mmap3/pc")
+	for _, gz := range []bool{false, true} {
+		c := readConfig{"2-D 1MiB", []int64{rows, 1024}, []int64{128, 1024}, gz}
+		layout := "uncompressed"
+		if gz {
+			c.name += "+gzip4+shuffle"
+			layout = "gzip+shuffle"
+		}
+		file, _, err := generateRead(cache, c)
+		if err != nil {
+			return err
+		}
+		hotDir, err := os.MkdirTemp("", "vh5fs-bench-cache")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(hotDir)
+		if err := fillCache(vh5fs, file, hotDir); err != nil {
+			return err
+		}
+		mountVh5fs := func(hot string) func() (*mountProc, string, func(), error) {
+			return func() (*mountProc, string, func(), error) {
+				dir, cleanup := hot, func() {}
+				if dir == "" { // cold: an empty cache of its own each round
+					d, err := os.MkdirTemp("", "vh5fs-bench-cold")
+					if err != nil {
+						return nil, "", nil, err
+					}
+					dir, cleanup = d, func() { os.RemoveAll(d) }
+				}
+				m, err := startMount(vh5fs, "mount", "-o", "cache="+dir, file)
+				return m, "current/data", cleanup, err
+			}
+		}
+		loop := func(mode string) func() (*mountProc, string, func(), error) {
+			return func() (*mountProc, string, func(), error) {
+				m, err := startMount(self, "-suite", mode, "-src", filepath.Dir(raw))
+				return m, filepath.Base(raw), func() {}, err
+			}
+		}
+		targets := []cacheTarget{
+			{"page cache", nil},
+			{"loopback", loop("loopback-serve")},
+			{"loopback+pt", loop("loopback-passthrough-serve")},
+			{"vh5fs hot", mountVh5fs(hotDir)},
+			{"vh5fs cold", mountVh5fs("")},
+		}
+		samples := make([][]cacheSample, len(targets))
+		for r := 0; r < reps; r++ {
+			for i, tg := range targets {
+				s, err := measureCacheTarget(tg, raw, size)
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", layout, tg.name, err)
+				}
+				samples[i] = append(samples[i], s)
+			}
+		}
+		pc := samples[0]
+		for i, tg := range targets {
+			s := samples[i]
+			col := func(f func(cacheSample) float64) []float64 {
+				v := make([]float64, len(s))
+				for k := range s {
+					v[k] = f(s[k])
+				}
+				return v
+			}
+			ratio := func(f func(cacheSample) float64) float64 {
+				v := make([]float64, len(s))
+				for k := range s {
+					v[k] = f(s[k]) / f(pc[k])
+				}
+				return mid(v)
+			}
+			first := func(x cacheSample) float64 { return x.first }
+			second := func(x cacheSample) float64 { return x.second }
+			p50 := func(x cacheSample) float64 { return float64(x.p50) }
+			p99 := func(x cacheSample) float64 { return float64(x.p99) }
+			mm := func(x cacheSample) float64 { return x.memmap }
+			mm3 := func(x cacheSample) float64 { return x.memmap3 }
+			fmt.Printf("%-14s %-12s | %8.2f %8.2f | %9s %9s | %8.2f %8.2f | %6.2fx %6.2fx %6.2fx %7.2fx %7.2fx\n", layout, tg.name,
+				mid(col(first)), mid(col(second)), us(time.Duration(mid(col(p50)))), us(time.Duration(mid(col(p99)))), mid(col(mm)), mid(col(mm3)),
+				ratio(first), ratio(second), ratio(p50), ratio(mm), ratio(mm3))
+		}
+		if old != "" {
+			if err := fillCost(old, vh5fs, file, size, reps, layout); err != nil {
+				return err
+			}
+		}
+		os.RemoveAll(hotDir)
+	}
+	fmt.Println("mmap1, mmap3: numpy.memmap touching every page, first and third pass over one mapping (GB/s of the file).")
+	fmt.Println("1st/2nd: dd bs=1M of a fresh mount, then again (a new open); page cache: the plain file, read before; pc: page cache, the median of each round's ratio.")
+	fmt.Println("hot: the version's entry complete (the kernel serves it: passthrough); cold: no entry, the fill starts after the first read and runs meanwhile.")
+	fmt.Println("loopback+pt: go-fuse's loopback with FUSE passthrough; loopback: the daemon serves every READ.")
+	return nil
+}
+
+// measureCacheTarget takes one round's figures of tg: two sequential reads, the preads and
+// the memmap, on one fresh mount (the plain file: no mount).
+func measureCacheTarget(tg cacheTarget, raw string, size int64) (cacheSample, error) {
+	var s cacheSample
+	path := raw
+	if tg.mount != nil {
+		m, rel, cleanup, err := tg.mount()
+		if err != nil {
+			return s, err
+		}
+		defer cleanup()
+		defer m.stop()
+		path = filepath.Join(m.dir, rel)
+	} else if _, err := ddRate(raw); err != nil { // in the page cache
+		return s, err
+	}
+	var err error
+	if s.first, s.second, err = twice(path, tg.name); err != nil {
+		return s, err
+	}
+	if s.p50, s.p99, err = preads(path, size); err != nil {
+		return s, err
+	}
+	s.memmap, s.memmap3, err = memmapRate(path)
+	return s, err
+}
+
+// preads times 10,000 random 4 KiB preads of path (one open).
+func preads(path string, size int64) (p50, p99 time.Duration, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	return timePreads(f, size)
+}
+
+// memmapRate maps path with numpy.memmap and touches every page once, three times over
+// the one mapping: the first pass's rate (page faults) and the third's, GB/s of the file.
+func memmapRate(path string) (first, third float64, err error) {
+	out, err := runOut("/usr/bin/python3", "-c", `import sys, time, numpy as np
+m = np.memmap(sys.argv[1], dtype=np.uint8, mode="r")
+for _ in range(3):
+    t = time.perf_counter(); int(m[::4096].sum()); dt = time.perf_counter() - t
+    print(len(m) / dt / 1e9)`, path)
+	if err != nil {
+		return 0, 0, err
+	}
+	f := strings.Fields(out)
+	if len(f) != 3 {
+		return 0, 0, fmt.Errorf("memmap: %q", out)
+	}
+	if first, err = strconv.ParseFloat(f[0], 64); err != nil {
+		return 0, 0, err
+	}
+	third, err = strconv.ParseFloat(f[2], 64)
+	return first, third, err
+}
+
+// fillCache mounts file with -o cache=dir, reads its current version whole and waits until
+// the entry is complete.
+func fillCache(vh5fs, file, dir string) error {
+	m, err := startMount(vh5fs, "mount", "-o", "cache="+dir, file)
+	if err != nil {
+		return err
+	}
+	defer m.stop()
+	if _, err := ddRate(filepath.Join(m.dir, "current", "data")); err != nil {
+		return err
+	}
+	_, err = waitEntry(dir, 5*time.Minute)
+	return err
+}
+
+// waitEntry waits until dir holds a complete entry and returns how long that took.
+func waitEntry(dir string, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for time.Since(start) < limit {
+		des, _ := os.ReadDir(dir)
+		for _, de := range des {
+			if strings.HasSuffix(de.Name(), ".dec") {
+				return time.Since(start), nil
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("no cache entry in %s after %s", dir, limit)
+}
+
+// fillCost prints the first read of a fresh mount by the old binary (no cache) and by this
+// one with an empty cache, alternating, and how long after that read the entry was complete.
+func fillCost(old, vh5fs, file string, size int64, reps int, layout string) error {
+	var olds, news, ratios, fills []float64
+	for r := 0; r < reps; r++ {
+		m, err := startMount(old, "mount", file)
+		if err != nil {
+			return err
+		}
+		o, err := ddRate(filepath.Join(m.dir, "current", "data"))
+		m.stop()
+		if err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp("", "vh5fs-bench-fill")
+		if err != nil {
+			return err
+		}
+		m, err = startMount(vh5fs, "mount", "-o", "cache="+dir, file)
+		if err != nil {
+			return err
+		}
+		n, err := ddRate(filepath.Join(m.dir, "current", "data"))
+		var took time.Duration
+		if err == nil {
+			took, err = waitEntry(dir, 5*time.Minute)
+		}
+		m.stop()
+		os.RemoveAll(dir)
+		if err != nil {
+			return err
+		}
+		olds, news, ratios, fills = append(olds, o), append(news, n), append(ratios, o/n), append(fills, took.Seconds())
+	}
+	fmt.Printf("%-14s first read while the cache fills: old %.2f GB/s, new %.2f GB/s: %.3fx the old time (median of rounds); entry complete %.2f s after (%.2f GB/s)\n",
+		layout, mid(olds), mid(news), mid(ratios), mid(fills), float64(size)/mid(fills)/1e9)
+	return nil
+}
+
+// serveLoopbackPassthrough serves src at mnt with go-fuse's loopback, whose files the
+// kernel reads itself (FUSE passthrough): the ceiling a hot version aims at.
+func serveLoopbackPassthrough(src, mnt string) error {
+	root, err := fs.NewLoopbackRoot(src)
+	if err != nil {
+		return err
+	}
+	timeout := fsnode.ImmutableTimeout
+	opts := &fs.Options{EntryTimeout: &timeout, AttrTimeout: &timeout, NegativeTimeout: &timeout}
+	fsnode.TuneReads(&opts.MountOptions)
+	srv, err := fs.Mount(mnt, root, opts)
+	if err != nil {
+		return err
+	}
+	if err := fsnode.RaiseReadAhead(mnt); err != nil {
+		srv.Unmount()
+		return fmt.Errorf("loopback read-ahead: %w", err)
+	}
+	srv.Wait()
+	return nil
+}
+
+// timePreads times 10,000 random 4 KiB preads of f, as randomReads does.
+func timePreads(f *os.File, size int64) (p50, p99 time.Duration, err error) {
+	rng := rand.New(rand.NewSource(7))
+	buf := make([]byte, 4096)
+	lat := make([]time.Duration, 10000)
+	for i := range lat {
+		off := rng.Int63n(size/4096) * 4096
+		start := time.Now()
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return 0, 0, err
+		}
+		lat[i] = time.Since(start)
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+}
