@@ -32,7 +32,7 @@ type cacheTarget struct {
 // cacheSample is one repetition's figures of one target.
 type cacheSample struct {
 	first, second, memmap, memmap3 float64 // GB/s; memmap: first pass, memmap3: third
-	p50, p99              time.Duration
+	p50, p99                       time.Duration
 }
 
 func benchCache(cache, vh5fs, old string, sizeMiB, reps int) error {
