@@ -452,3 +452,30 @@ func TestCacheMixedOpens(t *testing.T) {
 		require.Zero(t, reads[i])
 	}
 }
+
+// TestCacheWarm: vh5fs warm fills a version's entries ahead of any read; a mount then
+// opens them hot from the first open, and a second warm finds them cached.
+func TestCacheWarm(t *testing.T) {
+	file := cacheFile(t, 1024, true)
+	want := versionBytes(t, file, "v1")
+	dir := filepath.Join(t.TempDir(), "cache")
+	out, stderr, code := vh5fsRun(t, "warm", file, "v1", "--cache", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, fmt.Sprintf("v1/data: filled, %d bytes\n", len(want)), out)
+	out, stderr, code = vh5fsRun(t, "warm", file, "v1", "data", "--cache", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "v1/data: already cached\n", out)
+	_, stderr, code = vh5fsRun(t, "warm", file, "v1", "nope", "--cache", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "no dataset nope")
+	waitEntries(t, dir, 1)
+
+	m := mount(t, file, "cache="+dir+",debug")
+	readsOK(t, filepath.Join(m.Dir, "versions/v1/data"), want)
+	m.logged(t, `(?s)(hot handle closed.*){3}`)
+	pass, reads := hotCloses(m.stderr.String(), "/v1/data")
+	for i := range pass {
+		require.True(t, pass[i])
+		require.Zero(t, reads[i])
+	}
+}

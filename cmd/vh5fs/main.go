@@ -65,6 +65,8 @@ const usage = `usage:
   vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
                [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n] [--force]
                                              change a dataset's storage in every version
+  vh5fs warm FILE [VERSION] [DATASET] [--cache DIR] [--cache-size SIZE]
+                                             fill the decoded cache (-o cache) ahead of reads
   vh5fs help [COMMAND]
   vh5fs --version
 
@@ -98,6 +100,14 @@ Options (-o, comma-separated, may repeat):
   logfile=PATH  append the mount's log lines (errors, commits that failed, the
                 -o debug trace of a background mount) to PATH, an absolute path
   fsname=NAME   the source shown by mount(8) and df (default: FILE)
+  cache[=DIR]   keep a decoded copy of each committed version's dataset read whole (in
+                DIR, an absolute path; default vh5fs/ in ~/.cache or $XDG_CACHE_HOME),
+                filled in the background after the first read that reaches its end;
+                later opens are served by the kernel from it (FUSE passthrough) at
+                page-cache speed. Entries are named by content; see docs/GUIDE.md
+  cache_size=SIZE  the cache directory's size (bytes, or K/M/G; default 2G): the least
+                recently used entries go to make room
+  nopassthrough  with cache: vh5fs reads cached datasets from their entries itself
   nosuid, nodev, noexec, noatime, relatime, sync, ... go to the kernel as mount flags;
   fstab-only options (defaults, nofail, x-*, ...) and blksize= are ignored;
   allow_root and auto_unmount are refused.
