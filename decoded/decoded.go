@@ -277,7 +277,7 @@ func (c *Cache) Fill(ctx context.Context, k Key, size int64, src io.ReaderAt) er
 		return fmt.Errorf("decoded cache: %s: key attribute: %w", tmp.Name(), err)
 	}
 	// Durable before it is named: after a power loss an entry is whole or absent.
-	if err := unix.Fdatasync(int(tmp.Fd())); err != nil {
+	if err := tmp.Sync(); err != nil {
 		return fmt.Errorf("decoded cache: %s: %w", tmp.Name(), err)
 	}
 	if err := os.Rename(tmp.Name(), c.entryPath(k)); err != nil {
