@@ -61,6 +61,10 @@ type Cache struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	sem    chan struct{} // one background fill at a time
+
+	sizesMu sync.Mutex    // over the entry sizes MayHave lists
+	sizes   map[int64]int // complete entries by size, as listed at listed
+	listed  time.Time     // the directory's modification time when sizes were listed
 }
 
 // Open makes dir (if needed), removes the temporary files crashed fills left (those no
@@ -338,14 +342,14 @@ func copyFrom(ctx context.Context, dst *os.File, src io.ReaderAt, size int64) er
 	return nil
 }
 
-// Start fills the entry of k in the background (one fill at a time, in the order asked),
-// unless one is complete or under way; done, if not nil, gets Fill's result. src is
-// called in the fill's goroutine.
-func (c *Cache) Start(k Key, size int64, src func() (io.ReaderAt, error), done func(error)) {
-	c.mu.Lock()
-	busy := c.filling[k]
-	c.mu.Unlock()
-	if busy || c.ctx.Err() != nil {
+// Job names an entry to fill and its bytes; ok false: nothing to fill.
+type Job func() (k Key, size int64, src io.ReaderAt, ok bool, err error)
+
+// Start runs job and fills its entry in the background, one at a time in the order asked
+// (the job too runs there: naming an entry can cost a read of the file), unless the entry
+// is complete or under way; done, if not nil, gets the result. After Close nothing starts.
+func (c *Cache) Start(job Job, done func(error)) {
+	if c.ctx.Err() != nil {
 		return
 	}
 	c.wg.Add(1)
@@ -357,12 +361,42 @@ func (c *Cache) Start(k Key, size int64, src func() (io.ReaderAt, error), done f
 			return
 		}
 		defer func() { <-c.sem }()
-		r, err := src()
-		if err == nil {
-			err = c.Fill(c.ctx, k, size, r)
+		k, size, src, ok, err := job()
+		if err == nil && ok {
+			err = c.Fill(c.ctx, k, size, src)
 		}
-		if done != nil {
+		if done != nil && (err != nil || ok) {
 			done(err)
 		}
 	}()
+}
+
+// MayHave reports whether the directory may hold a complete entry of size bytes: false
+// means Get of any key of that size misses, so an open need not name its content to know
+// (naming costs a read of the hash table). The sizes are listed again whenever the
+// directory's modification time moves (an entry renamed into it or removed, by any process).
+func (c *Cache) MayHave(size int64) bool {
+	st, err := os.Stat(c.dir)
+	if err != nil {
+		return false
+	}
+	c.sizesMu.Lock()
+	defer c.sizesMu.Unlock()
+	if !st.ModTime().Equal(c.listed) || c.sizes == nil {
+		c.sizes = map[int64]int{}
+		des, err := os.ReadDir(c.dir)
+		if err != nil {
+			return true // unknown: let Get decide
+		}
+		for _, de := range des {
+			if !strings.HasSuffix(de.Name(), entrySuffix) {
+				continue
+			}
+			if info, err := de.Info(); err == nil {
+				c.sizes[info.Size()]++
+			}
+		}
+		c.listed = st.ModTime()
+	}
+	return c.sizes[size] > 0
 }

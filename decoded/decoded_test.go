@@ -177,8 +177,35 @@ func TestStart(t *testing.T) {
 	require.NoError(t, err)
 	b := data(5000, 9)
 	done := make(chan error, 1)
-	c.Start(key("s"), 5000, func() (io.ReaderAt, error) { return bytes.NewReader(b), nil }, func(err error) { done <- err })
+	c.Start(func() (Key, int64, io.ReaderAt, bool, error) { return key("s"), 5000, bytes.NewReader(b), true, nil },
+		func(err error) { done <- err })
 	require.NoError(t, <-done)
 	require.Equal(t, b, read(t, c, key("s"), 5000))
+	c.Start(func() (Key, int64, io.ReaderAt, bool, error) { return Key{}, 0, nil, false, errors.New("no key") },
+		func(err error) { done <- err })
+	require.EqualError(t, <-done, "no key")
 	c.Close()
+	ran := false
+	c.Start(func() (Key, int64, io.ReaderAt, bool, error) { ran = true; return Key{}, 0, nil, false, nil }, nil)
+	require.False(t, ran, "nothing starts after Close")
+}
+
+func TestMayHave(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, 1<<20)
+	require.NoError(t, err)
+	defer c.Close()
+	require.False(t, c.MayHave(100))
+	require.NoError(t, c.Fill(context.Background(), key("a"), 100, bytes.NewReader(data(100, 0))))
+	require.True(t, c.MayHave(100))
+	require.False(t, c.MayHave(101))
+	other, err := Open(dir, 1<<20) // another process's fill shows too
+	require.NoError(t, err)
+	defer other.Close()
+	require.NoError(t, other.Fill(context.Background(), key("b"), 101, bytes.NewReader(data(101, 0))))
+	require.True(t, c.MayHave(101))
+	require.NoError(t, os.Remove(c.entryPath(key("a"))))
+	require.False(t, c.MayHave(100))
+	require.NoError(t, os.RemoveAll(dir))
+	require.False(t, c.MayHave(101))
 }

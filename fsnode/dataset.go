@@ -419,21 +419,22 @@ type coldHandle struct{}
 func (n *datasetNode) cacheable() bool { return n.m.cache != nil && n.immutable && !n.m.live }
 
 // openRead opens a cacheable file for reading: hot if the entry of its content is
-// complete (or hot handles are open), cold otherwise. Datasets without a content key (no
-// clean chunk map, a slot without a hash_table row) open as without a cache.
+// complete (or hot handles are open), cold otherwise (datasets without a content key, no
+// clean chunk map or a slot without a hash_table row, are never hot).
 func (n *datasetNode) openRead(d *versions.Dataset, fuseFlags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	key, ok, err := d.ContentKey()
-	if err != nil {
-		slog.Warn("decoded cache: no content key, read as without a cache", "dataset", n.path, "err", err)
-	}
-	if !ok {
-		return nil, fuseFlags, 0
-	}
 	n.hot.mu.Lock()
 	defer n.hot.mu.Unlock()
-	if n.hot.hot == 0 && n.hot.cold == 0 {
-		if f, ok := n.m.cache.Get(decoded.Key(key), d.Size()); ok {
-			n.hot.entry = f
+	// The content key costs a read of the hash table: only when an entry of the size is
+	// there to be found.
+	if n.hot.hot == 0 && n.hot.cold == 0 && n.m.cache.MayHave(d.Size()) {
+		key, ok, err := d.ContentKey()
+		if err != nil {
+			slog.Warn("decoded cache: no content key, read as without a cache", "dataset", n.path, "err", err)
+		}
+		if ok {
+			if f, ok := n.m.cache.Get(decoded.Key(key), d.Size()); ok {
+				n.hot.entry = f
+			}
 		}
 	}
 	if n.hot.entry == nil {
@@ -475,13 +476,14 @@ func (n *datasetNode) fillAtEnd(off int64, size int) {
 	if errn != 0 || off+int64(size) < d.Size() || n.hot.filled.Swap(true) {
 		return
 	}
-	key, ok, err := d.ContentKey()
-	if err != nil || !ok {
-		return
-	}
 	start, file, path := time.Now(), n.m.file, n.path
-	src := func() (io.ReaderAt, error) { return datasetReader{file, path}, nil }
-	n.m.cache.Start(decoded.Key(key), d.Size(), src, func(err error) {
+	// The key is named in the fill's goroutine: the read that reached the end is not
+	// kept waiting for the hash table.
+	job := func() (decoded.Key, int64, io.ReaderAt, bool, error) {
+		key, ok, err := d.ContentKey()
+		return decoded.Key(key), d.Size(), datasetReader{file, path}, ok, err
+	}
+	n.m.cache.Start(job, func(err error) {
 		switch {
 		case err == nil:
 			slog.Info("decoded cache: filled", "dataset", path, "bytes", d.Size(), "took", time.Since(start).Round(time.Millisecond))
