@@ -39,7 +39,7 @@ type cacheSample struct {
 	p50, p99                       time.Duration
 }
 
-func benchCache(cache, vh5fs, old string, sizeMiB, reps int) error {
+func benchCache(cache, vh5fs, old string, sizeMiB, reps int, fillOnly bool) error {
 	size := int64(sizeMiB) << 20
 	fmt.Printf("\ndecoded cache: a %d MiB float64 dataset (2-D, 1 MiB chunks); median of %d rounds, each target once a round\n", sizeMiB, reps)
 	raw := filepath.Join(cache, fmt.Sprintf("raw-%d.bin", size))
@@ -63,6 +63,12 @@ func benchCache(cache, vh5fs, old string, sizeMiB, reps int) error {
 		file, _, err := generateRead(cache, c)
 		if err != nil {
 			return err
+		}
+		if fillOnly {
+			if err := fillCost(old, vh5fs, file, size, reps, layout); err != nil {
+				return err
+			}
+			continue
 		}
 		hotDir, err := os.MkdirTemp("", "vh5fs-bench-cache")
 		if err != nil {
@@ -285,31 +291,47 @@ func waitEntry(dir string, limit time.Duration) (time.Duration, error) {
 // one with an empty cache, alternating, and how long after that read the entry was complete.
 func fillCost(old, vh5fs, file string, size int64, reps int, layout string) error {
 	var olds, news, ratios, fills []float64
-	for r := 0; r < reps; r++ {
+	readOld := func() (float64, error) {
 		m, err := startMount(old, "mount", file)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		o, err := ddRate(filepath.Join(m.dir, "current", "data"))
-		m.stop()
-		if err != nil {
-			return err
-		}
+		defer m.stop()
+		time.Sleep(settle)
+		return ddRate(filepath.Join(m.dir, "current", "data"))
+	}
+	readNew := func() (rate float64, took time.Duration, err error) {
 		dir, err := os.MkdirTemp("", "vh5fs-bench-fill")
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
-		m, err = startMount(vh5fs, "mount", "-o", "cache="+dir, file)
+		defer os.RemoveAll(dir)
+		m, err := startMount(vh5fs, "mount", "-o", "cache="+dir, file)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
-		n, err := ddRate(filepath.Join(m.dir, "current", "data"))
+		defer m.stop()
+		time.Sleep(settle)
+		if rate, err = ddRate(filepath.Join(m.dir, "current", "data")); err != nil {
+			return 0, 0, err
+		}
+		took, err = waitEntry(dir, 5*time.Minute)
+		return rate, took, err
+	}
+	for r := 0; r < reps; r++ {
+		// Old first in even rounds, new first in odd ones: neither always follows the other.
+		var o, n float64
 		var took time.Duration
-		if err == nil {
-			took, err = waitEntry(dir, 5*time.Minute)
+		var err error
+		if r%2 == 0 {
+			if o, err = readOld(); err == nil {
+				n, took, err = readNew()
+			}
+		} else {
+			if n, took, err = readNew(); err == nil {
+				o, err = readOld()
+			}
 		}
-		m.stop()
-		os.RemoveAll(dir)
 		if err != nil {
 			return err
 		}

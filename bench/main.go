@@ -89,6 +89,7 @@ func main() {
 	oldVh5fs := flag.String("old-vh5fs", "", "cache suite: a vh5fs binary without the decoded cache, whose first read the fill's cost is measured against (empty: that row is left out)")
 	cacheMiB := flag.Int("cache-mib", 256, "cache suite: MiB of the dataset")
 	cacheReps := flag.Int("cache-reps", 5, "cache suite: rounds")
+	cacheFillOnly := flag.Bool("cache-fill-only", false, "cache suite: only the first read's cost while the cache fills (needs -old-vh5fs)")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := os.MkdirAll(*cache, 0o755); err != nil {
@@ -104,7 +105,7 @@ func main() {
 			fatal(err)
 		}
 	case "cache": // not in "all": it wants -old-vh5fs, a build of the commit before the cache
-		if err := benchCache(*cache, *vh5fs, *oldVh5fs, *cacheMiB, *cacheReps); err != nil {
+		if err := benchCache(*cache, *vh5fs, *oldVh5fs, *cacheMiB, *cacheReps, *cacheFillOnly); err != nil {
 			fatal(err)
 		}
 	case "all", "reads", "latency", "commit", "stage", "refs", "write", "manage", "bounded":
