@@ -299,7 +299,10 @@ func runMount(args []string, stderr io.Writer) int {
 	}
 
 	e := fsnode.Engines{File: f}
-	if cfg.Cache && f.Versioned() && !cfg.Live {
+	switch {
+	case cfg.Cache && (!f.Versioned() || cfg.Live):
+		slog.Info("decoded cache off: it keeps committed versions only, which live mounts and plain files do not serve")
+	case cfg.Cache:
 		// Closed before the file (defers run last first): its fills read the file.
 		if e.Cache = openCache(cfg); e.Cache != nil {
 			defer e.Cache.Close()
