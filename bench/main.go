@@ -20,6 +20,11 @@
 // chunks the ratio of the two totals against its target: a stage changing 10
 // datasets of 10k chunks commits in at most 1.5x the time of one changing one of them.
 //
+// Suite "cache" (bench/cache.go): the decoded cache (-o cache) against the page cache and
+// go-fuse's loopback with and without passthrough, hot and cold versions, uncompressed and
+// gzip+shuffle, and the first read's cost while the cache fills against -old-vh5fs (a build
+// without the cache), alternating. -cache-mib and -cache-reps size it.
+//
 // Suite "write" (bench/write.go): dd and cp through a read-write mount against a plain dd
 // to the same filesystem, the daemon's peak RSS, gzip+shuffle raw_data throughput, the
 // latency of another version's readers during a commit and small writes (dd bs=4K).
@@ -52,7 +57,7 @@ var versionedHDF5Commit = map[int]time.Duration{1000: 130 * time.Millisecond, 10
 const chunkElems = 128 // float64: 1 KiB chunks
 
 func main() {
-	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, stage, refs, write, manage, bounded")
+	suite := flag.String("suite", "all", "which suite to run: all, reads, latency, commit, stage, refs, write, manage, bounded; cache (not in all)")
 	size := flag.Int64("size", 1<<30, "bytes of each read-suite dataset")
 	vh5fs := flag.String("vh5fs", "bin/vh5fs", "the vh5fs binary")
 	src := flag.String("src", "", "loopback-serve: the directory to serve")
@@ -81,6 +86,10 @@ func main() {
 	modifyLibTimeout := flag.Duration("modify-lib-timeout", 30*time.Minute, "manage suite: when versioned-hdf5's modify_metadata is stopped")
 	boundedChunks := flag.Int("bounded-chunks", 10_000_000, "bounded suite: chunks of the dataset each command reads (0: none)")
 	boundedTimeout := flag.Duration("bounded-timeout", 10*time.Minute, "bounded suite: when a command is stopped")
+	oldVh5fs := flag.String("old-vh5fs", "", "cache suite: a vh5fs binary without the decoded cache, whose first read the fill's cost is measured against (empty: that row is left out)")
+	cacheMiB := flag.Int("cache-mib", 256, "cache suite: MiB of the dataset")
+	cacheReps := flag.Int("cache-reps", 5, "cache suite: rounds")
+	cacheFillOnly := flag.Bool("cache-fill-only", false, "cache suite: only the first read's cost while the cache fills (needs -old-vh5fs)")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := os.MkdirAll(*cache, 0o755); err != nil {
@@ -89,6 +98,14 @@ func main() {
 	switch *suite {
 	case "loopback-serve": // internal: the FUSE-ceiling reference mount
 		if err := serveLoopback(*src, flag.Arg(0)); err != nil {
+			fatal(err)
+		}
+	case "loopback-passthrough-serve": // internal: the loopback with FUSE passthrough
+		if err := serveLoopbackPassthrough(*src, flag.Arg(0)); err != nil {
+			fatal(err)
+		}
+	case "cache": // not in "all": it wants -old-vh5fs, a build of the commit before the cache
+		if err := benchCache(*cache, *vh5fs, *oldVh5fs, *cacheMiB, *cacheReps, *cacheFillOnly); err != nil {
 			fatal(err)
 		}
 	case "all", "reads", "latency", "commit", "stage", "refs", "write", "manage", "bounded":

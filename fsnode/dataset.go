@@ -2,9 +2,13 @@ package fsnode
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -13,6 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/vh5fs/vh5fs/chunkstore"
+	"github.com/vh5fs/vh5fs/decoded"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/writefile"
 )
@@ -29,6 +34,7 @@ type datasetNode struct {
 	// first open one, which can be a closed descriptor's handle whose release is still
 	// on its way.
 	latest atomic.Pointer[writeHandle]
+	hot    hotState // the decoded cache's view of the file (committed versions, -o cache)
 }
 
 func (n *datasetNode) dataset() (*versions.Dataset, syscall.Errno) {
@@ -117,6 +123,9 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 		fuseFlags |= fuse.FOPEN_DIRECT_IO // live: every read asks vh5fs, which refreshes
 	}
 	if !opensForWriting(flags) {
+		if n.cacheable() {
+			return n.openRead(d, fuseFlags)
+		}
 		return nil, fuseFlags, 0
 	}
 	switch {
@@ -141,11 +150,18 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 var _ fs.NodeReader = (*datasetNode)(nil)
 
 func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	if h, ok := fh.(*writeHandle); ok {
+	switch h := fh.(type) {
+	case *writeHandle:
 		r, err := readFrom(h, dest, off) // its own view: the base with its staged changes
 		return r, errno(err)
+	case *hotHandle:
+		return n.readHot(h, dest, off)
 	}
+	n.hot.reads.Add(1)
 	defer n.m.hold()()
+	if _, ok := fh.(*coldHandle); ok {
+		defer n.fillAtEnd(off, len(dest))
+	}
 	// One read, one reply: bytes copied into dest (strings, libhdf5's reads, live
 	// datasets), a range of the file to splice (a pipe of the default maximum size carries
 	// up to a little under 1 MiB), slices of the file's mapping, or slices of cached decoded
@@ -358,4 +374,158 @@ func (h *writeHandle) commit(explicit bool) syscall.Errno {
 		go h.n.NotifyContent(0, 0)
 	}
 	return 0
+}
+
+// The decoded cache (-o cache, package decoded). A read-only open of a committed
+// version's dataset whose content has a complete cache entry is hot: its handle holds
+// the entry, which the kernel reads itself (FUSE passthrough: go-fuse registers the
+// handle's descriptor as the inode's backing file), so vh5fs serves none of its reads,
+// mmap included. Otherwise it is cold and read as without a cache, and the first read
+// that reaches the end of the file starts the entry's fill in the background. Never for
+// stage files, write handles, live mounts or the plain tree. Where the kernel does not
+// take the backing file (no CAP_SYS_ADMIN, an older kernel, -o nopassthrough, read-write
+// mounts, whose opens are FOPEN_DIRECT_IO), vh5fs reads hot handles from the entry.
+
+// hotState counts a dataset file's open read handles of each kind. The kernel refuses
+// an open of one kind while the inode has handles of the other (ETXTBSY: a backing file
+// and the inode's own page cache cannot both serve it), so an open is hot only while no
+// cold handle is open, and cold only while no hot one is; hot opens share one entry.
+type hotState struct {
+	mu     sync.Mutex
+	cold   int          // GUARDED_BY(mu)
+	hot    int          // GUARDED_BY(mu)
+	entry  *os.File     // the hot handles' entry; GUARDED_BY(mu)
+	filled atomic.Bool  // a fill was started (once a node)
+	reads  atomic.Int64 // reads vh5fs served of this file, by any handle
+}
+
+// hotHandle is a read handle served from a cache entry.
+type hotHandle struct {
+	f           *os.File
+	size        int64
+	passthrough bool         // offered to the kernel as the backing file
+	reads       atomic.Int64 // reads vh5fs served of this handle
+}
+
+var _ fs.FilePassthroughFder = (*hotHandle)(nil)
+
+// PassthroughFd offers the entry to the kernel; go-fuse registers it at the open.
+func (h *hotHandle) PassthroughFd() (int, bool) { return int(h.f.Fd()), h.passthrough }
+
+// coldHandle is a read handle of a file with a content key, served as without a cache.
+type coldHandle struct{}
+
+// cacheable: opens of this file may use the cache.
+func (n *datasetNode) cacheable() bool { return n.m.cache != nil && n.immutable && !n.m.live }
+
+// openRead opens a cacheable file for reading: hot if the entry of its content is
+// complete (or hot handles are open), cold otherwise (datasets without a content key, no
+// clean chunk map or a slot without a hash_table row, are never hot).
+func (n *datasetNode) openRead(d *versions.Dataset, fuseFlags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	n.hot.mu.Lock()
+	defer n.hot.mu.Unlock()
+	// The content key costs a read of the hash table: only when an entry of the size is
+	// there to be found.
+	if n.hot.hot == 0 && n.hot.cold == 0 && n.m.cache.MayHave(d.Size()) {
+		key, ok, err := d.ContentKey()
+		if err != nil {
+			slog.Warn("decoded cache: no content key, read as without a cache", "dataset", n.path, "err", err)
+		}
+		if ok {
+			if f, ok := n.m.cache.Get(decoded.Key(key), d.Size()); ok {
+				n.hot.entry = f
+			}
+		}
+	}
+	if n.hot.entry == nil {
+		n.hot.cold++
+		return &coldHandle{}, fuseFlags, 0
+	}
+	n.hot.hot++
+	return &hotHandle{f: n.hot.entry, size: d.Size(), passthrough: n.m.commit == nil && !n.m.noPassthrough}, fuseFlags, 0
+}
+
+// readHot reads a hot handle's entry: the kernel did not take it as the backing file.
+func (n *datasetNode) readHot(h *hotHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n.hot.reads.Add(1)
+	h.reads.Add(1)
+	if h.passthrough {
+		n.m.servedOnce.Do(func() {
+			slog.Warn("decoded cache: the kernel refused passthrough (it needs CAP_SYS_ADMIN and Linux 6.9 or later): vh5fs reads cached datasets from their entries")
+		})
+	}
+	size := min(int64(len(dest)), max(h.size-off, 0))
+	if size <= maxSplice {
+		return fuse.ReadResultFd(h.f.Fd(), off, int(size)), 0
+	}
+	nr, err := h.f.ReadAt(dest[:size], off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		slog.Error("decoded cache: entry unreadable", "dataset", n.path, "entry", h.f.Name(), "err", err)
+		return nil, syscall.EIO
+	}
+	return bytesResult(dest[:nr]), 0
+}
+
+// fillAtEnd starts the fill of the file's entry after a read of size bytes at off that
+// reached its end: the first whole read of a version pays nothing for the cache.
+func (n *datasetNode) fillAtEnd(off int64, size int) {
+	if n.hot.filled.Load() {
+		return
+	}
+	d, errn := n.dataset()
+	if errn != 0 || off+int64(size) < d.Size() || n.hot.filled.Swap(true) {
+		return
+	}
+	start, file, path := time.Now(), n.m.file, n.path
+	// The key is named in the fill's goroutine: the read that reached the end is not
+	// kept waiting for the hash table.
+	job := func() (decoded.Key, int64, io.ReaderAt, bool, error) {
+		key, ok, err := d.ContentKey()
+		return decoded.Key(key), d.Size(), datasetReader{file, path}, ok, err
+	}
+	n.m.cache.Start(job, func(err error) {
+		switch {
+		case err == nil:
+			slog.Info("decoded cache: filled", "dataset", path, "bytes", d.Size(), "took", time.Since(start).Round(time.Millisecond))
+		case errors.Is(err, decoded.ErrFilling), errors.Is(err, context.Canceled):
+		default:
+			slog.Warn("decoded cache: not filled; reads go on without it", "dataset", path, "err", err)
+		}
+	})
+}
+
+// datasetReader reads a dataset's bytes as reads through the mount do (versions.File.Read
+// finds the dataset anew each time: the File's budget may have let the first go).
+type datasetReader struct {
+	f    *versions.File
+	path string
+}
+
+func (r datasetReader) ReadAt(p []byte, off int64) (int, error) {
+	rep, err := r.f.Read(r.path, p, off, 0)
+	return rep.N, err
+}
+
+var _ fs.NodeReleaser = (*datasetNode)(nil)
+
+// Release counts the handle out; a hot file's entry is closed with its last hot handle
+// (an entry evicted meanwhile stays readable until then). Hot handles log how many reads
+// vh5fs served of them: none when the kernel served them.
+func (n *datasetNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+	switch h := fh.(type) {
+	case *hotHandle:
+		slog.Debug("decoded cache: hot handle closed", "dataset", n.path, "passthrough", h.passthrough,
+			"daemon_reads", h.reads.Load(), "file_daemon_reads", n.hot.reads.Load())
+		n.hot.mu.Lock()
+		if n.hot.hot--; n.hot.hot == 0 {
+			n.hot.entry.Close()
+			n.hot.entry = nil
+		}
+		n.hot.mu.Unlock()
+	case *coldHandle:
+		n.hot.mu.Lock()
+		n.hot.cold--
+		n.hot.mu.Unlock()
+	}
+	return n.fileNode.Release(ctx, fh)
 }

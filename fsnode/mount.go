@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/decoded"
 	"github.com/vh5fs/vh5fs/mountopts"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
@@ -31,6 +32,10 @@ type Engines struct {
 	// Reclaim compacts what deletions through the mount leave (NewReclaimer); the caller
 	// closes it once Wait returns, before the committer. nil: each deletion compacts.
 	Reclaim *Reclaimer
+	// Cache keeps decoded copies of committed versions' datasets (-o cache), which opens
+	// of them are served from, by the kernel (passthrough) where it can; the caller closes
+	// it once Wait returns, before the file. nil: no cache.
+	Cache *decoded.Cache
 }
 
 // Mount serves e at mountpoint with the options in cfg and returns the running server;
@@ -121,7 +126,8 @@ func newMount(e Engines, cfg mountopts.Config) (*mount, error) {
 		return nil, fmt.Errorf("%s: a read-write mount needs the file's write side, and only it", f.Path())
 	}
 	return &mount{file: f, commit: e.Commit, stages: e.Stages, mtime: fileMtime(f.Path()), live: f.Live(), umask: cfg.Umask,
-		delete: cfg.AllowDelete && e.Commit != nil, reclaim: e.Reclaim, links: map[string]string{}}, nil
+		delete: cfg.AllowDelete && e.Commit != nil, reclaim: e.Reclaim, links: map[string]string{},
+		cache: e.Cache, noPassthrough: cfg.NoPassthrough}, nil
 }
 
 // Detach unmounts mountpoint lazily (umount -l): the mount leaves the tree at once, and

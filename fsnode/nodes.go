@@ -15,6 +15,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/decoded"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -29,6 +30,10 @@ type mount struct {
 	reclaim *Reclaimer        // compacts what deletions leave (reclaim.go); nil: each deletion compacts
 	mtime   time.Time         // the HDF5 file's mtime, for nodes without a version timestamp
 	umask   uint32            // -o umask=: permission bits cleared from every mode but symlinks'
+
+	cache         *decoded.Cache // -o cache: decoded copies of versions' datasets (dataset.go); nil: none
+	noPassthrough bool           // -o nopassthrough: cache entries are read through vh5fs
+	servedOnce    sync.Once      // logs that the kernel does not serve cache entries itself
 
 	linksMu sync.Mutex        // a leaf
 	links   map[string]string // links made in the root, by name: the version each names (current.go)

@@ -34,6 +34,13 @@
 //	                to a file beside the HDF5 file. SIZE is bytes, or a number
 //	                with the suffix K, M or G (KiB, MiB, GiB); 0 spills every
 //	                chunk. Default 32M (DefaultStageMem).
+//	cache[=DIR]     keep decoded copies of the committed versions' datasets read
+//	                whole in DIR (default: the user's cache directory, see
+//	                DefaultCacheDir), served by the kernel (FUSE passthrough)
+//	cache_size=SIZE the cache directory's size (as stage_mem; default 2G,
+//	                DefaultCacheSize); least recently used entries go
+//	nopassthrough   serve cached datasets from the cache through vh5fs, not
+//	                through the kernel's passthrough
 //
 // Ownership and modes, applied by vh5fs to every node it reports (libfuse's
 // high-level library implements these; the kernel does not know them):
@@ -83,6 +90,8 @@ package mountopts
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -94,6 +103,17 @@ const DefaultSubtype = "vh5fs"
 // daemon's other memory it keeps its peak RSS within 256 MiB for a write of any size.
 const DefaultStageMem = 32 << 20
 
+// DefaultCacheSize is the decoded cache's size without "cache_size=".
+const DefaultCacheSize = 2 << 30
+
+// CacheBytes is the decoded cache's size in bytes.
+func (c Config) CacheBytes() int64 {
+	if c.HasCacheSize {
+		return c.CacheSize
+	}
+	return DefaultCacheSize
+}
+
 // StageMemBudget is the staged chunks' memory budget in bytes.
 func (c Config) StageMemBudget() int64 {
 	if c.HasStageMem {
@@ -104,25 +124,30 @@ func (c Config) StageMemBudget() int64 {
 
 // Config is the parsed form of the vh5fs mount options.
 type Config struct {
-	ReadWrite   bool     // "rw" (default false: "ro")
-	Live        bool     // "live": follow an HDF5 SWMR writer
-	AllowDelete bool     // "allow_delete": rmdir of a version deletes it (read-write mounts)
-	AllowOther  bool     // "allow_other"
-	Debug       bool     // "debug": trace FUSE operations
-	FSName      string   // "fsname=..." (default: empty -> caller uses the file path)
-	Subtype     string   // "subtype=..." default "vh5fs"
-	CommitName  string   // "commit_name=..." name for the next committed version (optional)
-	LogFile     string   // "logfile=PATH": where the mount's log lines go too (absolute)
-	At          string   // "at=TIME": the moment to show the file as of (unparsed)
-	StageMem    int64    // "stage_mem=SIZE": staged chunks' memory budget in bytes, when HasStageMem
-	HasStageMem bool     // a "stage_mem=" option was given (else DefaultStageMem)
-	UID         uint32   // "uid=N": owner reported for every node, when HasUID
-	HasUID      bool     // a "uid=" option was given (else: the mounting user)
-	GID         uint32   // "gid=N": group reported for every node, when HasGID
-	HasGID      bool     // a "gid=" option was given (else: the mounting user's group)
-	Umask       uint32   // "umask=NNN": permission bits cleared from every mode but symlinks'
-	Atime       Atime    // access-time mount flags
-	Passthrough []string // kernel/FUSE options passed on unchanged, in order, deduplicated
+	ReadWrite     bool     // "rw" (default false: "ro")
+	Live          bool     // "live": follow an HDF5 SWMR writer
+	AllowDelete   bool     // "allow_delete": rmdir of a version deletes it (read-write mounts)
+	AllowOther    bool     // "allow_other"
+	Debug         bool     // "debug": trace FUSE operations
+	FSName        string   // "fsname=..." (default: empty -> caller uses the file path)
+	Subtype       string   // "subtype=..." default "vh5fs"
+	CommitName    string   // "commit_name=..." name for the next committed version (optional)
+	LogFile       string   // "logfile=PATH": where the mount's log lines go too (absolute)
+	At            string   // "at=TIME": the moment to show the file as of (unparsed)
+	StageMem      int64    // "stage_mem=SIZE": staged chunks' memory budget in bytes, when HasStageMem
+	HasStageMem   bool     // a "stage_mem=" option was given (else DefaultStageMem)
+	UID           uint32   // "uid=N": owner reported for every node, when HasUID
+	HasUID        bool     // a "uid=" option was given (else: the mounting user)
+	GID           uint32   // "gid=N": group reported for every node, when HasGID
+	HasGID        bool     // a "gid=" option was given (else: the mounting user's group)
+	Umask         uint32   // "umask=NNN": permission bits cleared from every mode but symlinks'
+	Cache         bool     // "cache" or "cache=DIR": the decoded cache is on
+	CacheDir      string   // "cache=DIR" (empty: the caller's default)
+	CacheSize     int64    // "cache_size=SIZE" in bytes, when HasCacheSize
+	HasCacheSize  bool     // a "cache_size=" option was given (else DefaultCacheSize)
+	NoPassthrough bool     // "nopassthrough": cached datasets are served through vh5fs
+	Atime         Atime    // access-time mount flags
+	Passthrough   []string // kernel/FUSE options passed on unchanged, in order, deduplicated
 }
 
 // Flag is a mount flag that the options set, clear, or leave at the kernel's default.
@@ -174,24 +199,28 @@ const (
 	kindIgnoredValue                  // mount(8)/fstab option ignored, value optional
 	kindIgnoredDecimal                // ignored option with a decimal value (checked)
 	kindRefused                       // known but not supported (refused)
+	kindOptValue                      // vh5fs option with an optional value
 )
 
 var known = map[string]optKind{
-	"ro":           kindFlag,
-	"rw":           kindFlag,
-	"live":         kindFlag,
-	"allow_delete": kindFlag,
-	"allow_other":  kindFlag,
-	"debug":        kindFlag,
-	"fsname":       kindValue,
-	"subtype":      kindValue,
-	"commit_name":  kindValue,
-	"logfile":      kindValue,
-	"at":           kindValue,
-	"stage_mem":    kindValue,
-	"uid":          kindOwner,
-	"gid":          kindOwner,
-	"umask":        kindUmask,
+	"ro":            kindFlag,
+	"rw":            kindFlag,
+	"live":          kindFlag,
+	"allow_delete":  kindFlag,
+	"allow_other":   kindFlag,
+	"debug":         kindFlag,
+	"fsname":        kindValue,
+	"subtype":       kindValue,
+	"commit_name":   kindValue,
+	"logfile":       kindValue,
+	"at":            kindValue,
+	"stage_mem":     kindValue,
+	"uid":           kindOwner,
+	"gid":           kindOwner,
+	"umask":         kindUmask,
+	"cache":         kindOptValue,
+	"cache_size":    kindValue,
+	"nopassthrough": kindFlag,
 
 	"default_permissions": kindPassFlag,
 	"nosuid":              kindPassFlag,
@@ -412,6 +441,19 @@ func (c *Config) apply(seg segment) error {
 		c.LogFile = seg.value
 	case "at":
 		c.At = seg.value
+	case "cache":
+		if seg.hasValue && !strings.HasPrefix(seg.value, "/") {
+			return fmt.Errorf("mount option %q: %q is not an absolute path", seg.key, seg.value)
+		}
+		c.Cache, c.CacheDir = true, seg.value
+	case "cache_size":
+		n, err := parseSize(seg.value)
+		if err != nil || n == 0 {
+			return fmt.Errorf("mount option %q: invalid size %q (want bytes, or a number with K, M or G, above 0)", seg.key, seg.value)
+		}
+		c.CacheSize, c.HasCacheSize = n, true
+	case "nopassthrough":
+		c.NoPassthrough = true
 	case "stage_mem":
 		n, err := parseSize(seg.value)
 		if err != nil {
@@ -504,7 +546,7 @@ func escape(s string) string {
 
 // String renders the config as a canonical option string: "ro" or "rw",
 // then live, allow_delete, allow_other, debug, fsname, subtype (only when not the
-// default), commit_name, logfile, at, stage_mem, uid, gid, umask (only when not 0), the access-time
+// default), commit_name, logfile, at, stage_mem, cache, cache_size, nopassthrough, uid, gid, umask (only when not 0), the access-time
 // flags given (noatime/atime, nodiratime/diratime, relatime/norelatime,
 // strictatime/nostrictatime, lazytime/nolazytime) and the passthrough options
 // in order. Values are escaped so that Parse(c.String()) returns c for any
@@ -546,6 +588,19 @@ func (c Config) String() string {
 	if c.HasStageMem {
 		opts = append(opts, "stage_mem="+formatSize(c.StageMem))
 	}
+	if c.Cache {
+		if c.CacheDir != "" {
+			opts = append(opts, "cache="+escape(c.CacheDir))
+		} else {
+			opts = append(opts, "cache")
+		}
+	}
+	if c.HasCacheSize {
+		opts = append(opts, "cache_size="+formatSize(c.CacheSize))
+	}
+	if c.NoPassthrough {
+		opts = append(opts, "nopassthrough")
+	}
 	if c.HasUID {
 		opts = append(opts, fmt.Sprintf("uid=%d", c.UID))
 	}
@@ -565,4 +620,17 @@ func (c Config) String() string {
 	}
 	opts = append(opts, c.Passthrough...)
 	return strings.Join(opts, ",")
+}
+
+// CacheDirectory is the decoded cache's directory: "cache=DIR", else vh5fs/ in the user's
+// cache directory ($XDG_CACHE_HOME, else ~/.cache).
+func (c Config) CacheDirectory() (string, error) {
+	if c.CacheDir != "" {
+		return c.CacheDir, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("mount option %q: no DIR given and %w", "cache", err)
+	}
+	return filepath.Join(d, "vh5fs"), nil
 }

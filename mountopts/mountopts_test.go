@@ -1,6 +1,8 @@
 package mountopts
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,6 +48,10 @@ func TestParse(t *testing.T) {
 		{"stage_mem m", []string{"stage_mem=1m"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 1<<20, true })},
 		{"stage_mem G", []string{"stage_mem=2G"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 2<<30, true })},
 		{"stage_mem later wins", []string{"stage_mem=1M", "stage_mem=3M"}, def(func(c *Config) { c.StageMem, c.HasStageMem = 3<<20, true })},
+		{"cache default dir", []string{"cache"}, def(func(c *Config) { c.Cache = true })},
+		{"cache dir", []string{"cache=/var/cache/vh5fs"}, def(func(c *Config) { c.Cache, c.CacheDir = true, "/var/cache/vh5fs" })},
+		{"cache_size", []string{"cache,cache_size=512M"}, def(func(c *Config) { c.Cache, c.CacheSize, c.HasCacheSize = true, 512<<20, true })},
+		{"nopassthrough", []string{"cache,nopassthrough"}, def(func(c *Config) { c.Cache, c.NoPassthrough = true, true })},
 		{"all vh5fs options", []string{"rw,live,allow_delete,allow_other,debug,fsname=f,subtype=s,commit_name=c"},
 			Config{ReadWrite: true, Live: true, AllowDelete: true, AllowOther: true, Debug: true, FSName: "f", Subtype: "s", CommitName: "c"}},
 
@@ -213,6 +219,11 @@ func TestParseErrors(t *testing.T) {
 		{"umask too large", []string{"umask=1000"}, "umask"},
 
 		// invalid sizes
+		{"cache relative", []string{"cache=cachedir"}, "cache"},
+		{"cache empty", []string{"cache="}, "cache"},
+		{"cache_size zero", []string{"cache,cache_size=0"}, "cache_size"},
+		{"cache_size no value", []string{"cache_size"}, "cache_size"},
+		{"nopassthrough value", []string{"nopassthrough=1"}, "nopassthrough"},
 		{"stage_mem no value", []string{"stage_mem"}, "stage_mem"},
 		{"stage_mem empty", []string{"stage_mem="}, "stage_mem"},
 		{"stage_mem only suffix", []string{"stage_mem=M"}, "stage_mem"},
@@ -382,4 +393,24 @@ func TestStageMemBudget(t *testing.T) {
 	c, err = Parse("stage_mem=1025")
 	require.NoError(t, err)
 	require.Equal(t, "ro,stage_mem=1025", c.String())
+}
+
+func TestCacheDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name, opts, dir string
+		size            int64
+	}{
+		{"defaults", "cache", filepath.Join(os.Getenv("HOME"), ".cache", "vh5fs"), DefaultCacheSize},
+		{"given", "cache=/c,cache_size=1G", "/c", 1 << 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("XDG_CACHE_HOME", "")
+			c, err := Parse(tc.opts)
+			require.NoError(t, err)
+			dir, err := c.CacheDirectory()
+			require.NoError(t, err)
+			require.Equal(t, tc.dir, dir)
+			require.Equal(t, tc.size, c.CacheBytes())
+		})
+	}
 }

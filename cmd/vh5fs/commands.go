@@ -106,6 +106,7 @@ stage is saved beside the file (it records the slots the reclaim would move).
 `, runFsck},
 		"refs":   {refsUsage, runRefs},
 		"delete": {deleteUsage, runDelete},
+		"warm":   {warmUsage, runWarm},
 	}
 }
 

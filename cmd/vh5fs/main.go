@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/decoded"
 	"github.com/vh5fs/vh5fs/fsnode"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/mountopts"
@@ -64,6 +65,8 @@ const usage = `usage:
   vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
                [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n] [--force]
                                              change a dataset's storage in every version
+  vh5fs warm FILE [VERSION] [DATASET] [--cache DIR] [--cache-size SIZE]
+                                             fill the decoded cache (-o cache) ahead of reads
   vh5fs help [COMMAND]
   vh5fs --version
 
@@ -97,6 +100,14 @@ Options (-o, comma-separated, may repeat):
   logfile=PATH  append the mount's log lines (errors, commits that failed, the
                 -o debug trace of a background mount) to PATH, an absolute path
   fsname=NAME   the source shown by mount(8) and df (default: FILE)
+  cache[=DIR]   keep a decoded copy of each committed version's dataset read whole (in
+                DIR, an absolute path; default vh5fs/ in ~/.cache or $XDG_CACHE_HOME),
+                filled in the background after the first read that reaches its end;
+                later opens are served by the kernel from it (FUSE passthrough) at
+                page-cache speed. Entries are named by content; see docs/GUIDE.md
+  cache_size=SIZE  the cache directory's size (bytes, or K/M/G; default 2G): the least
+                recently used entries go to make room
+  nopassthrough  with cache: vh5fs reads cached datasets from their entries itself
   nosuid, nodev, noexec, noatime, relatime, sync, ... go to the kernel as mount flags;
   fstab-only options (defaults, nofail, x-*, ...) and blksize= are ignored;
   allow_root and auto_unmount are refused.
@@ -288,6 +299,15 @@ func runMount(args []string, stderr io.Writer) int {
 	}
 
 	e := fsnode.Engines{File: f}
+	switch {
+	case cfg.Cache && (!f.Versioned() || cfg.Live):
+		slog.Info("decoded cache off: it keeps committed versions only, which live mounts and plain files do not serve")
+	case cfg.Cache:
+		// Closed before the file (defers run last first): its fills read the file.
+		if e.Cache = openCache(cfg); e.Cache != nil {
+			defer e.Cache.Close()
+		}
+	}
 	if cfg.ReadWrite {
 		if e.Commit, err = commit.Open(f, commit.Options{StageMem: cfg.StageMemBudget(), Name: cfg.CommitName}); err != nil {
 			if errors.Is(err, commit.ErrExists) {
@@ -499,4 +519,19 @@ func unmountOnSignal(srv *fuse.Server, mnt string, sigs <-chan os.Signal) {
 		return
 	}
 	slog.Warn("detached the mount lazily: it is gone from the tree; files still open are served until they close, then vh5fs exits", "mountpoint", mnt)
+}
+
+// openCache opens the decoded cache of -o cache; nil, logged, when it cannot be: the
+// mount then reads as without one.
+func openCache(cfg mountopts.Config) *decoded.Cache {
+	dir, err := cfg.CacheDirectory()
+	if err == nil {
+		var c *decoded.Cache
+		if c, err = decoded.Open(dir, cfg.CacheBytes()); err == nil {
+			slog.Debug("decoded cache", "dir", dir, "size", cfg.CacheBytes())
+			return c
+		}
+	}
+	slog.Warn("decoded cache off: reads go on without it", "err", err)
+	return nil
 }
