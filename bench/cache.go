@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -185,10 +184,10 @@ func measureCacheTarget(tg cacheTarget, raw string, size int64) (cacheSample, er
 		return s, err
 	}
 	var err error
-	if s.first, err = ddOpened(path); err != nil {
+	if s.first, err = ddRate(path); err != nil {
 		return s, err
 	}
-	if s.second, err = ddOpened(path); err != nil {
+	if s.second, err = ddRate(path); err != nil {
 		return s, err
 	}
 	if s.p50, s.p99, err = preads(path, size); err != nil {
@@ -196,31 +195,6 @@ func measureCacheTarget(tg cacheTarget, raw string, size int64) (cacheSample, er
 	}
 	s.memmap, s.memmap3, err = memmapRate(path)
 	return s, err
-}
-
-// ddOpened reads path sequentially in 1 MiB blocks, GB/s timed from after the open, as dd
-// times itself (ddRate includes the open: the lookups and the dataset's load of a fresh
-// mount).
-func ddOpened(path string) (float64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	start := time.Now()
-	var n int64
-	for {
-		k, err := f.Read(buf)
-		n += int64(k)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-	return float64(n) / time.Since(start).Seconds() / 1e9, nil
 }
 
 // preads times 10,000 random 4 KiB preads of path (one open).
@@ -364,7 +338,7 @@ func serveLoopbackPassthrough(src, mnt string) error {
 	return nil
 }
 
-// timePreads times 10,000 random 4 KiB preads of f, as randomReads does.
+// timePreads times 10,000 random 4 KiB preads of f (seeded: the same offsets every run).
 func timePreads(f *os.File, size int64) (p50, p99 time.Duration, err error) {
 	rng := rand.New(rand.NewSource(7))
 	buf := make([]byte, 4096)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -173,19 +172,7 @@ func randomReads(bin string, args []string, rel string, size int64) (p50, p99 ti
 		return 0, 0, err
 	}
 	defer f.Close()
-	rng := rand.New(rand.NewSource(7))
-	buf := make([]byte, 4096)
-	lat := make([]time.Duration, 10000)
-	for i := range lat {
-		off := rng.Int63n(size/4096) * 4096
-		start := time.Now()
-		if _, err := f.ReadAt(buf, off); err != nil {
-			return 0, 0, err
-		}
-		lat[i] = time.Since(start)
-	}
-	slices.Sort(lat)
-	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+	return timePreads(f, size)
 }
 
 func statTree(dir string) error {
