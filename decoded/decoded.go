@@ -288,6 +288,7 @@ func (c *Cache) Fill(ctx context.Context, k Key, size int64, src io.ReaderAt) er
 		return fmt.Errorf("decoded cache: %w", err)
 	}
 	done = true
+	c.forgetSizes() // a listing from the same clock tick as the rename would not see it
 	if d, err := os.Open(c.dir); err == nil {
 		_ = d.Sync()
 		d.Close()
@@ -397,6 +398,23 @@ func (c *Cache) MayHave(size int64) bool {
 			}
 		}
 		c.listed = st.ModTime()
+		// A directory's mtime moves in coarse clock ticks: an entry another process renames
+		// in within the tick of this listing leaves the mtime as it is. Trust a listing only
+		// once its mtime is older than any tick; until then, list again at each call.
+		if time.Since(c.listed) < listingSettle {
+			c.listed = time.Time{}
+		}
 	}
 	return c.sizes[size] > 0
+}
+
+// listingSettle is how old the directory's mtime must be for MayHave to keep its listing:
+// well past the coarse clock's tick (a few milliseconds).
+const listingSettle = time.Second
+
+// forgetSizes makes the next MayHave list the directory again.
+func (c *Cache) forgetSizes() {
+	c.sizesMu.Lock()
+	c.sizes = nil
+	c.sizesMu.Unlock()
 }

@@ -209,3 +209,21 @@ func TestMayHave(t *testing.T) {
 	require.NoError(t, os.RemoveAll(dir))
 	require.False(t, c.MayHave(101))
 }
+
+// TestMayHaveSameTick: an entry another process renames in within the clock tick of a
+// listing leaves the directory's mtime as it was; MayHave must see it all the same.
+func TestMayHaveSameTick(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, 1<<20)
+	require.NoError(t, err)
+	defer c.Close()
+	st, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.False(t, c.MayHave(200))
+	other, err := Open(dir, 1<<20)
+	require.NoError(t, err)
+	defer other.Close()
+	require.NoError(t, other.Fill(context.Background(), key("c"), 200, bytes.NewReader(data(200, 1))))
+	require.NoError(t, os.Chtimes(dir, st.ModTime(), st.ModTime())) // as if in the listing's tick
+	require.True(t, c.MayHave(200), "a listing as young as a clock tick is not trusted")
+}
