@@ -67,30 +67,40 @@ func (m *modification) run(res *Result, progress func(done, total int64)) error 
 		return fmt.Errorf("%s exists (left by an interrupted modify_metadata?): remove it first", scratch)
 	}
 	var vds []string
-	return txn.Run(h, txn.Change{
-		Undo: "modified",
+	var raw *h5.Dataset
+	err := txn.Run(h, txn.Change{
 		Body: func() (err error) {
-			vds, err = m.build(res, progress)
+			vds, raw, err = m.build(res, progress)
 			return err
 		},
 		Publish: func() error { return m.swap(vds) },
 		InPlace: true, // the swap relinks every version's dataset
 	})
+	// The new raw_data stays open through the swap and is closed before a failure is
+	// cancelled (so no Undo here): with it closed before the swap, or after the cancel,
+	// the race detector's exit crashed in TestFailureHalfway (libhdf5 state at exit).
+	if raw != nil {
+		raw.Close()
+	}
+	if err != nil { // nothing written here reaches the file at its close
+		if cerr := h.Cancel(); cerr != nil {
+			err = fmt.Errorf("%w; then: %v", err, cerr)
+		}
+	}
+	return err
 }
 
 // build writes the new data group under scratch and each version's new virtual dataset
 // beside it, returning their paths in m.Versions' order.
-func (m *modification) build(res *Result, progress func(done, total int64)) ([]string, error) {
+func (m *modification) build(res *Result, progress func(done, total int64)) (vds []string, raw *h5.Dataset, err error) {
 	h := m.f.HDF5()
 	group := scratch + "/data"
 	if err := h.CreateDataGroup(group, m.New); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	raw, err := h.OpenDataset(group + "/raw_data")
-	if err != nil {
-		return nil, err
+	if raw, err = h.OpenDataset(group + "/raw_data"); err != nil {
+		return nil, nil, err
 	}
-	defer raw.Close()
 	w := &writer{
 		m: m, raw: raw, chunks: m.New.Chunks, size: m.to.size,
 		chunkLen: m.to.size * int(chunkplan.Elements(m.New.Chunks)),
@@ -110,29 +120,29 @@ func (m *modification) build(res *Result, progress func(done, total int64)) ([]s
 	}
 	final := versions.DataRoot + "/" + m.Dataset
 	src := raw.SourceAs(final + "/raw_data")
-	vds := make([]string, len(m.Versions))
+	vds = make([]string, len(m.Versions))
 	for i, v := range m.Versions {
 		// The old version's objects are untouched until the publish: loading them now
 		// reads what they held at the start.
 		d, err := m.f.Dataset(versions.VersionsGroup + "/" + v + "/" + m.Dataset)
 		if err != nil {
-			return nil, fmt.Errorf("version %s: %w", v, err)
+			return nil, raw, fmt.Errorf("version %s: %w", v, err)
 		}
 		slots, err := w.version(d, report)
 		if err != nil {
-			return nil, fmt.Errorf("version %s: %w", v, err)
+			return nil, raw, fmt.Errorf("version %s: %w", v, err)
 		}
 		vds[i] = scratch + "/vds" + strconv.Itoa(i)
 		if err := w.virtual(src, d, vds[i], slots); err != nil {
-			return nil, fmt.Errorf("version %s: %w", v, err)
+			return nil, raw, fmt.Errorf("version %s: %w", v, err)
 		}
 		m.f.Forget(v)
 	}
 	if err := w.finish(group + "/hash_table"); err != nil {
-		return nil, err
+		return nil, raw, err
 	}
 	res.Slots = int64(len(w.rows) / hashtable.RowBytes)
-	return vds, nil
+	return vds, raw, nil
 }
 
 // swap moves the built datasets over the old ones and drops scratch.
