@@ -93,8 +93,12 @@ func Select(f *versions.File, p lifecycle.Policy) (del []string, held map[string
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(r.Tags) == 0 {
+		return lifecycle.Select(vs, cur, p), nil, nil
+	}
+	byName := versionsByName(vs)
 	for _, name := range lifecycle.Select(vs, cur, p) {
-		if tags := r.Holding(vs[versionIndex(vs, name)]); len(tags) > 0 {
+		if tags := r.Holding(byName[name]); len(tags) > 0 {
 			if held == nil {
 				held = map[string][]string{}
 			}
@@ -112,15 +116,26 @@ func checkHolds(f *versions.File, names []string) error {
 	if err != nil || len(r.Tags) == 0 {
 		return err
 	}
+	byName := versionsByName(vs)
 	for _, name := range names {
-		if i := versionIndex(vs, name); i >= 0 {
-			if tags := r.Holding(vs[i]); len(tags) > 0 {
+		if v, ok := byName[name]; ok {
+			if tags := r.Holding(v); len(tags) > 0 {
 				return fmt.Errorf("version %s: %w %s: delete the tag first (vh5fs tag -d FILE %s); nothing deleted",
 					name, named.ErrHeld, strings.Join(tags, ", "), tags[0])
 			}
 		}
 	}
 	return nil
+}
+
+// versionsByName indexes vs by name: a policy's or a deletion's names are looked up once
+// each, not by a scan of every version.
+func versionsByName(vs []versions.Version) map[string]versions.Version {
+	m := make(map[string]versions.Version, len(vs))
+	for _, v := range vs {
+		m[v.Name] = v
+	}
+	return m
 }
 
 func versionIndex(vs []versions.Version, name string) int {
