@@ -120,8 +120,8 @@ func checkHolds(f *versions.File, names []string) error {
 	for _, name := range names {
 		if v, ok := byName[name]; ok {
 			if tags := r.Holding(v); len(tags) > 0 {
-				return fmt.Errorf("version %s: %w %s: delete the tag first (vh5fs tag -d FILE %s); nothing deleted",
-					name, named.ErrHeld, strings.Join(tags, ", "), tags[0])
+				return fmt.Errorf("version %s: %w %s: delete the tag first (vh5fs tag -d %s %s); nothing deleted",
+					name, named.ErrHeld, strings.Join(tags, ", "), f.Path(), tags[0])
 			}
 		}
 	}
