@@ -61,6 +61,8 @@ const usage = `usage:
   vh5fs delete [-n] FILE --keep-last N | --keep-every N | --before TIME
                                              delete versions as versioned-hdf5's
                                              delete_versions does; -n: what would go
+  vh5fs tag FILE NAME [VERSION] | -d FILE NAME | -l FILE
+                                             name a version for good (a tag holds it)
   vh5fs compact FILE [-o OUT [--force]]      rewrite FILE without the space nothing uses
   vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
                [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n] [--force]
