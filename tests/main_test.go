@@ -182,17 +182,7 @@ func (m *mounted) unmount(t *testing.T) {
 		return
 	}
 	if isMountpoint(t, m.Dir) {
-		// Busy for a moment need not be a leak (likely: a parallel test's forked child holds
-		// copies of every descriptor until it execs). A descriptor left open stays busy.
-		var out []byte
-		var err error
-		for try := 0; try < 20; try++ {
-			if out, err = exec.Command("fusermount3", "-u", m.Dir).CombinedOutput(); err == nil || !bytes.Contains(out, []byte("busy")) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err != nil {
+		if out, err := fusermountU(m.Dir); err != nil {
 			t.Errorf("fusermount3 -u: %v: %s", err, out)
 			m.cmd.Process.Kill()
 		}
@@ -204,6 +194,21 @@ func (m *mounted) unmount(t *testing.T) {
 		m.cmd.Process.Kill()
 		t.Errorf("vh5fs did not exit after unmount")
 	}
+}
+
+// fusermountU unmounts dir, retrying while it is busy for a moment. Busy for a moment
+// need not be a leak (likely: a parallel test's forked child holds copies of every
+// descriptor until it execs); a descriptor left open stays busy past the retries.
+func fusermountU(dir string) ([]byte, error) {
+	var out []byte
+	var err error
+	for try := 0; try < 40; try++ {
+		if out, err = exec.Command("fusermount3", "-u", dir).CombinedOutput(); err == nil || !bytes.Contains(out, []byte("busy")) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return out, err
 }
 
 // wait waits for the process to exit and returns its error.

@@ -159,7 +159,7 @@ func mountKillable(t *testing.T, file, kill string) *mounted {
 // daemon. true if it died of the kill (its mount is then detached), false if it exited.
 func (m *mounted) endKillable(t *testing.T, unmount bool) bool {
 	if unmount {
-		out, err := exec.Command("fusermount3", "-u", m.Dir).CombinedOutput()
+		out, err := fusermountU(m.Dir)
 		require.NoError(t, err, "%s", out)
 	}
 	err := m.wait(t)
