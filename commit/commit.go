@@ -10,6 +10,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
+	"github.com/vh5fs/vh5fs/named"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -161,6 +162,7 @@ type Change struct {
 	Array         *staged.Array // the staged changes; re-pointed at the new version on success
 	SkipUnchanged bool          // see Tree.SkipUnchanged
 	FollowHead    bool          // see Tree.FollowHead
+	Branch        string        // see Tree.Branch
 }
 
 // Result describes a commit.
@@ -187,23 +189,48 @@ func (c *Committer) Commit(ch Change) (Result, error) {
 		Changes:       []Entry{{Path: ch.Dataset, FromBase: true, Array: ch.Array}},
 		SkipUnchanged: ch.SkipUnchanged,
 		FollowHead:    ch.FollowHead,
+		Branch:        ch.Branch,
 		dropSpilled:   true,
 	})
 }
 
-// head is the base a FollowHead tree commits on: the current version if it holds every
-// changed dataset as base does, else base. conflict names the current version when it
-// changed one of them (or does not have it), which makes the commit a sibling of it.
-func (c *Committer) head(base string, changed []string) (string, string, error) {
-	cur, err := c.f.CurrentVersion()
-	if err != nil {
-		return "", "", fmt.Errorf("reading the current version: %w", err)
+// tip is the head a commit follows: branch's version, or the current version when branch
+// is "" ("" when there is none). A branch that does not exist or whose version is gone
+// (dangling) is an error: a commit never moves a name to another line of versions.
+func (c *Committer) tip(branch string) (string, error) {
+	if branch == "" {
+		cur, err := c.f.CurrentVersion()
+		if err != nil {
+			return "", fmt.Errorf("reading the current version: %w", err)
+		}
+		return cur, nil
 	}
+	r, err := named.Read(c.f.HDF5())
+	if err != nil {
+		return "", err
+	}
+	t, ok := r.Branches[branch]
+	if !ok {
+		return "", fmt.Errorf("branch %s: %w", branch, named.ErrNotFound)
+	}
+	if v, ok, err := c.f.Version(t.Version); err != nil {
+		return "", err
+	} else if !ok || v.Timestamp != t.Timestamp {
+		return "", fmt.Errorf("branch %s is dangling: version %s of %s is gone: %w", branch, t.Version, t.Timestamp, versions.ErrNotFound)
+	}
+	return t.Version, nil
+}
+
+// head is the base a FollowHead tree commits on: the tip (tip: the current version or the
+// branch's head) if it holds every changed dataset as base does, else base. conflict
+// names the tip when it changed one of them (or does not have it), which makes the commit
+// a sibling of it.
+func (c *Committer) head(base, cur string, changed []string) (string, string, error) {
 	if cur == "" || cur == base {
 		return base, "", nil
 	}
 	if _, ok, err := c.f.Version(cur); err != nil {
-		return "", "", fmt.Errorf("current version %q: %w", cur, err)
+		return "", "", fmt.Errorf("head %q: %w", cur, err)
 	} else if !ok {
 		return base, cur, nil // a current_version naming no committed version: nothing to follow
 	}

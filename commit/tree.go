@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/named"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/txn"
 	"github.com/vh5fs/vh5fs/versions"
@@ -35,6 +36,11 @@ type Tree struct {
 	// datasets. When the head did change one, the commit makes a sibling off Base, as
 	// without FollowHead, and logs a warning naming both versions.
 	FollowHead bool
+	// Branch, if set, commits on that branch (package named): the new version does not
+	// become current (versioned-hdf5's make_current=False); the branch moves to it in the
+	// same transaction instead. FollowHead then follows the branch's head, not the current
+	// version. The branch must exist and name a committed version.
+	Branch string
 	// dropSpilled gives up each new chunk's spill-file copy once it is written, freeing
 	// its pages for the commit's own writes (staged.Array.ReleaseSpilled): a handle's
 	// commit, whose arrays are not read again if it fails. A stage outlives a failed
@@ -105,10 +111,16 @@ func (c *Committer) CommitTree(t Tree) (Result, error) {
 	if err := c.f.HDF5().Stopped(); err != nil {
 		return Result{}, fmt.Errorf("%s: %w", what, err)
 	}
+	if t.Branch != "" {
+		what += " (branch " + t.Branch + ")"
+	}
 	head := ""
-	if t.FollowHead {
-		var err error
-		if t.Base, head, err = c.head(t.Base, changePaths(t.Changes)); err != nil {
+	if t.FollowHead || t.Branch != "" {
+		tip, err := c.tip(t.Branch)
+		if err == nil && t.FollowHead {
+			t.Base, head, err = c.head(t.Base, tip, changePaths(t.Changes))
+		}
+		if err != nil {
 			return Result{}, fmt.Errorf("%s: %w", what, err)
 		}
 	}
@@ -123,14 +135,21 @@ func (c *Committer) CommitTree(t Tree) (Result, error) {
 		return res, nil
 	}
 	if head != "" {
-		slog.Warn("the current version does not hold the changed datasets as the base does: committed a sibling off the base",
-			"version", res.Name, "base", t.Base, "current", head, "datasets", changePaths(t.Changes))
+		tip := []any{"current", head}
+		if t.Branch != "" {
+			tip = []any{"branch", t.Branch, "head", head}
+		}
+		slog.Warn("the head does not hold the changed datasets as the base does: committed a sibling off the base",
+			append(append([]any{"version", res.Name, "base", t.Base}, tip...), "datasets", changePaths(t.Changes))...)
 	}
 	logged := []any{"entries", len(t.Entries)}
 	if len(t.Changes) == 1 {
 		logged = []any{"dataset", t.Changes[0].Path}
 	} else if len(t.Changes) > 1 {
 		logged = []any{"datasets", changePaths(t.Changes)}
+	}
+	if t.Branch != "" {
+		logged = append(logged, "branch", t.Branch)
 	}
 	slog.Info("committed", append(append([]any{"version", res.Name, "base", t.Base}, logged...),
 		"written", res.Written, "ahead", res.Ahead, "reused", res.Reused, "unmapped", res.Unmapped, "bytes", res.Bytes, "elapsed", res.Elapsed,
@@ -251,7 +270,7 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if err := c.writeVersion(base, name, now, t.Attrs, entries, changed, unchanged, &res); err != nil {
+	if err := c.writeVersion(base, name, t.Branch, now, t.Attrs, entries, changed, unchanged, &res); err != nil {
 		return Result{}, err
 	}
 	c.next = ""
@@ -392,7 +411,7 @@ func (c *Committer) baseEntries(base versions.Version) ([]Entry, error) {
 // file's durable bytes until the sync, whose apply step alone holds the chunk store's
 // bytes lock (chunkstore.Store.ApplyLock), so readers of the file's bytes see the state before the commit
 // until then.
-func (c *Committer) writeVersion(base versions.Version, name string, now time.Time, rootAttrs []AttrChange, entries []Entry,
+func (c *Committer) writeVersion(base versions.Version, name, branch string, now time.Time, rootAttrs []AttrChange, entries []Entry,
 	changed map[string]*changedDataset, unchanged map[string]*versions.Dataset, res *Result) error {
 	h := c.f.HDF5()
 	t0 := time.Now()
@@ -411,7 +430,13 @@ func (c *Committer) writeVersion(base versions.Version, name string, now time.Ti
 		}
 		return nil
 	}
-	publish := func() error { return versions.PublishVersion(h, name, c.now()) }
+	publish := func() error {
+		now := c.now()
+		if err := versions.PublishVersion(h, name, now, branch == ""); err != nil || branch == "" {
+			return err
+		}
+		return named.Advance(h, branch, named.Target{Version: name, Timestamp: versions.CanonicalTimestamp(now)})
+	}
 	err := txn.Run(h, txn.Change{Body: body, Publish: publish, Syncing: func() {
 		res.Group = time.Since(t0)
 		t0 = time.Now()

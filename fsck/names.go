@@ -22,10 +22,15 @@ func NameNotes(f *versions.File) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, name := range named.Names(r.Tags) {
-		if t := r.Tags[name]; !named.Live(vs, t) {
-			out = append(out, fmt.Sprintf("dangling: tag %s names version %s of %s, which is gone (deleted by another program); "+
-				"vh5fs never follows it: delete it with vh5fs tag -d FILE %s", name, t.Version, t.Timestamp, name))
+	for _, k := range []struct {
+		kind  string
+		names map[string]named.Target
+	}{{"tag", r.Tags}, {"branch", r.Branches}} {
+		for _, name := range named.Names(k.names) {
+			if t := k.names[name]; !named.Live(vs, t) {
+				out = append(out, fmt.Sprintf("dangling: %s %s names version %s of %s, which is gone (deleted by another program); "+
+					"vh5fs never follows it: delete it with vh5fs %s -d FILE %s", k.kind, name, t.Version, t.Timestamp, k.kind, name))
+			}
 		}
 	}
 	return out, nil

@@ -27,7 +27,8 @@ type datasetNode struct {
 	fileNode
 	m         *mount
 	path      string
-	immutable bool // inside a committed version
+	immutable bool   // inside a committed version
+	branch    string // reached through branches/NAME/: writes commit on that branch
 	mtime     time.Time
 	// latest is the write handle opened or changed last, whose size stat reports. fstat
 	// sends no handle (the kernel never does), and go-fuse then hands Getattr the node's
@@ -264,7 +265,7 @@ func (n *datasetNode) rescue(h *writeHandle) {
 		slog.Error("changes lost: commit at release failed", "dataset", n.path)
 		return
 	}
-	name, err := n.m.stages.Rescue(h.Base(), rel, &h.Handle.File)
+	name, err := n.m.stages.Rescue(h.Base(), h.Branch(), rel, &h.Handle.File)
 	if err != nil {
 		slog.Error("changes lost: commit at release failed, and keeping them in a stage failed too", "dataset", n.path, "err", err)
 		return
@@ -312,7 +313,7 @@ type writeHandle struct {
 
 func (n *datasetNode) newWriteHandle() (*writeHandle, error) {
 	version, rel := n.versionAndRel()
-	h, err := writefile.Open(n.m.commit, version, rel)
+	h, err := writefile.Open(n.m.commit, version, n.branch, rel)
 	if err != nil {
 		return nil, err
 	}

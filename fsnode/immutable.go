@@ -68,6 +68,8 @@ func (m *mount) refusal(op, mp string) string {
 		return "stage/ holds only stages: mkdir MNT/stage/NAME makes one, rm -r MNT/stage/NAME discards it, mv MNT/stage/NAME MNT/versions/ commits it"
 	case mp == tagsDir || strings.HasPrefix(mp, tagsDir+"/"):
 		return "tags/ holds only tags, which never move: ln -s versions/VERSION MNT/tags/NAME tags a version (read-write mounts), rm MNT/tags/NAME deletes the tag"
+	case mp == branchesDir || strings.HasPrefix(mp, branchesDir+"/"):
+		return "branches/ holds only branches: mkdir MNT/branches/NAME makes one at the current version (read-write mounts), setfattr -n " + XattrHead + " -v VERSION MNT/branches/NAME moves it, rmdir deletes it; a branch's files are written as a version's are"
 	case mp == atDir || strings.HasPrefix(mp, atDir+"/"):
 		return "at/TIME is the version current at TIME, looked up, never made: nothing in at/ changes"
 	case !inVersions:

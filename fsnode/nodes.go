@@ -139,6 +139,11 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 			out.SetEntryTimeout(n.m.mutable())
 			out.SetAttrTimeout(n.m.mutable())
 			return n.NewInode(ctx, &tagsNode{frozenDir: frozenDir{n.m, tagsDir}}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(tagsDir, "")}), 0
+		case branchesDir:
+			n.m.dirAttr(&out.Attr, n.m.mtime)
+			out.SetEntryTimeout(n.m.mutable())
+			out.SetAttrTimeout(n.m.mutable())
+			return n.NewInode(ctx, &branchesNode{frozenDir: frozenDir{n.m, branchesDir}}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(branchesDir, "")}), 0
 		case atDir:
 			n.m.dirAttr(&out.Attr, n.m.mtime)
 			out.SetEntryTimeout(n.m.mutable())
@@ -169,17 +174,18 @@ func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 			list = append(list, fuse.DirEntry{Name: "current", Mode: fuse.S_IFLNK, Ino: ino("current", "")})
 		}
 		list = append(list, fuse.DirEntry{Name: atDir, Mode: fuse.S_IFDIR, Ino: ino(atDir, "")},
-			fuse.DirEntry{Name: tagsDir, Mode: fuse.S_IFDIR, Ino: ino(tagsDir, "")})
+			fuse.DirEntry{Name: tagsDir, Mode: fuse.S_IFDIR, Ino: ino(tagsDir, "")},
+			fuse.DirEntry{Name: branchesDir, Mode: fuse.S_IFDIR, Ino: ino(branchesDir, "")})
 		if n.m.stages != nil {
 			list = append(list, fuse.DirEntry{Name: "stage", Mode: fuse.S_IFDIR, Ino: ino("stages", "")})
 		}
 	}
-	plain, errn := listGroup(n.m, "/")
+	plain, errn := listGroup(n.m, "/", "")
 	if errn != 0 {
 		return nil, errn
 	}
 	for _, e := range plain {
-		if n.m.file.Versioned() && (e.Name == "versions" || e.Name == "current" || e.Name == atDir || e.Name == tagsDir || (e.Name == "stage" && n.m.stages != nil)) {
+		if n.m.file.Versioned() && (e.Name == "versions" || e.Name == "current" || e.Name == atDir || e.Name == tagsDir || e.Name == branchesDir || (e.Name == "stage" && n.m.stages != nil)) {
 			continue
 		}
 		list = append(list, e)
@@ -326,6 +332,7 @@ type groupNode struct {
 	path      string
 	version   string    // set on a version's root group
 	immutable bool      // inside a committed version
+	branch    string    // reached through branches/NAME/ (branches.go)
 	mtime     time.Time // the version's timestamp, or the file's mtime
 }
 
@@ -344,7 +351,7 @@ var _ fs.NodeReaddirer = (*groupNode)(nil)
 
 func (n *groupNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	defer n.m.enter()()
-	list, errn := listGroup(n.m, n.path)
+	list, errn := listGroup(n.m, n.path, n.branch)
 	if errn != 0 {
 		return nil, n.m.staleOr(n.path, n.immutable, errn)
 	}
@@ -366,7 +373,8 @@ func joinPath(dir, name string) string {
 	return dir + "/" + name
 }
 
-func listGroup(m *mount, path string) ([]fuse.DirEntry, syscall.Errno) {
+// listGroup lists the HDF5 group at path, reached through branch (if not "").
+func listGroup(m *mount, path, branch string) ([]fuse.DirEntry, syscall.Errno) {
 	entries, err := listDir(m, path)
 	if err != nil {
 		return nil, errno(err)
@@ -378,9 +386,9 @@ func listGroup(m *mount, path string) ([]fuse.DirEntry, syscall.Errno) {
 		}
 		child := joinPath(path, e.Name)
 		if e.IsGroup {
-			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFDIR, Ino: ino("group", child)})
+			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFDIR, Ino: ino(branchKind(branch)+"group", child)})
 		} else {
-			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFREG, Ino: ino("dataset", child)})
+			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFREG, Ino: ino(branchKind(branch)+"dataset", child)})
 		}
 	}
 	return list, 0
@@ -404,9 +412,9 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 	if dir == "/" && "/"+name == versions.DataRoot {
 		return nil, syscall.ENOENT
 	}
-	immutable, mtime := false, m.mtime
+	immutable, mtime, branch := false, m.mtime, ""
 	if parent != nil {
-		immutable, mtime = parent.immutable, parent.mtime
+		immutable, mtime, branch = parent.immutable, parent.mtime, parent.branch
 	}
 	path := joinPath(dir, name)
 	entries, err := listDir(m, dir)
@@ -418,20 +426,34 @@ func lookupChild(ctx context.Context, in *fs.Inode, m *mount, dir, name string, 
 			continue
 		}
 		out.SetEntryTimeout(m.timeoutFor(immutable))
+		kind := branchKind(branch)
+		if branch != "" {
+			out.SetEntryTimeout(0) // the branch moves: each path walk looks its head up again
+		}
 		out.SetAttrTimeout(m.timeoutFor(immutable))
 		if e.IsGroup {
 			m.dirAttr(&out.Attr, mtime)
-			child := &groupNode{m: m, frozenDir: frozenDir{m, path}, path: path, immutable: immutable, mtime: mtime}
-			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino("group", path), Gen: versionGen(immutable, mtime)}), 0
+			child := &groupNode{m: m, frozenDir: frozenDir{m, path}, path: path, immutable: immutable, branch: branch, mtime: mtime}
+			return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(kind+"group", path), Gen: versionGen(immutable, mtime)}), 0
 		}
-		child := &datasetNode{m: m, path: path, immutable: immutable, mtime: mtime}
+		child := &datasetNode{m: m, path: path, immutable: immutable, branch: branch, mtime: mtime}
 		if errn := child.fill(&out.Attr, nil); errn != 0 {
 			return nil, errn
 		}
 		out.SetAttrTimeout(child.attrTimeout())
-		return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino("dataset", path), Gen: versionGen(immutable, mtime)}), 0
+		return in.NewInode(ctx, child, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(kind+"dataset", path), Gen: versionGen(immutable, mtime)}), 0
 	}
 	return nil, syscall.ENOENT
+}
+
+// branchKind prefixes the inode kinds of nodes reached through branch: nodes of their
+// own, not those of versions/HEAD/, as go-fuse keeps one node per inode number and these
+// commit on the branch.
+func branchKind(branch string) string {
+	if branch == "" {
+		return ""
+	}
+	return "branch " + branch + " "
 }
 
 // versionGen is the generation of a node inside a version: its timestamp. A version

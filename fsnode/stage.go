@@ -27,9 +27,12 @@ import (
 // kernel (a rename into versions/ turns a stage into a version), so it asks each time.
 //
 // XattrBase on a stage's root shows and sets (rebases an unchanged stage) its base;
+// XattrBranch sets a branch instead: an unchanged stage is rebased on the branch's head
+// and commits on the branch (stage.Stage.SetBranch), and the root shows it;
 // XattrCreate on a file created in a stage describes the new dataset.
 const (
 	XattrBase   = xattrs.Prefix + "base"
+	XattrBranch = xattrs.Prefix + "branch"
 	XattrCreate = xattrs.Prefix + "create"
 )
 
@@ -379,6 +382,9 @@ func (n *stageDirNode) xattrs() (*xattrs.Set, error) {
 	var x xattrs.Set
 	if n.path == "" {
 		x.Add(XattrBase, []byte(n.st.Base()))
+		if b := n.st.Branch(); b != "" {
+			x.Add(XattrBranch, []byte(b))
+		}
 	}
 	return &x, n.hdf5Attrs(&x)
 }
@@ -398,8 +404,12 @@ func (n *stageDirNode) Listxattr(ctx context.Context, dest []byte) (uint32, sysc
 var _ fs.NodeSetxattrer = (*stageDirNode)(nil)
 
 func (n *stageDirNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	if attr == XattrBase && n.path == "" {
-		if err := n.st.SetBase(string(data)); err != nil {
+	if (attr == XattrBase || attr == XattrBranch) && n.path == "" {
+		set := n.st.SetBase
+		if attr == XattrBranch {
+			set = n.st.SetBranch
+		}
+		if err := set(string(data)); err != nil {
 			return stageErr("setfattr "+attr, n.where(n.path), err)
 		}
 		return 0
@@ -411,7 +421,7 @@ func (n *stageDirNode) Setxattr(ctx context.Context, attr string, data []byte, f
 func (n *stageNode) setHDF5Attr(attr string, data []byte) syscall.Errno {
 	name, ok := strings.CutPrefix(attr, xattrs.HDF5Prefix)
 	if !ok {
-		slog.Warn("stage: refused: settable attributes are user.hdf5.NAME (and user.vh5fs.create, user.vh5fs.shape on datasets, user.vh5fs.base on a stage)",
+		slog.Warn("stage: refused: settable attributes are user.hdf5.NAME (and user.vh5fs.create, user.vh5fs.shape on datasets, user.vh5fs.base and user.vh5fs.branch on a stage)",
 			"op", "setfattr", "name", attr, "path", n.where(n.path))
 		return syscall.EPERM
 	}

@@ -17,37 +17,85 @@ func Tag(c *commit.Committer, name, version string) error {
 	if err := named.CheckName(name); err != nil {
 		return fmt.Errorf("tag %s: %w", name, err)
 	}
+	return addName(c, "tag", name, version, func(r *named.Refs) *map[string]named.Target { return &r.Tags })
+}
+
+// Untag deletes tag name (named.ErrNotFound if there is none), dangling or not.
+func Untag(c *commit.Committer, name string) error {
+	return deleteName(c, "untag", name, func(r *named.Refs) map[string]named.Target { return r.Tags })
+}
+
+// Branch makes a branch called name whose head is version (a committed version): commits
+// on the branch (commit.Tree.Branch) move it, and current_version stays where it is. Its
+// head is held as a tag's version is. A taken name is named.ErrExists.
+func Branch(c *commit.Committer, name, version string) error {
+	return addName(c, "branch", name, version, func(r *named.Refs) *map[string]named.Target { return &r.Branches })
+}
+
+// DeleteBranch deletes branch name (named.ErrNotFound if there is none), dangling or not.
+// Its versions stay.
+func DeleteBranch(c *commit.Committer, name string) error {
+	return deleteName(c, "delete branch", name, func(r *named.Refs) map[string]named.Target { return r.Branches })
+}
+
+// MoveBranch moves branch name (which must exist) to version, a committed version, as
+// git branch --force does: the versions it leaves stay.
+func MoveBranch(c *commit.Committer, name, version string) error {
 	err := c.EditNames(func(r named.Refs, vs []versions.Version) (named.Refs, error) {
-		if _, ok := r.Tags[name]; ok {
+		if _, ok := r.Branches[name]; !ok {
+			return r, named.ErrNotFound
+		}
+		i := versionIndex(vs, version)
+		if i < 0 {
+			return r, fmt.Errorf("no committed version %q: %w", version, versions.ErrNotFound)
+		}
+		r.Branches[name] = named.TargetOf(vs[i])
+		return r, nil
+	})
+	if err != nil {
+		return fmt.Errorf("move branch %s to %s: %w", name, version, err)
+	}
+	return nil
+}
+
+// addName adds name, naming version, to the map of r that of picks (made if missing).
+func addName(c *commit.Committer, what, name, version string, of func(*named.Refs) *map[string]named.Target) error {
+	if err := named.CheckName(name); err != nil {
+		return fmt.Errorf("%s %s: %w", what, name, err)
+	}
+	err := c.EditNames(func(r named.Refs, vs []versions.Version) (named.Refs, error) {
+		if r.Taken(name) {
 			return r, named.ErrExists
 		}
 		i := versionIndex(vs, version)
 		if i < 0 {
 			return r, fmt.Errorf("no committed version %q: %w", version, versions.ErrNotFound)
 		}
-		if r.Tags == nil {
-			r.Tags = map[string]named.Target{}
+		m := of(&r)
+		if *m == nil {
+			*m = map[string]named.Target{}
 		}
-		r.Tags[name] = named.TargetOf(vs[i])
+		(*m)[name] = named.TargetOf(vs[i])
 		return r, nil
 	})
 	if err != nil {
-		return fmt.Errorf("tag %s: %w", name, err)
+		return fmt.Errorf("%s %s: %w", what, name, err)
 	}
 	return nil
 }
 
-// Untag deletes tag name (named.ErrNotFound if there is none), dangling or not.
-func Untag(c *commit.Committer, name string) error {
+// deleteName deletes name from the map of r that of picks.
+func deleteName(c *commit.Committer, what, name string, of func(*named.Refs) map[string]named.Target) error {
 	err := c.EditNames(func(r named.Refs, _ []versions.Version) (named.Refs, error) {
-		if _, ok := r.Tags[name]; !ok {
+		m := of(&r)
+		if _, ok := m[name]; !ok {
 			return r, named.ErrNotFound
 		}
-		delete(r.Tags, name)
+		delete(m, name)
 		return r, nil
 	})
 	if err != nil {
-		return fmt.Errorf("untag %s: %w", name, err)
+		return fmt.Errorf("%s %s: %w", what, name, err)
 	}
 	return nil
 }
@@ -63,7 +111,8 @@ func Names(f *versions.File) (named.Refs, []versions.Version, error) {
 }
 
 // Resolve is the committed version name names: a version of that name, else the version
-// a tag of that name holds. A dangling tag is refused, never followed to another version.
+// a tag of that name holds or a branch of that name has at its head. A dangling name is
+// refused, never followed to another version.
 func Resolve(f *versions.File, name string) (string, error) {
 	if _, ok, err := f.Version(name); err != nil || ok {
 		return name, err
@@ -72,18 +121,40 @@ func Resolve(f *versions.File, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t, ok := r.Tags[name]
+	kind, t, ok := "tag", named.Target{}, false
+	if t, ok = r.Tags[name]; !ok {
+		kind, t, ok = "branch", r.Branches[name], r.Branches[name] != named.Target{}
+	}
 	switch {
 	case !ok:
-		return "", fmt.Errorf("no version %q, and no tag of that name", name)
+		return "", fmt.Errorf("no version %q, and no tag or branch of that name: %w", name, versions.ErrNotFound)
 	case !named.Live(vs, t):
-		return "", fmt.Errorf("tag %s is dangling: version %s of %s is gone", name, t.Version, t.Timestamp)
+		return "", fmt.Errorf("%s %s is dangling: version %s of %s is gone: %w", kind, name, t.Version, t.Timestamp, versions.ErrNotFound)
 	}
 	return t.Version, nil
 }
 
+// BranchHead is branch name's head, a committed version (named.ErrNotFound if there is no
+// such branch, versions.ErrNotFound if it dangles).
+func BranchHead(f *versions.File, name string) (versions.Version, error) {
+	r, vs, err := Names(f)
+	if err != nil {
+		return versions.Version{}, err
+	}
+	t, ok := r.Branches[name]
+	if !ok {
+		return versions.Version{}, fmt.Errorf("branch %s: %w", name, named.ErrNotFound)
+	}
+	for _, v := range vs {
+		if named.TargetOf(v) == t {
+			return v, nil
+		}
+	}
+	return versions.Version{}, fmt.Errorf("branch %s is dangling: version %s of %s is gone: %w", name, t.Version, t.Timestamp, versions.ErrNotFound)
+}
+
 // Select is the versions policy p deletes from f, and the versions it would have deleted
-// that tags hold and it keeps (with the tags that hold each).
+// that names hold and it keeps (with the names that hold each, named.Refs.Holders).
 func Select(f *versions.File, p lifecycle.Policy) (del []string, held map[string][]string, err error) {
 	r, vs, err := Names(f)
 	if err != nil {
@@ -93,12 +164,12 @@ func Select(f *versions.File, p lifecycle.Policy) (del []string, held map[string
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(r.Tags) == 0 {
+	if r.Empty() {
 		return lifecycle.Select(vs, cur, p), nil, nil
 	}
 	byName := versionsByName(vs)
 	for _, name := range lifecycle.Select(vs, cur, p) {
-		if tags := r.Holding(byName[name]); len(tags) > 0 {
+		if tags := r.Holders(byName[name]); len(tags) > 0 {
 			if held == nil {
 				held = map[string][]string{}
 			}
@@ -110,18 +181,20 @@ func Select(f *versions.File, p lifecycle.Policy) (del []string, held map[string
 	return del, held, nil
 }
 
-// checkHolds refuses (named.ErrHeld) a deletion of a version a tag holds, naming the tags.
+// checkHolds refuses (named.ErrHeld) a deletion of a version a name holds (a tag, or a
+// branch whose head it is), naming the names.
 func checkHolds(f *versions.File, names []string) error {
 	r, vs, err := Names(f)
-	if err != nil || len(r.Tags) == 0 {
+	if err != nil || r.Empty() {
 		return err
 	}
 	byName := versionsByName(vs)
 	for _, name := range names {
 		if v, ok := byName[name]; ok {
-			if tags := r.Holding(v); len(tags) > 0 {
-				return fmt.Errorf("version %s: %w %s: delete the tag first (vh5fs tag -d %s %s); nothing deleted",
-					name, named.ErrHeld, strings.Join(tags, ", "), f.Path(), tags[0])
+			if holders := r.Holders(v); len(holders) > 0 {
+				kind, first, _ := strings.Cut(holders[0], " ")
+				return fmt.Errorf("version %s: %w a %s: delete the %s first (vh5fs %s -d %s %s); nothing deleted",
+					name, named.ErrHeld, strings.Join(holders, ", a "), kind, kind, f.Path(), first)
 			}
 		}
 	}

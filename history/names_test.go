@@ -51,7 +51,7 @@ func TestTagsHold(t *testing.T) {
 	require.NoError(t, err)
 	f.Close()
 	require.Equal(t, []string{"v1"}, del)
-	require.Equal(t, map[string][]string{"v2": {"release-1"}, "v3": {"keep"}}, held)
+	require.Equal(t, map[string][]string{"v2": {"tag release-1"}, "v3": {"tag keep"}}, held)
 
 	// A rename carries the tag; the tag goes with Untag, and the version can go then.
 	require.NoError(t, onWriteSide(t, file, func(c *commit.Committer) error {
@@ -70,4 +70,62 @@ func TestTagsHold(t *testing.T) {
 	_, ok, err := h.Attr(versions.VersionsGroup, named.Attr)
 	require.NoError(t, err)
 	require.False(t, ok, "the last untag leaves no attribute")
+}
+
+// TestBranchesHold: a branch takes a name no tag has, moves (MoveBranch), holds its head
+// against deletions and policies, resolves as a version does, and goes with DeleteBranch,
+// leaving its versions.
+func TestBranchesHold(t *testing.T) {
+	file := fixture.Copy(t, filepath.Join(fixture.Dir(), "basic_1d.h5"))
+	require.NoError(t, onWriteSide(t, file, func(c *commit.Committer) error {
+		require.NoError(t, history.Branch(c, "dev", "v2"))
+		require.ErrorIs(t, history.Branch(c, "dev", "v3"), named.ErrExists)
+		require.ErrorIs(t, history.Tag(c, "dev", "v3"), named.ErrExists, "tags and branches share their names")
+		require.NoError(t, history.Tag(c, "rel", "v1"))
+		require.ErrorIs(t, history.Branch(c, "rel", "v3"), named.ErrExists)
+		require.ErrorIs(t, history.Branch(c, "x", "v9"), versions.ErrNotFound)
+		require.ErrorIs(t, history.MoveBranch(c, "nope", "v1"), named.ErrNotFound)
+		return nil
+	}))
+	f, err := versions.Open(file)
+	require.NoError(t, err)
+	head, err := history.BranchHead(f, "dev")
+	require.NoError(t, err)
+	require.Equal(t, "v2", head.Name)
+	for name, want := range map[string]string{"dev": "v2", "rel": "v1", "v3": "v3"} {
+		got, err := history.Resolve(f, name)
+		require.NoError(t, err)
+		require.Equal(t, want, got, name)
+	}
+	_, err = history.Resolve(f, "nope")
+	require.ErrorIs(t, err, versions.ErrNotFound)
+	_, held, err := history.Select(f, lifecycle.Policy{KeepLast: 1})
+	require.NoError(t, err)
+	require.Equal(t, map[string][]string{"v1": {"tag rel"}, "v2": {"branch dev"}}, held)
+	f.Close()
+
+	err = onWriteSide(t, file, func(c *commit.Committer) error {
+		_, err := history.Delete(c, []string{"v2"}, history.DeleteOptions{})
+		return err
+	})
+	require.ErrorIs(t, err, named.ErrHeld)
+	require.ErrorContains(t, err, "version v2: held by a branch dev: delete the branch first (vh5fs branch -d")
+
+	// Moved off v2, the branch no longer holds it; deleted, the branch leaves its head.
+	require.ErrorIs(t, onWriteSide(t, file, func(c *commit.Committer) error {
+		require.NoError(t, history.MoveBranch(c, "dev", "v3"))
+		if _, err := history.Delete(c, []string{"v2"}, history.DeleteOptions{}); err != nil {
+			return err
+		}
+		require.NoError(t, history.DeleteBranch(c, "dev"))
+		return history.DeleteBranch(c, "dev")
+	}), named.ErrNotFound, "deleted once")
+	f, err = versions.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = history.BranchHead(f, "dev")
+	require.ErrorIs(t, err, named.ErrNotFound)
+	_, ok, err := f.Version("v3")
+	require.NoError(t, err)
+	require.True(t, ok)
 }

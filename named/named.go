@@ -36,10 +36,10 @@ const format = 1
 
 // Errors of name changes, wrapped with the name.
 var (
-	ErrExists   = errors.New("a tag of that name exists (a tag never moves: delete it first)")
-	ErrNotFound = errors.New("no tag of that name")
+	ErrExists   = errors.New("the name is taken by a tag or a branch (a tag never moves: delete it first)")
+	ErrNotFound = errors.New("no such name")
 	ErrName     = errors.New("not a valid name (letters, digits, '.', '_' and '-', starting with a letter or digit)")
-	ErrHeld     = errors.New("held by a tag")
+	ErrHeld     = errors.New("held by")
 )
 
 // Target is the version a name names, by its name and timestamp.
@@ -132,15 +132,57 @@ func Live(vs []versions.Version, t Target) bool {
 func TargetOf(v versions.Version) Target { return Target{Version: v.Name, Timestamp: v.Timestamp} }
 
 // Holding lists, sorted, the tags that hold version v.
-func (r Refs) Holding(v versions.Version) []string {
+func (r Refs) Holding(v versions.Version) []string { return naming(r.Tags, v) }
+
+// Heads lists, sorted, the branches whose head is version v.
+func (r Refs) Heads(v versions.Version) []string { return naming(r.Branches, v) }
+
+// Holders describes, tags first, every name that holds version v against deletion: "tag
+// NAME" for a tag, "branch NAME" for a branch whose head it is (a deletion would leave the
+// branch dangling).
+func (r Refs) Holders(v versions.Version) []string {
 	var out []string
-	for name, t := range r.Tags {
+	for _, name := range r.Holding(v) {
+		out = append(out, "tag "+name)
+	}
+	for _, name := range r.Heads(v) {
+		out = append(out, "branch "+name)
+	}
+	return out
+}
+
+func naming(m map[string]Target, v versions.Version) []string {
+	var out []string
+	for name, t := range m {
 		if t == TargetOf(v) {
 			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Taken reports whether a tag or a branch is called name: the two share one namespace,
+// so a name given where a version is taken means one version.
+func (r Refs) Taken(name string) bool {
+	_, tag := r.Tags[name]
+	_, branch := r.Branches[name]
+	return tag || branch
+}
+
+// Advance writes h's names with branch moved to t: a commit on the branch publishes its
+// version with it, in the same transaction.
+func Advance(h *h5.File, branch string, t Target) error {
+	r, err := Read(h)
+	if err != nil {
+		return err
+	}
+	if _, ok := r.Branches[branch]; !ok {
+		return fmt.Errorf("branch %s: %w", branch, ErrNotFound)
+	}
+	r = r.Clone()
+	r.Branches[branch] = t
+	return Write(h, r)
 }
 
 // Renamed is r with every name of version old naming new instead (a rename keeps the

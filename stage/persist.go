@@ -27,6 +27,7 @@ import (
 // savedTree is stage.json: a stage's changes to its base's tree.
 type savedTree struct {
 	Base     string                                `json:"base"`
+	Branch   string                                `json:"branch,omitempty"` // commits on this branch
 	Removed  []string                              `json:"removed"`
 	Groups   []string                              `json:"groups"`
 	Datasets map[string]savedDataset               `json:"datasets"`
@@ -61,7 +62,7 @@ func (s *Stage) dataFile(p string) string {
 
 // saveTree writes stage.json. Called with s.mu held.
 func (s *Stage) saveTree() error {
-	t := savedTree{Base: s.base, Datasets: map[string]savedDataset{}, Attrs: s.attrs}
+	t := savedTree{Base: s.base, Branch: s.branch, Datasets: map[string]savedDataset{}, Attrs: s.attrs}
 	for p := range s.removed {
 		t.Removed = append(t.Removed, p)
 	}
@@ -177,7 +178,7 @@ func (m *Manager) load(name string) (*Stage, error) {
 	if err := m.checkCommitting(s, t.Base); err != nil {
 		return nil, err
 	}
-	s.base = t.Base
+	s.base, s.branch = t.Base, t.Branch
 	for _, p := range t.Removed {
 		s.removed[p] = true
 	}

@@ -49,6 +49,7 @@ import (
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5json"
+	"github.com/vh5fs/vh5fs/named"
 	"github.com/vh5fs/vh5fs/staged"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
@@ -289,6 +290,7 @@ type Stage struct {
 
 	mu       sync.Mutex
 	base     string                                // GUARDED_BY(mu)
+	branch   string                                // the branch the stage commits on, "" for none; GUARDED_BY(mu)
 	removed  map[string]bool                       // base paths removed (and all below); GUARDED_BY(mu)
 	groups   map[string]bool                       // groups created; GUARDED_BY(mu)
 	datasets map[string]*Dataset                   // datasets opened or created; GUARDED_BY(mu)
@@ -321,6 +323,14 @@ func (s *Stage) Base() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.base
+}
+
+// Branch is the branch the stage commits on (package named), "" for none: a stage made
+// on a branch commits there and leaves current_version alone.
+func (s *Stage) Branch() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.branch
 }
 
 // Entry is a name in a stage's directory.
@@ -766,7 +776,8 @@ func (s *Stage) BaseDataset(p string) (*versions.Dataset, error) {
 	return s.m.f.Dataset(s.basePath(p))
 }
 
-// SetBase rebases a stage nothing was changed in onto version.
+// SetBase rebases a stage nothing was changed in onto version; it then commits on no
+// branch.
 func (s *Stage) SetBase(version string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -778,6 +789,38 @@ func (s *Stage) SetBase(version string) error {
 	} else if !ok {
 		return fmt.Errorf("version %s: %w", version, ErrNotExist)
 	}
+	return s.rebase(version, "")
+}
+
+// SetBranch rebases a stage nothing was changed in onto branch's head, and has it commit
+// on the branch (commit.Tree.Branch).
+func (s *Stage) SetBranch(branch string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.kind(""); err != nil {
+		return err
+	}
+	r, err := named.Read(s.m.f.HDF5())
+	if err != nil {
+		return err
+	}
+	t, ok := r.Branches[branch]
+	if !ok {
+		return fmt.Errorf("branch %s: %w", branch, named.ErrNotFound)
+	}
+	vs, err := s.m.f.Versions()
+	if err != nil {
+		return err
+	}
+	if !named.Live(vs, t) {
+		return fmt.Errorf("branch %s is dangling: version %s of %s is gone: %w", branch, t.Version, t.Timestamp, ErrNotExist)
+	}
+	return s.rebase(t.Version, branch)
+}
+
+// rebase makes version and branch the stage's, if nothing was changed in it. Called with
+// s.mu held.
+func (s *Stage) rebase(version, branch string) error {
 	if len(s.removed) > 0 || len(s.groups) > 0 || len(s.attrs) > 0 {
 		return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, ErrBusy)
 	}
@@ -789,9 +832,9 @@ func (s *Stage) SetBase(version string) error {
 			return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, ErrBusy)
 		}
 	}
-	old, oldDatasets := s.base, s.datasets
-	s.base, s.datasets = version, map[string]*Dataset{}
-	if err := s.changed(func() { s.base, s.datasets = old, oldDatasets }); err != nil {
+	old, oldBranch, oldDatasets := s.base, s.branch, s.datasets
+	s.base, s.branch, s.datasets = version, branch, map[string]*Dataset{}
+	if err := s.changed(func() { s.base, s.branch, s.datasets = old, oldBranch, oldDatasets }); err != nil {
 		return err
 	}
 	for _, d := range oldDatasets {
@@ -1016,7 +1059,7 @@ func (s *Stage) commit(version string) (commit.Result, error) {
 		defer release()
 		arrays[p] = arr
 	}
-	t := commit.Tree{Base: s.base, Name: version, Attrs: attrChanges(s.attrs[""]), Named: s.markCommitting}
+	t := commit.Tree{Base: s.base, Branch: s.branch, Name: version, Attrs: attrChanges(s.attrs[""]), Named: s.markCommitting}
 	var walk func(dir string) error
 	walk = func(dir string) error {
 		ents, err := s.list(dir)
@@ -1084,7 +1127,7 @@ func (s *Stage) discard() {
 // path as the handle staged it, and returns the stage's name. Saved to disk before it
 // returns, the stage outlives the handle and the mount: a later mount commits it
 // (mv stage/NAME versions/). The handle is only read.
-func (m *Manager) Rescue(base, path string, h *writefile.File) (string, error) {
+func (m *Manager) Rescue(base, branch, path string, h *writefile.File) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	stamp := time.Now().UTC().Format("20060102T150405.000000Z")
@@ -1093,6 +1136,7 @@ func (m *Manager) Rescue(base, path string, h *writefile.File) (string, error) {
 		name = fmt.Sprintf("unsaved-%s-%d", stamp, i)
 	}
 	s := newStage(m, name, base)
+	s.branch = branch
 	if err := os.MkdirAll(s.dir(), 0o700); err != nil {
 		return "", fmt.Errorf("stage %s: %w", name, err)
 	}

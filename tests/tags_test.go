@@ -162,7 +162,7 @@ func TestTagsRetention(t *testing.T) {
 
 	out, stderr, code := vh5fsRun(t, "delete", "-n", file, "--keep-last", "3")
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, out, file+": would keep 2 versions the policy picked, held by tags: v0260 (tag release-1) v0270 (tag release-2)")
+	require.Contains(t, out, file+": would keep 2 versions the policy picked, held by tags or branches: v0260 (tag release-1) v0270 (tag release-2)")
 	out, stderr, code = vh5fsRun(t, "delete", file, "--keep-last", "3")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "deleted 45 of 50 versions")

@@ -26,9 +26,10 @@ func CreateVersion(h *h5.File, name, prev string, t time.Time) error {
 	return h.SetAttrString(p, AttrTimestamp, CanonicalTimestamp(t))
 }
 
-// PublishVersion marks version name committed at t and makes it current, recording the
-// data format that wrote it: a commit's publish.
-func PublishVersion(h *h5.File, name string, t time.Time) error {
+// PublishVersion marks version name committed at t and, if makeCurrent, makes it current
+// (versioned-hdf5's make_current), recording the data format that wrote it: a commit's
+// publish.
+func PublishVersion(h *h5.File, name string, t time.Time, makeCurrent bool) error {
 	p := VersionsGroup + "/" + name
 	if err := h.SetAttrBool(p, AttrCommitted, true); err != nil {
 		return err
@@ -36,8 +37,10 @@ func PublishVersion(h *h5.File, name string, t time.Time) error {
 	if err := h.SetAttrString(p, AttrTimestamp, CanonicalTimestamp(t)); err != nil {
 		return err
 	}
-	if err := SetCurrent(h, name); err != nil {
-		return err
+	if makeCurrent {
+		if err := SetCurrent(h, name); err != nil {
+			return err
+		}
 	}
 	return h.SetAttrInt64(VersionsGroup, AttrDataVersion, SupportedDataVersion)
 }

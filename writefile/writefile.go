@@ -52,18 +52,22 @@ type Handle struct {
 	// current then, unless that changed its dataset (commit.Change.FollowHead). A handle
 	// opened on an older version keeps its own line of versions.
 	follow bool
+	// branch: opened through a branch (package named), the handle commits on the
+	// branch and follows its head instead of the current version's.
+	branch string
 	unpin  func() // the base's pin (commit.Committer.Pin); GUARDED_BY(File.mu)
 }
 
 // Open opens dataset rel of version for writing, its staged chunks in c's store, those it
 // evicts sunk into their raw_data slots. If version is the current one, the handle
-// follows the head (see Commit).
-func Open(c *commit.Committer, version, rel string) (*Handle, error) {
+// follows the head (see Commit). With a branch (version then being its head), the
+// handle commits on the branch and follows the branch's head instead.
+func Open(c *commit.Committer, version, branch, rel string) (*Handle, error) {
 	cur, err := c.File().CurrentVersion()
 	if err != nil {
 		return nil, fmt.Errorf("writefile: %s/%s: reading the current version: %w", version, rel, err)
 	}
-	h := &Handle{c: c, rel: rel, base: version, follow: version == cur, unpin: c.Pin(version)}
+	h := &Handle{c: c, rel: rel, base: version, follow: version == cur || branch != "", branch: branch, unpin: c.Pin(version)}
 	if err := h.File.open(c, version, rel, true); err != nil {
 		h.unpin()
 		return nil, err
@@ -118,6 +122,9 @@ func (h *File) Source() chunkmap.ChunkSource { return h.src }
 
 // Size is the file's size in bytes as the handle sees it.
 func (h *File) Size() int64 { return h.sz.Load() }
+
+// Branch is the branch the handle commits on ("" for none).
+func (h *Handle) Branch() string { return h.branch }
 
 // Base is the version the handle's staged changes apply to (the one it made last).
 func (h *Handle) Base() string {
@@ -251,7 +258,7 @@ func (h *Handle) Commit(explicit bool) (string, error) {
 	if !h.arr.Dirty() {
 		return "", nil
 	}
-	res, err := h.c.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit, FollowHead: h.follow})
+	res, err := h.c.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit, FollowHead: h.follow, Branch: h.branch})
 	if err != nil {
 		return "", err
 	}

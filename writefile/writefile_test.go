@@ -103,7 +103,7 @@ func TestHandle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := open(t)
-			h, err := Open(e.c, base, ds)
+			h, err := Open(e.c, base, "", ds)
 			require.NoError(t, err)
 			made := []string{}
 			for i, s := range tt.steps {
@@ -154,7 +154,7 @@ func TestHandle(t *testing.T) {
 // back and commits as written, and the store holds nothing once it is committed.
 func TestHandleSpills(t *testing.T) {
 	e := openWith(t, commit.Options{}) // a budget of 0: every staged chunk spills
-	h, err := Open(e.c, base, ds)
+	h, err := Open(e.c, base, "", ds)
 	require.NoError(t, err)
 	want := make([]byte, 0, 8*40)
 	for i := range int64(40) {
@@ -177,7 +177,7 @@ func TestHandleSpills(t *testing.T) {
 // TestSizeDuringCommit: Size answers while the handle's lock is held (by a commit).
 func TestSizeDuringCommit(t *testing.T) {
 	e := open(t)
-	h, err := Open(e.c, base, ds)
+	h, err := Open(e.c, base, "", ds)
 	require.NoError(t, err)
 	_, err = h.WriteAt(ints(1), 80)
 	require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestHandlesFollowHead(t *testing.T) {
 	const cur, old, level, phase, flags = "dropped", "added", "sensors/south/level", "phase", "sensors/north/flags"
 	openWrite := func(version, rel string, b byte) (*Handle, []byte) {
 		t.Helper()
-		h, err := Open(c, version, rel)
+		h, err := Open(c, version, "", rel)
 		require.NoError(t, err)
 		t.Cleanup(h.Close)
 		want := read(version, rel)

@@ -251,12 +251,15 @@ func openVersioned(file string) (*versions.File, error) {
 	return f, nil
 }
 
-// decoration marks v in a log as git log --decorate does: " (current, tag: release-1)",
-// "" for a version neither current nor tagged.
+// decoration marks v in a log as git log --decorate does: " (current, branch: dev, tag:
+// release-1)", "" for a version neither current, a branch's head nor tagged.
 func decoration(v versions.Version, cur string, refs named.Refs) string {
 	var marks []string
 	if v.Name == cur {
 		marks = append(marks, "current")
+	}
+	for _, b := range refs.Heads(v) {
+		marks = append(marks, "branch: "+b)
 	}
 	for _, tag := range refs.Holding(v) {
 		marks = append(marks, "tag: "+tag)

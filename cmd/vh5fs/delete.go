@@ -179,20 +179,20 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// printHeld says which versions a policy picked that tags hold, and so are kept.
+// printHeld says which versions a policy picked that names hold, and so are kept.
 func printHeld(w io.Writer, file string, held map[string][]string, dry bool) {
 	if len(held) == 0 {
 		return
 	}
 	var parts []string
 	for _, v := range slices.Sorted(maps.Keys(held)) {
-		parts = append(parts, v+" (tag "+strings.Join(held[v], ", ")+")")
+		parts = append(parts, v+" ("+strings.Join(held[v], ", ")+")")
 	}
 	keep := "kept"
 	if dry {
 		keep = "would keep"
 	}
-	fmt.Fprintf(w, "%s: %s %s the policy picked, held by tags: %s\n", file, keep, plural(int64(len(held)), "version"), strings.Join(parts, " "))
+	fmt.Fprintf(w, "%s: %s %s the policy picked, held by tags or branches: %s\n", file, keep, plural(int64(len(held)), "version"), strings.Join(parts, " "))
 }
 
 // compactAfterDelete is where the space a deletion frees goes.
