@@ -169,6 +169,7 @@ type Change struct {
 type Result struct {
 	Name     string // the new version
 	Base     string // its prev_version: Change.Base, or the head a FollowHead change went on
+	Branch   string // the branch it moved (Tree.Branch), "" if it became current
 	Skipped  bool   // SkipUnchanged applied: nothing was written
 	Written  int    // chunks appended to raw_data
 	Ahead    int    // of which a Sink wrote before the commit (found in place)

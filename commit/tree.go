@@ -128,7 +128,7 @@ func (c *Committer) CommitTree(t Tree) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", what, err)
 	}
-	res.Base = t.Base
+	res.Base, res.Branch = t.Base, t.Branch
 	res.Elapsed = time.Since(start)
 	if res.Skipped {
 		slog.Debug("nothing to commit: same data as the base", "base", t.Base, "datasets", changePaths(t.Changes))

@@ -175,6 +175,7 @@ func (n *branchNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.At
 	if n.fm.commit != nil {
 		out.Mode |= n.fm.perm(0o200) // the owner sets user.vh5fs.head here
 	}
+	out.SetTimeout(n.fm.mutable())
 	return 0
 }
 

@@ -35,10 +35,14 @@ func (m *mount) refuse(op, path string) syscall.Errno {
 	return refusedErrno(op, mp)
 }
 
-// refusedErrno is EROFS for a change inside a version (mp below versions/NAME, or the
-// version directory's own modes), EPERM for any other change of the tree's shape.
+// refusedErrno is EROFS for a change inside a version (mp below versions/NAME or
+// branches/NAME, or the directory's own modes), EPERM for any other change of the tree's
+// shape.
 func refusedErrno(op, mp string) syscall.Errno {
 	rest, ok := strings.CutPrefix(mp, "versions/")
+	if !ok {
+		rest, ok = strings.CutPrefix(mp, branchesDir+"/") // a branch's tree is its head's
+	}
 	if ok && (strings.Contains(rest, "/") || op == "setattr") {
 		return syscall.EROFS
 	}

@@ -58,7 +58,7 @@ func Mount(mountpoint string, e Engines, cfg mountopts.Config) (*fuse.Server, er
 	if fsname == "" {
 		fsname = f.Path()
 	}
-	entry, attr, negative := m.mutable(), m.mutable(), m.mutable()
+	negative := m.mutable()
 	// Without allow_other the kernel lets only the mounting user in. allow_other brings
 	// default_permissions (cfg.KernelOptions): the kernel checks every access against the
 	// modes the nodes report (nodes.go: 0444/0555, writable dataset files 0644 in
@@ -91,8 +91,9 @@ func Mount(mountpoint string, e Engines, cfg mountopts.Config) (*fuse.Server, er
 			// 10,000 versions is not 10,000 lookups.
 			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_READDIRPLUS_AUTO,
 		},
-		EntryTimeout:    &entry,
-		AttrTimeout:     &attr,
+		// No default entry or attribute timeout: every node sets its own, and the bridge
+		// would replace a 0 (stages, branches, read-write dataset attributes: the kernel
+		// must ask each time) with the default.
 		NegativeTimeout: &negative,
 		UID:             uid,
 		GID:             gid,

@@ -139,7 +139,11 @@ func (n *stagesNode) Rename(ctx context.Context, name string, newParent fs.Inode
 		slog.Error("stage: commit failed; the stage is kept", "stage", name, "version", newName, "errno", en, "err", err)
 		return en
 	}
-	slog.Info("stage committed", "stage", name, "version", res.Name, "base", res.Base)
+	logged := []any{"stage", name, "version", res.Name, "base", res.Base}
+	if res.Branch != "" {
+		logged = append(logged, "branch", res.Branch)
+	}
+	slog.Info("stage committed", logged...)
 	// The kernel moves the stage's dentry to versions/newName: have it look the version
 	// up instead (asynchronously: it may hold locks on our behalf now).
 	go func() {

@@ -154,7 +154,7 @@ func TestTagsRetention(t *testing.T) {
 	}
 	_, stderr, code = vh5fsRun(t, "tag", file, "release-1", "v0280")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "a tag of that name exists")
+	require.Contains(t, stderr, "the name is taken by a tag or a branch")
 
 	_, stderr, code = vh5fsRun(t, "delete", file, "v0260")
 	require.Equal(t, 1, code)
