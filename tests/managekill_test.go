@@ -17,7 +17,8 @@ import (
 
 // TestKillDuringManage kills a read-write mount just before each system call of the sync
 // of a rename (mv versions/v3 versions/r3), of a revert (setfattr user.vh5fs.current) and of
-// a tag (ln -s versions/v3 MNT/tags/release-1) in turn (h5.SyncKillEnv), until one run
+// a tag (ln -s versions/v3 MNT/tags/release-1) and of a branch (mkdir MNT/branches/dev) in
+// turn (h5.SyncKillEnv), until one run
 // completes. After each kill, before any repair,
 // h5py reads the file as the original or as the changed one (every version, its parent,
 // its data, current_version, the names), or, for a kill inside a rename's guarded apply (the file
@@ -38,6 +39,7 @@ func TestKillDuringManage(t *testing.T) {
 		}, true},
 		{"revert", func(mnt string) error { return xattr.Set(mnt, "user.vh5fs.current", []byte("v2")) }, false},
 		{"tag", func(mnt string) error { return os.Symlink("versions/v3", filepath.Join(mnt, "tags", "release-1")) }, false},
+		{"branch", func(mnt string) error { return os.Mkdir(filepath.Join(mnt, "branches", "dev"), 0o755) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
