@@ -63,6 +63,9 @@ const usage = `usage:
                                              delete_versions does; -n: what would go
   vh5fs tag FILE NAME [VERSION] | -d FILE NAME | -l FILE
                                              name a version for good (a tag holds it)
+  vh5fs branch FILE NAME [VERSION] | -f FILE NAME VERSION | -d FILE NAME | -l FILE
+                                             a second head: commits through
+                                             branches/NAME/ move it, not current
   vh5fs compact FILE [-o OUT [--force]]      rewrite FILE without the space nothing uses
   vh5fs modify FILE DATASET [--chunks R[,C...]] [--compression gzip[=N]|lzf|none]
                [--shuffle|--no-shuffle] [--dtype DTYPE] [--fillvalue V] [-n] [--force]
