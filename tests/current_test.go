@@ -56,7 +56,7 @@ func TestMoveCurrent(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	require.ElementsMatch(t, []string{"versions", "current", "stage", "at", "tags"}, names, "ln's temporary link is gone")
+	require.ElementsMatch(t, []string{"versions", "current", "stage", "at", "tags", "branches"}, names, "ln's temporary link is gone")
 	require.Equal(t, []string{"r2"}, versionAttrs(t, file)[:1], "current_version is durable at once")
 
 	// The next commit through current/ goes on top of r2.

@@ -32,7 +32,7 @@ func TestFixturesThroughMount(t *testing.T) {
 			target, err := os.Readlink(filepath.Join(mnt.Dir, "current"))
 			require.NoError(t, err)
 			require.Equal(t, "versions/"+m.CurrentVersion, target)
-			require.Equal(t, []string{"at", "current", "tags", "versions"}, readDirNames(t, mnt.Dir))
+			require.Equal(t, []string{"at", "branches", "current", "tags", "versions"}, readDirNames(t, mnt.Dir))
 
 			rng := rand.New(rand.NewSource(1))
 			for _, v := range m.Versions {

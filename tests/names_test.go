@@ -141,7 +141,7 @@ func TestNamesOdd(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, []string{"at", "current", "plain odd", "tags", "versions"}, names(mnt))
+	require.Equal(t, []string{"at", "branches", "current", "plain odd", "tags", "versions"}, names(mnt))
 
 	var wantVersions []string
 	for _, v := range d.Versions {

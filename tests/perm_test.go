@@ -123,9 +123,9 @@ func TestPermPrivateWithoutAllowOther(t *testing.T) {
 			for _, r := range own {
 				require.Equal(t, "ok", r.Result, "%s %s as root", r.Op, r.Path)
 			}
-			root := []string{"at", "current", "tags", "versions"}
+			root := []string{"at", "branches", "current", "tags", "versions"}
 			if mode == "rw" {
-				root = []string{"at", "current", "stage", "tags", "versions"}
+				root = []string{"at", "branches", "current", "stage", "tags", "versions"}
 			}
 			require.Equal(t, root, own[1].Names)
 			require.Equal(t, 64*8*2, len(own[3].Hex))
