@@ -210,16 +210,8 @@ func (c *Committer) tip(branch string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t, ok := r.Branches[branch]
-	if !ok {
-		return "", fmt.Errorf("branch %s: %w", branch, named.ErrNotFound)
-	}
-	if v, ok, err := c.f.Version(t.Version); err != nil {
-		return "", err
-	} else if !ok || v.Timestamp != t.Timestamp {
-		return "", fmt.Errorf("branch %s is dangling: version %s of %s is gone: %w", branch, t.Version, t.Timestamp, versions.ErrNotFound)
-	}
-	return t.Version, nil
+	v, err := r.Head(branch, c.f.Version)
+	return v.Name, err
 }
 
 // head is the base a FollowHead tree commits on: the tip (tip: the current version or the

@@ -137,20 +137,11 @@ func Resolve(f *versions.File, name string) (string, error) {
 // BranchHead is branch name's head, a committed version (named.ErrNotFound if there is no
 // such branch, versions.ErrNotFound if it dangles).
 func BranchHead(f *versions.File, name string) (versions.Version, error) {
-	r, vs, err := Names(f)
+	r, err := named.Read(f.HDF5())
 	if err != nil {
 		return versions.Version{}, err
 	}
-	t, ok := r.Branches[name]
-	if !ok {
-		return versions.Version{}, fmt.Errorf("branch %s: %w", name, named.ErrNotFound)
-	}
-	for _, v := range vs {
-		if named.TargetOf(v) == t {
-			return v, nil
-		}
-	}
-	return versions.Version{}, fmt.Errorf("branch %s is dangling: version %s of %s is gone: %w", name, t.Version, t.Timestamp, versions.ErrNotFound)
+	return r.Head(name, f.Version)
 }
 
 // Select is the versions policy p deletes from f, and the versions it would have deleted

@@ -162,6 +162,24 @@ func naming(m map[string]Target, v versions.Version) []string {
 	return out
 }
 
+// Head is the committed version branch name has at its head, found with lookup (a
+// versions.File's Version): ErrNotFound if r has no such branch, versions.ErrNotFound if
+// it dangles (its version is gone, or another has its name now).
+func (r Refs) Head(name string, lookup func(string) (versions.Version, bool, error)) (versions.Version, error) {
+	t, ok := r.Branches[name]
+	if !ok {
+		return versions.Version{}, fmt.Errorf("branch %s: %w", name, ErrNotFound)
+	}
+	v, ok, err := lookup(t.Version)
+	if err != nil {
+		return versions.Version{}, err
+	}
+	if !ok || TargetOf(v) != t {
+		return versions.Version{}, fmt.Errorf("branch %s is dangling: version %s of %s is gone: %w", name, t.Version, t.Timestamp, versions.ErrNotFound)
+	}
+	return v, nil
+}
+
 // Taken reports whether a tag or a branch is called name: the two share one namespace,
 // so a name given where a version is taken means one version.
 func (r Refs) Taken(name string) bool {

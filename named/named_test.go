@@ -56,3 +56,44 @@ func TestLiveHoldingRenamed(t *testing.T) {
 	require.Equal(t, Target{"v3", "t3"}, moved.Tags["c"])
 	require.Equal(t, Target{"v2", "t2"}, r.Tags["a"], "r itself is left as it was")
 }
+
+// TestHeadHoldersTaken: a branch resolves to its head only while that version lives;
+// Holders names the tags and branches on a version, tags first; tags and branches share
+// their names.
+func TestHeadHoldersTaken(t *testing.T) {
+	v2 := versions.Version{Name: "v2", Timestamp: "t2"}
+	r := Refs{Tags: map[string]Target{"rel": TargetOf(v2)},
+		Branches: map[string]Target{"dev": TargetOf(v2), "old": {"v1", "t1"}, "gone": {"v9", "t9"}}}
+	lookup := func(name string) (versions.Version, bool, error) {
+		switch name {
+		case "v2":
+			return v2, true, nil
+		case "v1":
+			return versions.Version{Name: "v1", Timestamp: "t1-again"}, true, nil
+		}
+		return versions.Version{}, false, nil
+	}
+	for _, tc := range []struct {
+		branch string
+		want   string
+		err    error
+	}{
+		{"dev", "v2", nil},
+		{"old", "", versions.ErrNotFound}, // v1 made again: never followed
+		{"gone", "", versions.ErrNotFound},
+		{"nope", "", ErrNotFound},
+	} {
+		v, err := r.Head(tc.branch, lookup)
+		if tc.err != nil {
+			require.ErrorIs(t, err, tc.err, tc.branch)
+			continue
+		}
+		require.NoError(t, err, tc.branch)
+		require.Equal(t, tc.want, v.Name)
+	}
+	require.Equal(t, []string{"tag rel", "branch dev"}, r.Holders(v2))
+	require.Equal(t, []string{"dev"}, r.Heads(v2))
+	require.True(t, r.Taken("rel"))
+	require.True(t, r.Taken("dev"))
+	require.False(t, r.Taken("v2"))
+}

@@ -804,18 +804,11 @@ func (s *Stage) SetBranch(branch string) error {
 	if err != nil {
 		return err
 	}
-	t, ok := r.Branches[branch]
-	if !ok {
-		return fmt.Errorf("branch %s: %w", branch, named.ErrNotFound)
-	}
-	vs, err := s.m.f.Versions()
+	head, err := r.Head(branch, s.m.f.Version)
 	if err != nil {
 		return err
 	}
-	if !named.Live(vs, t) {
-		return fmt.Errorf("branch %s is dangling: version %s of %s is gone: %w", branch, t.Version, t.Timestamp, ErrNotExist)
-	}
-	return s.rebase(t.Version, branch)
+	return s.rebase(head.Name, branch)
 }
 
 // rebase makes version and branch the stage's, if nothing was changed in it. Called with
