@@ -116,10 +116,11 @@ func TestBranchAdvances(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "versions/c1", cur)
 
-	// A stage made on the branch commits on it.
+	// A stage made on the branch commits on it; the branch cannot go while it waits.
 	st := filepath.Join(m.Dir, "stage", "s")
 	require.NoError(t, os.Mkdir(st, 0o755))
 	require.NoError(t, unix.Setxattr(st, "user.vh5fs.branch", []byte("dev"), 0))
+	require.ErrorIs(t, syscall.Rmdir(dev), syscall.EBUSY)
 	base := make([]byte, 64)
 	n, err := unix.Getxattr(st, "user.vh5fs.base", base)
 	require.NoError(t, err)
