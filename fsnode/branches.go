@@ -105,11 +105,6 @@ func (n *branchesNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if n.fm.commit == nil {
 		return n.frozenDir.Rmdir(ctx, name)
 	}
-	if st := n.stageOn(name); st != "" {
-		slog.Warn("branch not deleted: a stage commits on it; discard the stage (rm -r) or commit it first",
-			"branch", name, "stage", "stage/"+st)
-		return syscall.EBUSY
-	}
 	if err := history.DeleteBranch(n.fm.commit, name); err != nil {
 		en := errno(err)
 		slog.Warn("branch not deleted", "branch", name, "errno", en, "err", err)
@@ -117,20 +112,6 @@ func (n *branchesNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	}
 	slog.Info("branch deleted", "branch", name)
 	return 0
-}
-
-// stageOn names a stage of the mount that commits on branch ("" if none): deleting the
-// branch would leave it nowhere to commit.
-func (n *branchesNode) stageOn(branch string) string {
-	if n.fm.stages == nil {
-		return ""
-	}
-	for _, name := range n.fm.stages.Names() {
-		if st := n.fm.stages.Get(name); st != nil && st.Branch() == branch {
-			return name
-		}
-	}
-	return ""
 }
 
 // branchNode is branches/NAME.

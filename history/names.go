@@ -7,6 +7,7 @@ import (
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/lifecycle"
 	"github.com/vh5fs/vh5fs/named"
+	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -32,9 +33,13 @@ func Branch(c *commit.Committer, name, version string) error {
 	return addName(c, "branch", name, version, func(r *named.Refs) *map[string]named.Target { return &r.Branches })
 }
 
-// DeleteBranch deletes branch name (named.ErrNotFound if there is none), dangling or not.
-// Its versions stay.
+// DeleteBranch deletes branch name (named.ErrNotFound if there is none), dangling or not,
+// unless a stage kept beside the file commits on it (stagedir.ErrInUse). Its versions
+// stay.
 func DeleteBranch(c *commit.Committer, name string) error {
+	if err := stagedir.Check(c.File().Path(), stagedir.BranchDeletion(name)); err != nil {
+		return err
+	}
 	return deleteName(c, "delete branch", name, func(r *named.Refs) map[string]named.Target { return r.Branches })
 }
 

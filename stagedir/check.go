@@ -17,6 +17,7 @@ type Edit struct {
 	Done     string   // what the refusal says is left undone: "deleted", "renamed"
 	Moves    string   // why any stage is in the way ("raw_data slots a deletion moves"); "": only stages based on Versions are
 	Versions []string // the versions the edit removes or renames
+	Branches []string // the branches the edit deletes: a stage that commits on one is in the way
 	Served   []string // stages a mount serves that may not be saved yet (in the way as any stage is)
 }
 
@@ -42,6 +43,9 @@ func Rewriting() Edit {
 	return Edit{Done: "modified", Moves: "chunks of the storage a rewrite replaces"}
 }
 
+// BranchDeletion deletes branch: a stage that commits on it would have nowhere to commit.
+func BranchDeletion(branch string) Edit { return Edit{Done: "deleted", Branches: []string{branch}} }
+
 // InUseError is Check's refusal: the stages in the way of an edit of File.
 type InUseError struct {
 	File, Dir string
@@ -62,8 +66,11 @@ func (e *InUseError) Error() string {
 func (e *InUseError) Reason() string {
 	s := e.Stages[0]
 	why := "records " + e.Edit.Moves
-	if slices.Contains(e.Edit.Versions, s.Base) {
+	switch {
+	case slices.Contains(e.Edit.Versions, s.Base):
 		why = "is based on version " + s.Base
+	case s.Branch != "" && slices.Contains(e.Edit.Branches, s.Branch):
+		why = "commits on branch " + s.Branch
 	}
 	return fmt.Sprintf("stage %s (%s) %s", s.Name, e.Dir, why)
 }
@@ -93,7 +100,7 @@ func Check(file string, e Edit) error {
 	}
 	var in []Summary
 	for _, s := range saved {
-		if e.Moves != "" || slices.Contains(e.Versions, s.Base) {
+		if e.Moves != "" || slices.Contains(e.Versions, s.Base) || s.Branch != "" && slices.Contains(e.Branches, s.Branch) {
 			in = append(in, s)
 		}
 	}

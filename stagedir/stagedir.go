@@ -29,6 +29,7 @@ func Of(file string) string {
 // Summary describes a stage kept on disk, as `vh5fs ls --stages` shows it.
 type Summary struct {
 	Name, Base string
+	Branch     string // the branch the stage commits on, "" for none
 	// New are datasets created in the stage; Changed datasets of the base whose staged
 	// data is saved; Removed paths of the base removed (with everything below); Groups
 	// groups created; Attrs objects whose attributes changed ("" is the stage's root).
@@ -42,6 +43,7 @@ type Summary struct {
 // tree is what List reads of a stage's TreeFile (package stage writes all of it).
 type tree struct {
 	Base     string   `json:"base"`
+	Branch   string   `json:"branch"`
 	Removed  []string `json:"removed"`
 	Groups   []string `json:"groups"`
 	Datasets map[string]struct {
@@ -75,7 +77,7 @@ func List(file string) ([]Summary, error) {
 		if err := json.Unmarshal(b, &t); err != nil {
 			return nil, fmt.Errorf("stage %s: %s: %w", e.Name(), TreeFile, err)
 		}
-		s := Summary{Name: e.Name(), Base: t.Base, Removed: t.Removed, Groups: t.Groups}
+		s := Summary{Name: e.Name(), Base: t.Base, Branch: t.Branch, Removed: t.Removed, Groups: t.Groups}
 		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), CommittingFile)); err == nil {
 			s.Committing = string(b)
 		}

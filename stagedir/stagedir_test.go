@@ -45,3 +45,24 @@ func TestList(t *testing.T) {
 	_, err = stagedir.List(file)
 	require.ErrorContains(t, err, "stage c: stage.json")
 }
+
+// TestCheckBranchDeletion: deleting a branch is refused only by a stage that commits on
+// it, which the refusal names as such.
+func TestCheckBranchDeletion(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "data.h5")
+	for name, tree := range map[string]string{
+		"plain": `{"base":"v1","datasets":{}}`,
+		"ondev": `{"base":"v2","branch":"dev","datasets":{}}`,
+	} {
+		dir := filepath.Join(stagedir.Of(file), name)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, stagedir.TreeFile), []byte(tree), 0o644))
+	}
+	require.NoError(t, stagedir.Check(file, stagedir.BranchDeletion("other")))
+	err := stagedir.Check(file, stagedir.BranchDeletion("dev"))
+	require.ErrorIs(t, err, stagedir.ErrInUse)
+	var in *stagedir.InUseError
+	require.ErrorAs(t, err, &in)
+	require.Equal(t, []string{"ondev"}, in.Names())
+	require.ErrorContains(t, err, "stage ondev ("+stagedir.Of(file)+") commits on branch dev: commit or remove the stage first; nothing deleted")
+}
