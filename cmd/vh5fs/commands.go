@@ -619,7 +619,11 @@ func listStages(file string, stdout, stderr io.Writer) int {
 		if s.Committing != "" {
 			what = append(what, "its commit as "+s.Committing+" was under way: the next read-write mount removes it if that version exists")
 		}
-		fmt.Fprintf(tw, "%s\ton %s\t%s\n", s.Name, s.Base, strings.Join(what, ", "))
+		on := s.Base
+		if s.Branch != "" {
+			on += " (branch " + s.Branch + ")"
+		}
+		fmt.Fprintf(tw, "%s\ton %s\t%s\n", s.Name, on, strings.Join(what, ", "))
 	}
 	tw.Flush()
 	return 0
