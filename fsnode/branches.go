@@ -2,6 +2,7 @@ package fsnode
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"syscall"
 
@@ -61,13 +62,22 @@ var _ = (fs.NodeReaddirer)((*branchesNode)(nil))
 
 func (n *branchesNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	defer n.fm.enter()()
-	r, vs, err := history.Names(n.fm.file)
+	r, err := named.Read(n.fm.file.HDF5())
 	if err != nil {
 		return nil, errno(err)
 	}
+	// Each branch's head is looked up alone (no list of every version): a file without
+	// branches lists nothing without reading its versions.
 	var list []fuse.DirEntry
 	for _, name := range named.Names(r.Branches) {
-		if t := r.Branches[name]; named.Live(vs, t) && servable(t.Version) {
+		v, err := r.Head(name, n.fm.file.Version)
+		if errors.Is(err, versions.ErrNotFound) {
+			continue // dangling: not followed
+		}
+		if err != nil {
+			return nil, errno(err)
+		}
+		if servable(v.Name) {
 			list = append(list, fuse.DirEntry{Name: name, Mode: fuse.S_IFDIR, Ino: ino(branchesDir, name)})
 		}
 	}
