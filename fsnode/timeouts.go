@@ -7,7 +7,9 @@ import (
 
 // The timeouts of every mount: how long the kernel may keep entries and attributes.
 // Read-write mounts also give 0 to dataset files' attributes (datasetNode.attrTimeout)
-// and to everything inside a stage (stage.go).
+// and to everything inside a stage (stage.go); the entries inside a branch have 0 in
+// every mount (branches.go). Each node sets its own: the mount gives go-fuse no default,
+// which would replace a 0 (mount.go).
 const (
 	// ImmutableTimeout is how long the kernel keeps the entries and attributes of
 	// committed versions, which never change (the benchmark's loopback uses it too).
