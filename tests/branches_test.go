@@ -157,6 +157,13 @@ func TestBranchAdvances(t *testing.T) {
 	require.Equal(t, "lib1", prevOf(t, file, "c1"))
 	out, stderr, code = vh5fsRun(t, "fsck", file)
 	require.Equal(t, 0, code, "%s%s", out, stderr)
+	compacted := filepath.Join(t.TempDir(), "compacted.h5")
+	_, stderr, code = vh5fsRun(t, "compact", file, "-o", compacted)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, []string{"dev s1"}, branchList(t, compacted), "compact keeps the branches")
+	_, stderr, code = vh5fsRun(t, "modify", file, "x", "--chunks", "2")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, []string{"dev s1"}, branchList(t, file), "modify keeps the branches")
 
 	// The command line: -f moves, -d deletes (the versions stay), a dangling name is refused.
 	_, stderr, code = vh5fsRun(t, "branch", file, "dev", "v1")
