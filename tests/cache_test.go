@@ -178,6 +178,7 @@ func TestCachePassthrough(t *testing.T) {
 			require.NoError(t, f.Close())
 			waitEntries(t, dir, 1) // v1's only
 			m.logged(t, `msg="decoded cache: filled" dataset=\S+/v1/data bytes=`+strconv.Itoa(len(want)))
+			m.released(t)
 
 			readsOK(t, path, want)
 			require.Equal(t, want, directRead(t, path))
@@ -206,6 +207,7 @@ func TestCacheNoPassthrough(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	waitEntries(t, dir, 1)
+	m.released(t)
 	require.Equal(t, want, directRead(t, path))
 	m.logged(t, `hot handle closed`)
 	pass, reads := hotCloses(m.stderr.String(), "/v2/data")
