@@ -15,9 +15,6 @@ import (
 // the version against every deletion until it is deleted (Untag). A taken name is
 // named.ErrExists.
 func Tag(c *commit.Committer, name, version string) error {
-	if err := named.CheckName(name); err != nil {
-		return fmt.Errorf("tag %s: %w", name, err)
-	}
 	return addName(c, "tag", name, version, func(r *named.Refs) *map[string]named.Target { return &r.Tags })
 }
 
@@ -126,9 +123,11 @@ func Resolve(f *versions.File, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	kind, t, ok := "tag", named.Target{}, false
-	if t, ok = r.Tags[name]; !ok {
-		kind, t, ok = "branch", r.Branches[name], r.Branches[name] != named.Target{}
+	kind := "tag"
+	t, ok := r.Tags[name]
+	if !ok {
+		kind = "branch"
+		t, ok = r.Branches[name]
 	}
 	switch {
 	case !ok:
