@@ -1,7 +1,6 @@
 package commit
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,16 +19,7 @@ func TestCommitOnBranch(t *testing.T) {
 	file := fixture.Copy(t, fixture.Dir()+"/nested.h5")
 	f, c := openCommitter(t, file, Options{})
 	const level, phase = "sensors/south/level", "phase"
-	stage := func(version, ds string, b byte) Change {
-		t.Helper()
-		d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + ds)
-		require.NoError(t, err)
-		arr, err := NewStaged(d)
-		require.NoError(t, err)
-		_, err = arr.WriteAt(bytes.Repeat([]byte{b}, arr.ItemSize()), 0, d.ChunkSource())
-		require.NoError(t, err)
-		return Change{Base: version, Dataset: ds, Array: arr}
-	}
+	stage := func(version, ds string, b byte) Change { return stageByte(t, f, version, ds, b) }
 	setBranch := func(name string, t0 named.Target) {
 		t.Helper()
 		require.NoError(t, c.EditNames(func(r named.Refs, _ []versions.Version) (named.Refs, error) {

@@ -22,6 +22,18 @@ func captureLog(t *testing.T) *syncbuf.Buffer {
 	return l
 }
 
+// stageByte is a change of version's ds that writes b over its first element.
+func stageByte(t *testing.T, f *versions.File, version, ds string, b byte) Change {
+	t.Helper()
+	d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + ds)
+	require.NoError(t, err)
+	arr, err := NewStaged(d)
+	require.NoError(t, err)
+	_, err = arr.WriteAt(bytes.Repeat([]byte{b}, arr.ItemSize()), 0, d.ChunkSource())
+	require.NoError(t, err)
+	return Change{Base: version, Dataset: ds, Array: arr}
+}
+
 // TestFollowHead: a FollowHead change whose base is no longer current goes on top of the
 // current version when that holds the change's dataset as the base does, and is a sibling
 // off its base, with a warning naming both, when the head changed the dataset or lacks it.
@@ -58,17 +70,7 @@ func TestFollowHead(t *testing.T) {
 				require.NoError(t, err)
 				return b
 			}
-			// stage writes b at offset 0 of version's ds.
-			stage := func(version, ds string, b byte) Change {
-				t.Helper()
-				d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + ds)
-				require.NoError(t, err)
-				arr, err := NewStaged(d)
-				require.NoError(t, err)
-				_, err = arr.WriteAt(bytes.Repeat([]byte{b}, arr.ItemSize()), 0, d.ChunkSource())
-				require.NoError(t, err)
-				return Change{Base: version, Dataset: ds, Array: arr}
-			}
+			stage := func(version, ds string, b byte) Change { return stageByte(t, f, version, ds, b) }
 
 			// Staged before the head moves, as a handle opened on the base would be.
 			ch := stage(tc.base, tc.dataset, 0x42)

@@ -98,12 +98,9 @@ func (n *branchesNode) Mkdir(ctx context.Context, name string, mode uint32, out 
 	if err == nil {
 		err = history.Branch(n.fm.commit, name, cur)
 	}
-	if err != nil {
-		en := errno(err)
-		slog.Warn("branch not made", "branch", name, "version", cur, "errno", en, "err", err)
-		return nil, en
+	if errn := nameEdit(err, "branch made", "branch not made", "branch", name, "version", cur); errn != 0 {
+		return nil, errn
 	}
-	slog.Info("branch made", "branch", name, "version", cur)
 	defer n.fm.enter()()
 	return n.branchDir(ctx, name, out)
 }
@@ -115,13 +112,7 @@ func (n *branchesNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if n.fm.commit == nil {
 		return n.frozenDir.Rmdir(ctx, name)
 	}
-	if err := history.DeleteBranch(n.fm.commit, name); err != nil {
-		en := errno(err)
-		slog.Warn("branch not deleted", "branch", name, "errno", en, "err", err)
-		return en
-	}
-	slog.Info("branch deleted", "branch", name)
-	return 0
+	return nameEdit(history.DeleteBranch(n.fm.commit, name), "branch deleted", "branch not deleted", "branch", name)
 }
 
 // branchNode is branches/NAME.
@@ -225,13 +216,7 @@ func (n *branchNode) Setxattr(ctx context.Context, attr string, data []byte, fla
 		return syscall.EPERM
 	}
 	version := string(data)
-	if err := history.MoveBranch(n.fm.commit, n.name, version); err != nil {
-		en := errno(err)
-		slog.Warn("branch not moved", "branch", n.name, "version", version, "errno", en, "err", err)
-		return en
-	}
-	slog.Info("branch moved", "branch", n.name, "version", version)
-	return 0
+	return nameEdit(history.MoveBranch(n.fm.commit, n.name, version), "branch moved", "branch not moved", "branch", n.name, "version", version)
 }
 
 var _ = (fs.NodeRemovexattrer)((*branchNode)(nil))

@@ -30,7 +30,7 @@ type tagsNode struct {
 
 // tagTarget is where tag name's link points now ("" and ENOENT if there is no such tag).
 func tagTarget(m *mount, name string) (string, syscall.Errno) {
-	r, vs, err := history.Names(m.file)
+	r, err := named.Read(m.file.HDF5())
 	if err != nil {
 		return "", errno(err)
 	}
@@ -38,7 +38,9 @@ func tagTarget(m *mount, name string) (string, syscall.Errno) {
 	if !ok {
 		return "", syscall.ENOENT
 	}
-	if !named.Live(vs, t) || !servable(t.Version) {
+	if _, live, err := t.In(m.file.Version); err != nil {
+		return "", errno(err)
+	} else if !live || !servable(t.Version) {
 		return "(dangling) " + t.Version + " of " + t.Timestamp, 0
 	}
 	return "../" + currentTarget(t.Version), 0
@@ -90,12 +92,9 @@ func (n *tagsNode) Symlink(ctx context.Context, target, name string, out *fuse.E
 		slog.Warn("refused: a tag links to a version: ln -s versions/VERSION MNT/tags/NAME", "op", "symlink", "path", tagsDir+"/"+name, "target", target)
 		return nil, syscall.EINVAL
 	}
-	if err := history.Tag(n.fm.commit, name, version); err != nil {
-		en := errno(err)
-		slog.Warn("version not tagged", "tag", name, "version", version, "errno", en, "err", err)
-		return nil, en
+	if errn := nameEdit(history.Tag(n.fm.commit, name, version), "version tagged", "version not tagged", "tag", name, "version", version); errn != 0 {
+		return nil, errn
 	}
-	slog.Info("version tagged", "tag", name, "version", version)
 	target, errn := tagTarget(n.fm, name)
 	if errn != 0 {
 		return nil, errn
@@ -110,12 +109,18 @@ func (n *tagsNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if n.fm.commit == nil {
 		return n.frozenDir.Unlink(ctx, name)
 	}
-	if err := history.Untag(n.fm.commit, name); err != nil {
+	return nameEdit(history.Untag(n.fm.commit, name), "tag deleted", "tag not deleted", "tag", name)
+}
+
+// nameEdit answers a change of the file's names (package named) made through the mount,
+// and logs it: done on success, failed with the errno and the error otherwise.
+func nameEdit(err error, done, failed string, args ...any) syscall.Errno {
+	if err != nil {
 		en := errno(err)
-		slog.Warn("tag not deleted", "tag", name, "errno", en, "err", err)
+		slog.Warn(failed, append(args, "errno", en, "err", err)...)
 		return en
 	}
-	slog.Info("tag deleted", "tag", name)
+	slog.Info(done, args...)
 	return 0
 }
 

@@ -119,7 +119,7 @@ func Resolve(f *versions.File, name string) (string, error) {
 	if _, ok, err := f.Version(name); err != nil || ok {
 		return name, err
 	}
-	r, vs, err := Names(f)
+	r, err := named.Read(f.HDF5())
 	if err != nil {
 		return "", err
 	}
@@ -129,10 +129,12 @@ func Resolve(f *versions.File, name string) (string, error) {
 		kind = "branch"
 		t, ok = r.Branches[name]
 	}
-	switch {
-	case !ok:
+	if !ok {
 		return "", fmt.Errorf("no version %q, and no tag or branch of that name: %w", name, versions.ErrNotFound)
-	case !named.Live(vs, t):
+	}
+	if _, live, err := t.In(f.Version); err != nil {
+		return "", err
+	} else if !live {
 		return "", fmt.Errorf("%s %s is dangling: version %s of %s is gone: %w", kind, name, t.Version, t.Timestamp, versions.ErrNotFound)
 	}
 	return t.Version, nil

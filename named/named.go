@@ -162,19 +162,32 @@ func naming(m map[string]Target, v versions.Version) []string {
 	return out
 }
 
-// Head is the committed version branch name has at its head, found with lookup (a
-// versions.File's Version): ErrNotFound if r has no such branch, versions.ErrNotFound if
-// it dangles (its version is gone, or another has its name now).
-func (r Refs) Head(name string, lookup func(string) (versions.Version, bool, error)) (versions.Version, error) {
+// Lookup finds a committed version by name: a versions.File's Version.
+type Lookup func(name string) (versions.Version, bool, error)
+
+// In is the committed version t names, found with lookup: one version looked up, not
+// every version listed (Live). false if t dangles (its version is gone, or another has
+// its name now).
+func (t Target) In(lookup Lookup) (versions.Version, bool, error) {
+	v, ok, err := lookup(t.Version)
+	if err != nil || !ok || TargetOf(v) != t {
+		return versions.Version{}, false, err
+	}
+	return v, true, nil
+}
+
+// Head is the committed version branch name has at its head, found with lookup:
+// ErrNotFound if r has no such branch, versions.ErrNotFound if it dangles.
+func (r Refs) Head(name string, lookup Lookup) (versions.Version, error) {
 	t, ok := r.Branches[name]
 	if !ok {
 		return versions.Version{}, fmt.Errorf("branch %s: %w", name, ErrNotFound)
 	}
-	v, ok, err := lookup(t.Version)
+	v, live, err := t.In(lookup)
 	if err != nil {
 		return versions.Version{}, err
 	}
-	if !ok || TargetOf(v) != t {
+	if !live {
 		return versions.Version{}, fmt.Errorf("branch %s is dangling: version %s of %s is gone: %w", name, t.Version, t.Timestamp, versions.ErrNotFound)
 	}
 	return v, nil
