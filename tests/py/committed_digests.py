@@ -2,8 +2,11 @@
 datasets as version_digests.py does (VERSION PREV DATASET SHA256 SHAPE), and carries on
 past what it cannot read, which it prints as "unreadable WHAT: ERROR" lines: for a file
 read before anything repaired it after a crash, where a test must tell a version read
-wrong from one that could not be read at all."""
+wrong from one that could not be read at all. First come the heads: "head current V",
+and "head branch NAME V live" (or "dangling") for each of vh5fs's branches, live when a
+committed version V has the branch's timestamp."""
 import hashlib
+import json
 import sys
 
 import h5py
@@ -41,6 +44,22 @@ try:
 except Exception as e:  # noqa: BLE001
     unreadable("file", e)
     sys.exit(0)
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+try:
+    print("head current", text(vs.attrs["current_version"]))
+    refs = json.loads(text(vs.attrs.get("vh5fs_refs", '{"format": 1}')))
+    for name, t in sorted(refs.get("branches", {}).items()):
+        g = vs.get(t["version"])
+        live = (g is not None and bool(g.attrs.get("committed", True))
+                and text(g.attrs["timestamp"]) == t["timestamp"])
+        print("head branch", name, t["version"], "live" if live else "dangling")
+except Exception as e:  # noqa: BLE001
+    unreadable("heads", e)
 for v in names:
     if v == "__first_version__":
         continue
