@@ -358,8 +358,7 @@ func (c *Committer) newDataset(path string, e Entry) (*versions.Dataset, error) 
 // published records a dataset the commit wrote (versions.File.Committed) and points its
 // staged array at the new version's chunks.
 func (c *Committer) published(path string, cd *changedDataset) error {
-	grids, rows := cd.plan.chunkMap(cd.ds.Chunks)
-	if err := c.f.Committed(path, cd.ds, cd.arr.Shape(), grids, rows); err != nil {
+	if err := c.f.Committed(path, cd.ds, cd.arr.Shape(), cd.plan.vstart, cd.plan.sstart); err != nil {
 		return err
 	}
 	return cd.plan.apply(cd.arr)

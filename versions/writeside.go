@@ -105,15 +105,22 @@ func (d *Dataset) SameStored(o *Dataset) bool {
 }
 
 // Committed records the dataset a commit just wrote at path: base's dataset with a new
-// shape and chunk map (grids[i] stored at raw_data row rows[i]). It saves reading the new
-// virtual dataset's mappings back through libhdf5, whose cost grows with their square.
-func (f *File) Committed(path string, base *Dataset, shape []int64, grids [][]int64, rows []int64) error {
+// shape and chunk map, given as the new virtual dataset's mappings are written
+// (h5.File.CreateVirtualFlat): len(shape) values per chunk stored, its start in the
+// dataset in vstart and in raw_data in sstart. It saves reading the mappings back through
+// libhdf5, whose cost grows with their square, and builds no list per chunk.
+func (f *File) Committed(path string, base *Dataset, shape, vstart, sstart []int64) error {
 	m, err := chunkmap.New(shape, base.Chunks, base.Type.Size, base.Fill)
 	if err != nil {
 		return err
 	}
-	for i, g := range grids {
-		if err := m.MapBase(g, rows[i]); err != nil {
+	rank := len(shape)
+	g := make([]int64, rank)
+	for i := 0; i+rank <= len(vstart); i += rank {
+		for k := range g {
+			g[k] = vstart[i+k] / base.Chunks[k]
+		}
+		if err := m.MapBase(g, sstart[i]); err != nil {
 			return err
 		}
 	}
@@ -122,7 +129,7 @@ func (f *File) Committed(path string, base *Dataset, shape []int64, grids [][]in
 		Filters: base.Filters, RawData: base.RawData, Layout: h5.Virtual,
 		fillDefined: base.fillDefined, f: f, raw: base.raw, arr: m,
 	}
-	if len(grids) == 0 {
+	if len(vstart) == 0 {
 		d.Layout = h5.Contiguous
 	}
 	d.size = int64(d.Type.Size)
