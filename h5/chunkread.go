@@ -1,12 +1,6 @@
 package h5
 
 // #include "vh5.h"
-//
-// // vh5_read_chunk reads one stored chunk as it is (H5Dread_chunk, libhdf5 >= 1.10.2):
-// // its filtered bytes and filter mask, without running the pipeline.
-// static int vh5_read_chunk(hid_t dset, const hsize_t *offset, uint32_t *mask, void *buf) {
-// 	return H5Dread_chunk(dset, H5P_DEFAULT, offset, mask, buf) < 0 ? -1 : 0;
-// }
 import "C"
 
 import "fmt"
@@ -32,7 +26,7 @@ func (d *Dataset) ReadChunk(start []int64, buf []byte) (mask uint32, err error) 
 		return 0, err
 	}
 	var m C.uint32_t
-	if C.vh5_read_chunk(id, hptr(off), &m, ptr(buf)) < 0 {
+	if C.vh5_read_chunk_raw(id, hptr(off), &m, ptr(buf), C.size_t(len(buf))) < 0 {
 		return 0, fail("read chunk", d.path, nil)
 	}
 	return uint32(m), nil

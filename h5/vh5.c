@@ -7,6 +7,76 @@
 #include <malloc.h>
 #endif
 
+// ---- libhdf5 1.10 through 2.x (see vh5.h) ------------------------------------------------
+
+#if H5_VERSION_GE(1, 12, 0)
+static int obj_info_fill(hid_t loc, const H5O_info2_t *info, unsigned fields, vh5_obj_info *out) {
+	out->type = (int)info->type;
+	out->num_attrs = info->num_attrs;
+	out->addr = HADDR_UNDEF;
+	if ((fields & H5O_INFO_BASIC) && H5VLnative_token_to_addr(loc, info->token, &out->addr) < 0) {
+		return -1;
+	}
+	return 0;
+}
+
+int vh5_obj_info_by_name(hid_t loc, const char *path, unsigned fields, vh5_obj_info *out) {
+	H5O_info2_t info;
+	if (H5Oget_info_by_name3(loc, path, &info, fields, H5P_DEFAULT) < 0) return -1;
+	return obj_info_fill(loc, &info, fields, out);
+}
+
+int vh5_obj_info_of(hid_t obj, unsigned fields, vh5_obj_info *out) {
+	H5O_info2_t info;
+	if (H5Oget_info3(obj, &info, fields) < 0) return -1;
+	return obj_info_fill(obj, &info, fields, out);
+}
+
+int vh5_reclaim(hid_t t, hid_t s, void *buf) {
+	return H5Treclaim(t, s, H5P_DEFAULT, buf) < 0 ? -1 : 0;
+}
+#else
+static void obj_info_fill(const H5O_info_t *info, vh5_obj_info *out) {
+	out->type = (int)info->type;
+	out->num_attrs = info->num_attrs;
+	out->addr = info->addr;
+}
+
+int vh5_obj_info_by_name(hid_t loc, const char *path, unsigned fields, vh5_obj_info *out) {
+	H5O_info_t info;
+	if (H5Oget_info_by_name2(loc, path, &info, fields, H5P_DEFAULT) < 0) return -1;
+	obj_info_fill(&info, out);
+	return 0;
+}
+
+int vh5_obj_info_of(hid_t obj, unsigned fields, vh5_obj_info *out) {
+	H5O_info_t info;
+	if (H5Oget_info2(obj, &info, fields) < 0) return -1;
+	obj_info_fill(&info, out);
+	return 0;
+}
+
+int vh5_reclaim(hid_t t, hid_t s, void *buf) {
+	return H5Dvlen_reclaim(t, s, H5P_DEFAULT, buf) < 0 ? -1 : 0;
+}
+#endif
+
+int vh5_read_chunk_raw(hid_t dset, const hsize_t *offset, uint32_t *mask, void *buf, size_t cap) {
+#if H5_VERSION_GE(2, 0, 0)
+	return H5Dread_chunk2(dset, H5P_DEFAULT, offset, mask, buf, &cap) < 0 ? -1 : 0;
+#else
+	(void)cap;
+	return H5Dread_chunk(dset, H5P_DEFAULT, offset, mask, buf) < 0 ? -1 : 0;
+#endif
+}
+
+#define VH5_STR_(x) #x
+#define VH5_STR(x) VH5_STR_(x)
+
+const char *vh5_header_version(void) {
+	return VH5_STR(H5_VERS_MAJOR) "." VH5_STR(H5_VERS_MINOR) "." VH5_STR(H5_VERS_RELEASE);
+}
+
 // ---- errors ----------------------------------------------------------------------------
 
 typedef struct {
@@ -456,8 +526,8 @@ void vh5_free_strings(char **s, size_t n) {
 // Attribute access goes by (location, object path): it reads the object header without
 // opening the object, which for a virtual dataset would mean parsing all its mappings.
 int vh5_attr_count(hid_t loc, const char *path) {
-	H5O_info_t info;
-	if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_NUM_ATTRS, H5P_DEFAULT) < 0) {
+	vh5_obj_info info;
+	if (vh5_obj_info_by_name(loc, path, H5O_INFO_NUM_ATTRS, &info) < 0) {
 		return -1;
 	}
 	return (int)info.num_attrs;
@@ -585,11 +655,11 @@ int vh5_kind(hid_t loc, const char *path) {
 			buf[i] = c;
 		}
 	}
-	H5O_info_t info;
-	if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+	vh5_obj_info info;
+	if (vh5_obj_info_by_name(loc, path, H5O_INFO_BASIC, &info) < 0) {
 		return -1;
 	}
-	return (int)info.type;
+	return info.type;
 }
 
 // vh5_link_is_hard reports whether the link at path is a hard link (1), another kind (0).
@@ -629,8 +699,8 @@ int vh5_chunk_info(hid_t dset, int rank, size_t n, const hsize_t *coords, haddr_
 // and opening a virtual dataset costs what attr_replace avoids.)
 static int attr_replace(hid_t loc, const char *path, const char *name, hid_t type, hid_t space, const void *buf) {
 	htri_t e = H5Aexists_by_name(loc, path, name, H5P_DEFAULT);
-	H5O_info_t info;
-	if (e > 0 && H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0 && info.type == H5O_TYPE_GROUP) {
+	vh5_obj_info info;
+	if (e > 0 && vh5_obj_info_by_name(loc, path, H5O_INFO_BASIC, &info) >= 0 && info.type == H5O_TYPE_GROUP) {
 		hid_t o = H5Oopen(loc, path, H5P_DEFAULT);
 		hid_t a = o >= 0 ? H5Aopen(o, name, H5P_DEFAULT) : -1;
 		hid_t t = a >= 0 ? H5Aget_type(a) : -1;
@@ -712,8 +782,8 @@ int vh5_attr_write_bool(hid_t loc, const char *path, const char *name, int value
 // object at dst (relative to loc, in the same file or another), replacing same-named
 // ones, without opening either object.
 int vh5_attrs_copy(hid_t sloc, const char *src, hid_t loc, const char *dst) {
-	H5O_info_t info;
-	if (H5Oget_info_by_name2(sloc, src, &info, H5O_INFO_NUM_ATTRS, H5P_DEFAULT) < 0) {
+	vh5_obj_info info;
+	if (vh5_obj_info_by_name(sloc, src, H5O_INFO_NUM_ATTRS, &info) < 0) {
 		return -1;
 	}
 	for (hsize_t i = 0; i < info.num_attrs; i++) {
@@ -732,7 +802,7 @@ int vh5_attrs_copy(hid_t sloc, const char *src, hid_t loc, const char *dst) {
 				rc = attr_replace(loc, dst, name, t, s, buf);
 				if (n > 0 && (H5Tdetect_class(t, H5T_VLEN) > 0 ||
 				              (H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0))) {
-					H5Dvlen_reclaim(t, s, H5P_DEFAULT, buf);
+					vh5_reclaim(t, s, buf);
 				}
 			}
 		}
@@ -842,8 +912,8 @@ void vh5_release_memory(void) {
 
 // vh5_object_addr returns the file address of an object's header.
 int vh5_object_addr(hid_t obj, haddr_t *addr) {
-	H5O_info_t info;
-	if (H5Oget_info2(obj, &info, H5O_INFO_BASIC) < 0) {
+	vh5_obj_info info;
+	if (vh5_obj_info_of(obj, H5O_INFO_BASIC, &info) < 0) {
 		return -1;
 	}
 	*addr = info.addr;
@@ -851,8 +921,8 @@ int vh5_object_addr(hid_t obj, haddr_t *addr) {
 }
 
 int vh5_object_addr_by_name(hid_t loc, const char *path, haddr_t *addr) {
-	H5O_info_t info;
-	if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+	vh5_obj_info info;
+	if (vh5_obj_info_by_name(loc, path, H5O_INFO_BASIC, &info) < 0) {
 		return -1;
 	}
 	*addr = info.addr;

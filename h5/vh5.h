@@ -9,6 +9,33 @@
 
 #define VH5_LZF_FILTER 32000
 
+// ---- libhdf5 1.10 through 2.x --------------------------------------------------------------
+// vh5fs builds against the API its headers give, with no -DH5_USE_1xx_API switch: the calls
+// whose signatures or structs changed between releases go through these, picked by the
+// headers' version (H5_VERSION_GE), and nothing else in the C names a versioned call.
+
+// vh5_obj_info is what vh5fs reads of an object's header: H5O_info_t up to 1.10, whose
+// address 1.12 replaced with a VOL token (H5O_info2_t).
+typedef struct {
+	int type;           // H5O_type_t
+	hsize_t num_attrs;  // with H5O_INFO_NUM_ATTRS
+	haddr_t addr;       // with H5O_INFO_BASIC
+} vh5_obj_info;
+
+int vh5_obj_info_by_name(hid_t loc, const char *path, unsigned fields, vh5_obj_info *out);
+int vh5_obj_info_of(hid_t obj, unsigned fields, vh5_obj_info *out);
+
+// vh5_read_chunk_raw reads one stored chunk as it is (its filtered bytes and filter mask)
+// into buf of cap bytes: H5Dread_chunk, which 2.0 gave the buffer's size (H5Dread_chunk2).
+int vh5_read_chunk_raw(hid_t dset, const hsize_t *offset, uint32_t *mask, void *buf, size_t cap);
+
+// vh5_reclaim frees the variable-length parts of buf, elements of type t in space s:
+// H5Dvlen_reclaim up to 1.10, H5Treclaim from 1.12.
+int vh5_reclaim(hid_t t, hid_t s, void *buf);
+
+// vh5_header_version is the version of the headers vh5fs was compiled against ("1.14.6").
+const char *vh5_header_version(void);
+
 // vh5_init silences HDF5's automatic error printing and registers the LZF filter.
 int vh5_init(void);
 

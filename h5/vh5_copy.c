@@ -125,7 +125,7 @@ int vh5_copy_chunks(hid_t sd, hid_t dd, int rank, const hsize_t *dims, const hsi
 			cap = size;
 		}
 		uint32_t filters = 0;
-		if (H5Dread_chunk(sd, H5P_DEFAULT, off, &filters, buf) < 0 ||
+		if (vh5_read_chunk_raw(sd, off, &filters, buf, cap) < 0 ||
 		    H5Dwrite_chunk(dd, H5P_DEFAULT, filters, off, size, buf) < 0) {
 			rc = -1;
 			break;

@@ -346,7 +346,15 @@ static herr_t j_unlock(H5FD_t *file) {
 	return 0;
 }
 
+// VH5J_DRIVER_VALUE identifies the driver to libhdf5 from 1.14 on, which refuses a class
+// without a version and value. 256-511 are the values HDF5 leaves to unregistered drivers.
+#define VH5J_DRIVER_VALUE 0x1f6
+
 static const H5FD_class_t journal_class = {
+#ifdef H5FD_CLASS_VERSION
+    .version = H5FD_CLASS_VERSION,
+    .value = (H5FD_class_value_t)VH5J_DRIVER_VALUE,
+#endif
     .name = "vh5fs_journal",
     .maxaddr = (haddr_t)INT64_MAX,
     .fc_degree = H5F_CLOSE_WEAK,

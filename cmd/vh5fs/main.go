@@ -39,6 +39,16 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// hdf5Version names the libhdf5 vh5fs was built against and, if another, the one it runs
+// with: the file formats it can commit to follow them.
+func hdf5Version() string {
+	built, running := h5.HeaderVersion(), h5.LibraryVersion()
+	if built == running {
+		return "HDF5 " + built
+	}
+	return fmt.Sprintf("HDF5 %s (built against %s)", running, built)
+}
+
 const usage = `usage:
   vh5fs mount [-o OPTIONS] [--at TIME] FILE MOUNTPOINT
                                              serve in the foreground
@@ -145,7 +155,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "--version", "-version", "version":
-		fmt.Fprintf(os.Stdout, "vh5fs %s\n", version)
+		fmt.Fprintf(os.Stdout, "vh5fs %s\n%s\n", version, hdf5Version())
 		return 0
 	case "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
@@ -353,7 +363,7 @@ func runMount(args []string, stderr io.Writer) int {
 		return 1
 	}
 	mountReady()
-	slog.Info("mounted", "file", file, "mountpoint", mnt, "options", cfg.String(), "version", version)
+	slog.Info("mounted", "file", file, "mountpoint", mnt, "options", cfg.String(), "version", version, "hdf5", h5.LibraryVersion())
 	go unmountOnSignal(srv, mnt, sigs)
 	srv.Wait()
 	signal.Stop(sigs)
