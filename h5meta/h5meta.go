@@ -21,10 +21,13 @@
 //     boolean enum types decoded (see Attribute);
 //   - data layout message version 3 and 4;
 //   - virtual layout (class 3): the global heap ("GCOL") object holding the mapping list,
-//     encoding version 0, with source and virtual selections that are each one regular
-//     block: "all" (virtual side only: the source extent is not stored in the file),
-//     hyperslab version 1 with exactly one block, hyperslab versions 2 and 3 when regular
-//     with count 1 per dimension, stride == block, or block == 1 and stride == 1;
+//     encoding version 0, or version 1 (what libhdf5 2.x writes when the lower version
+//     bound is 2.0: a repeated source file or dataset name is stored once and referred to
+//     by the index of its mapping, "." is a flag), with source and virtual selections that
+//     are each one regular block: "all" (virtual side only: the source extent is not
+//     stored in the file), hyperslab versions 1 and 3 with exactly one block, hyperslab
+//     versions 2 and 3 when regular with count 1 per dimension, stride == block, or
+//     block == 1 and stride == 1;
 //   - chunk indexes: the version 1 B-tree ("TREE", node type 1; layout message version 3,
 //     what h5py writes with libver "earliest"), and, from layout message version 4
 //     (libver "latest"), the single-chunk index, the fixed array ("FAHD"/"FADB", paged or
@@ -37,7 +40,8 @@
 // versions, shared messages, point / none / irregular
 // selections, an "all" source selection, unlimited hyperslabs, the implicit and version 2
 // B-tree chunk indexes, fixed / extensible arrays of other shapes (libhdf5 versions differ
-// in how they number those chunks), mapping-list encodings other than version 0.
+// in how they number those chunks), mapping-list encodings other than versions 0 and 1 or
+// mapping flags version 1 does not define.
 //
 // All file addresses taken and returned (object header addresses, Chunk.Addr) are relative
 // to the base address, as libhdf5 reports them (H5Oget_info, H5Dget_chunk_info); add

@@ -508,6 +508,14 @@ func TestFastSelections(t *testing.T) {
 		b = append(b, le32(4+32*rank, rank)...)
 		return append(b, le64(fields...)...)
 	}
+	v3 := func(flags, enc byte, rank uint32, fields ...uint64) []byte { // type, version, flags, size, rank
+		b := append(le32(selHyper, 3), flags, enc)
+		b = append(b, le32(rank)...)
+		for _, v := range fields {
+			b = binary.LittleEndian.AppendUint64(b, v)[:len(b)+int(enc)]
+		}
+		return b
+	}
 	const unlim = ^uint64(0)
 	for _, tc := range []struct {
 		name string
@@ -528,6 +536,18 @@ func TestFastSelections(t *testing.T) {
 		{"v2 out of range", v2(1, 1, maxCoord, 1, 1, 1), 1},
 		{"v2 overflowing extent", v2(1, 1, 0, 1<<40, 1<<30, 1<<40), 1},
 		{"v2 irregular", v2(0, 1, 0, 1, 1, 1), 1},
+		{"v3 regular 2-byte", v3(1, 2, 1, 6, 1, 1, 3), 1},
+		{"v3 regular 4-byte 2-D", v3(1, 4, 2, 1<<20, 1, 1, 1<<16, 0, 1, 3, 2), 2},
+		{"v3 regular 8-byte", v3(1, 8, 1, 1<<40, 1<<40, 1, 1<<20), 1},
+		{"v3 count stride block", v3(1, 2, 1, 4, 5, 3, 5), 1},
+		{"v3 strided", v3(1, 4, 1, 0, 8, 4, 2), 1},
+		{"v3 unlimited count 2-byte", v3(1, 2, 1, 0, 1, 0xffff, 1), 1},
+		{"v3 unlimited block 4-byte", v3(1, 4, 1, 0, 1, 1, 0xffffffff), 1},
+		{"v3 unlimited 8-byte", v3(1, 8, 1, 0, 1, unlim, 1), 1},
+		{"v3 bad size", v3(1, 3, 1, 0, 1, 1, 1), 1},
+		{"v3 other rank", v3(1, 2, 2, 0, 1, 1, 1, 0, 1, 1, 1), 1},
+		{"v3 irregular one block", append(append(le32(selHyper, 3), 0, 2), append(le32(1), 1, 0, 1, 0, 4, 0)...), 1},
+		{"hyperslab version 4", append(le32(selHyper, 4), make([]byte, 40)...), 1},
 		{"points", append(le32(selPoints, 1, 0, 16, 1, 1), le32(3)...), 1},
 		{"all", le32(selAll, 1, 0, 0, 0, 0), 1},
 	} {
@@ -552,7 +572,7 @@ func TestFastSelections(t *testing.T) {
 				require.Equal(t, start, out[:tc.rank])
 				require.Equal(t, count, out[tc.rank:])
 			}
-			if tc.rank == 1 && ver == 1 { // run's inline form of the same decoding
+			if tc.rank == 1 && ver == (form{true, 4}) { // run's inline form of the same decoding
 				s, c, ok := corners1(tc.sel[n:])
 				require.Equal(t, fast, ok)
 				if ok {

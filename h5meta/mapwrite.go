@@ -34,7 +34,10 @@ func (f *File) OwnHeapCollection(n int) bool {
 // dataset srcDataset of file srcFile at [sstart, +count) into [vstart, +count), the three
 // slices holding rank coordinates per mapping. Each selection is one hyperslab block in
 // the version 1 encoding (32-bit corners); a list that needs another encoding (a
-// coordinate of 2^32 or more, an empty block) is ErrUnsupported.
+// coordinate of 2^32 or more, an empty block) is ErrUnsupported. The list is always whole
+// and of encoding version 0, whatever the list the mappings were read from: nothing here
+// extends a stored list, so none of version 1 (libhdf5 2.x), whose entries refer to one
+// another by index, is ever mixed with version 0 entries (StoredMappings copies one whole).
 func (f *File) EncodeMappingList(srcFile, srcDataset string, rank int, vstart, count, sstart []int64) ([]byte, error) {
 	if rank < 1 || rank > maxRank || len(count)%rank != 0 || len(vstart) != len(count) || len(sstart) != len(count) {
 		return nil, fmt.Errorf("h5meta: mapping list: %d, %d and %d coordinates for rank %d", len(vstart), len(count), len(sstart), rank)

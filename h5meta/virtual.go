@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime/debug"
+	"slices"
 )
 
 // Mapping mirrors one VDS mapping: the virtual selection and source selection as single
@@ -67,6 +68,7 @@ type MappingList struct {
 	mapped bool   // obj is mapped from the file (see mapObject)
 	b      buf
 	n      uint64 // mappings in the list
+	vers   byte   // the list's encoding version (0, or 1 from HDF5 2.x: names stored once)
 }
 
 // Mappings locates the mapping list of the virtual dataset whose object header is at ohdr
@@ -76,7 +78,6 @@ func (f *File) Mappings(ohdr uint64) (*MappingList, error) {
 	if err != nil || ml.obj == nil {
 		return ml, err
 	}
-	ml.b = buf{b: ml.obj[:len(ml.obj)-4], what: "mapping list of the dataset", at: ohdr}
 	if err := ml.header(); err != nil {
 		return nil, err
 	}
@@ -144,18 +145,21 @@ func (l *MappingList) Copy(write func(p []byte) error) (err error) {
 	return nil
 }
 
-// header decodes the list's version and length.
+// header decodes the list's version and length, for Scan to decode the rest.
 func (l *MappingList) header() (err error) {
 	defer l.guard(&err)()
+	l.b = buf{b: l.obj[:len(l.obj)-4], what: "mapping list of the dataset", at: l.ohdr}
 	b := &l.b
-	if v := b.u8(); v != 0 && b.err == nil {
-		return fmt.Errorf("h5meta: mapping list of dataset at %d: encoding version %d: %w", l.ohdr, v, ErrUnsupported)
+	l.vers = byte(b.u8())
+	if l.vers > 1 && b.err == nil {
+		return fmt.Errorf("h5meta: mapping list of dataset at %d: encoding version %d: %w", l.ohdr, l.vers, ErrUnsupported)
 	}
 	l.n = b.uint(l.f.sl)
 	if b.err != nil {
 		return b.err
 	}
-	// Each entry takes at least 2 name bytes and two 16-byte selections.
+	// Each entry takes at least 2 name bytes (version 1: a flags byte and an empty
+	// dataset name) and two 16-byte selections.
 	if l.n > uint64(b.rest())/34 {
 		return fmt.Errorf("h5meta: mapping list of dataset at %d: %d entries do not fit in %d bytes", l.ohdr, l.n, b.rest())
 	}
@@ -280,9 +284,11 @@ type decoder struct {
 	dims  []int64 // the VDS's dims, loaded when a virtual selection is "all"
 	// The last mapping's names and selection headers as stored, when its selections are
 	// forms run decodes: head is the names and the source selection's header, vhead
-	// the virtual selection's header; srcVer and vVer their hyperslab versions.
-	head, vhead  string
-	srcVer, vVer int
+	// the virtual selection's header; src and virt their encodings.
+	head, vhead string
+	src, virt   form
+	// The names of the mappings so far, for a version 1 list's references to them.
+	files, dsets nameRuns
 }
 
 // next decodes mapping i into d.m the general way.
@@ -290,8 +296,10 @@ func (d *decoder) next(l *MappingList, i uint64) (err error) {
 	b := &l.b
 	start := b.off
 	var m Mapping
-	m.SrcFile = b.cstringLike(d.m.SrcFile)
-	m.SrcDataset = b.cstringLike(d.m.SrcDataset)
+	if m.SrcFile, m.SrcDataset, err = d.names(l, i); err != nil {
+		return fmt.Errorf("h5meta: mapping %d of dataset at %d: %w", i, l.ohdr, err)
+	}
+	nameLen := b.off - start
 	d.a.reset()
 	var all bool
 	m.SrcStart, m.SrcCount, all, err = l.f.selection(b, &d.a)
@@ -331,25 +339,108 @@ func (d *decoder) next(l *MappingList, i uint64) (err error) {
 		d.space = make([]int64, n)
 	}
 	d.batch.Coords = append(append(append(append(d.space[:0], m.SrcStart...), m.SrcCount...), m.VStart...), m.VCount...)
-	d.learn(b.b[start:b.off])
+	d.learn(b.b[start:b.off], nameLen)
 	return nil
 }
 
-// learn records the layout of entry, the mapping just decoded into d.m, for run.
-func (d *decoder) learn(entry []byte) {
+// Flags of a mapping in a version 1 list (HDF5 2.x with its lower version bound at 2.0):
+// a name already stored is not stored again, but referred to by the index of the mapping
+// it belongs to.
+const (
+	fileShared = 1 << 0 // the source file name is an earlier mapping's: an index in its place
+	dsetShared = 1 << 1 // likewise the source dataset name
+	sameFile   = 1 << 2 // the source file is the VDS's own ("."): no file name stored
+)
+
+// names decodes the source file and dataset names of mapping i, at the start of its entry.
+func (d *decoder) names(l *MappingList, i uint64) (file, dset string, err error) {
+	b := &l.b
+	if l.vers == 0 {
+		return b.cstringLike(d.m.SrcFile), b.cstringLike(d.m.SrcDataset), b.err
+	}
+	flags := b.u8()
+	if b.err != nil {
+		return "", "", b.err
+	}
+	if flags&^(fileShared|dsetShared|sameFile) != 0 {
+		return "", "", fmt.Errorf("flags %#x: %w", flags, ErrUnsupported)
+	}
+	switch {
+	case flags&sameFile != 0: // no index either, whatever bit 0 says (as libhdf5 2.0 reads it)
+		file = "."
+	case flags&fileShared != 0:
+		file, err = d.files.ref(b, l.f.sl, i)
+	default:
+		file = b.cstringLike(d.m.SrcFile)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("source file name: %w", err)
+	}
+	if flags&dsetShared != 0 {
+		dset, err = d.dsets.ref(b, l.f.sl, i)
+	} else {
+		dset = b.cstringLike(d.m.SrcDataset)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("source dataset name: %w", err)
+	}
+	if b.err != nil {
+		return "", "", b.err
+	}
+	d.files.set(i, file)
+	d.dsets.set(i, dset)
+	return file, dset, nil
+}
+
+// nameRuns is the name of each mapping decoded so far, as runs of consecutive mappings
+// with the same name: lists repeat a few names over millions of mappings, so this stays
+// small where a name per mapping would not. Mappings run decodes repeat the last one's
+// names and need no record.
+type nameRuns struct {
+	first []uint64 // the first mapping of each run
+	name  []string
+}
+
+// set records that mapping i, the last one so far, has name.
+func (r *nameRuns) set(i uint64, name string) {
+	if n := len(r.name); n == 0 || r.name[n-1] != name {
+		r.first = append(r.first, i)
+		r.name = append(r.name, name)
+	}
+}
+
+// ref decodes the index that mapping i stores in place of a name and returns the name of
+// the mapping it refers to, which must come before i (libhdf5 refuses any other).
+func (r *nameRuns) ref(b *buf, sl int, i uint64) (string, error) {
+	k := b.uint(sl)
+	if b.err != nil {
+		return "", b.err
+	}
+	if k >= i {
+		return "", fmt.Errorf("refers to mapping %d, not to an earlier one", k)
+	}
+	j, found := slices.BinarySearch(r.first, k)
+	if !found {
+		j-- // r.first[0] is 0: every list's mapping 0 is recorded
+	}
+	return r.name[j], nil
+}
+
+// learn records the layout of entry, the mapping just decoded into d.m, whose first names
+// bytes are its names (and, in version 1, its flags), for run.
+func (d *decoder) learn(entry []byte, names int) {
 	d.head = ""
-	names := len(d.m.SrcFile) + len(d.m.SrcDataset) + 2
-	sh, sv := fastHeader(entry[names:], len(d.m.SrcStart))
+	sh, sf := fastHeader(entry[names:], len(d.m.SrcStart))
 	if sh == 0 {
 		return
 	}
-	vAt := names + sh + coordsLen(sv, len(d.m.SrcStart))
-	vh, vv := fastHeader(entry[vAt:], len(d.m.VStart))
+	vAt := names + sh + coordsLen(sf, len(d.m.SrcStart))
+	vh, vf := fastHeader(entry[vAt:], len(d.m.VStart))
 	if vh == 0 {
 		return
 	}
-	d.head, d.srcVer = string(entry[:names+sh]), sv
-	d.vhead, d.vVer = string(entry[vAt:vAt+vh]), vv
+	d.head, d.src = string(entry[:names+sh]), sf
+	d.vhead, d.virt = string(entry[vAt:vAt+vh]), vf
 }
 
 // run decodes into d.batch the entries that nearly every list is made of, up to max of
@@ -360,11 +451,11 @@ func (d *decoder) learn(entry []byte) {
 func (d *decoder) run(b *buf, max uint64) (n uint64) {
 	head, vhead := d.head, d.vhead
 	srcRank, vRank := d.batch.SrcRank, d.batch.VRank
-	vAt := len(head) + coordsLen(d.srcVer, srcRank)
-	size := vAt + len(vhead) + coordsLen(d.vVer, vRank)
+	vAt := len(head) + coordsLen(d.src, srcRank)
+	size := vAt + len(vhead) + coordsLen(d.virt, vRank)
 	stride := d.batch.Stride()
 	out := d.space[:max*uint64(stride)]
-	rank1 := d.srcVer == 1 && d.vVer == 1 && srcRank == 1 && vRank == 1
+	rank1 := d.src == form{true, 4} && d.virt == form{true, 4} && srcRank == 1 && vRank == 1
 	for p := b.b[b.off:]; n < max && len(p) >= size; p = p[size:] {
 		e := p[:size]
 		if string(e[:len(head)]) != head || string(e[vAt:vAt+len(vhead)]) != vhead {
@@ -380,10 +471,10 @@ func (d *decoder) run(b *buf, max uint64) (n uint64) {
 			c = c[:4]
 			c[0], c[1], c[2], c[3] = s, sn, v, vn
 		} else {
-			if _, ok := blockCoords(e[len(head):], d.srcVer, srcRank, c); !ok {
+			if _, ok := blockCoords(e[len(head):], d.src, srcRank, c); !ok {
 				break
 			}
-			if _, ok := blockCoords(e[vAt+len(vhead):], d.vVer, vRank, c[2*srcRank:]); !ok {
+			if _, ok := blockCoords(e[vAt+len(vhead):], d.virt, vRank, c[2*srcRank:]); !ok {
 				break
 			}
 		}
@@ -394,50 +485,75 @@ func (d *decoder) run(b *buf, max uint64) (n uint64) {
 	return n
 }
 
-// fastHeader returns the length and version of the header of the selection at the start of
-// p, of the given rank, when it is a form blockCoords decodes: a hyperslab of version 1
-// with one block (its coordinates 4 bytes each), or a regular one of version 2. Zero
-// otherwise.
-func fastHeader(p []byte, rank int) (n, version int) {
+// form is the encoding of a selection blockCoords decodes, enc bytes a field: one block
+// given by its first and last corners (hyperslab version 1, enc 4, or an irregular one of
+// version 3), or a regular hyperslab's start, stride, count and block of each dimension
+// (version 2, enc 8, or 3).
+type form struct {
+	corners bool
+	enc     int
+}
+
+// fastHeader returns the length of the header of the selection at the start of p, of the
+// given rank, and its form, when it is one blockCoords decodes. Zero otherwise.
+func fastHeader(p []byte, rank int) (n int, f form) {
 	if rank < 1 || rank > maxRank || len(p) < 8 || binary.LittleEndian.Uint32(p) != selHyper {
-		return 0, 0
+		return 0, form{}
 	}
 	switch binary.LittleEndian.Uint32(p[4:]) {
 	case 1: // reserved, length, rank, blocks
 		if len(p) >= 24 && binary.LittleEndian.Uint32(p[16:]) == uint32(rank) && binary.LittleEndian.Uint32(p[20:]) == 1 {
-			return 24, 1
+			return 24, form{true, 4}
 		}
 	case 2: // flags, length, rank
 		if len(p) >= 17 && p[8]&1 != 0 && binary.LittleEndian.Uint32(p[13:]) == uint32(rank) {
-			return 17, 2
+			return 17, form{false, 8}
+		}
+	case 3: // flags, encoded size, rank (and irregular: blocks): libhdf5 1.12 on, high bounds
+		if len(p) < 14 || (p[9] != 2 && p[9] != 4 && p[9] != 8) || binary.LittleEndian.Uint32(p[10:]) != uint32(rank) {
+			break
+		}
+		enc := int(p[9])
+		if p[8]&1 != 0 {
+			return 14, form{false, enc}
+		}
+		if len(p) >= 14+enc && (packed{p[14:], enc}).at(0) == 1 {
+			return 14 + enc, form{true, enc}
 		}
 	}
-	return 0, 0
+	return 0, form{}
 }
 
 // coordsLen is the length of the coordinates after a fastHeader.
-func coordsLen(version, rank int) int {
-	if version == 1 {
-		return 8 * rank
+func coordsLen(f form, rank int) int {
+	if f.corners {
+		return 2 * f.enc * rank
 	}
-	return 32 * rank
+	return 4 * f.enc * rank
 }
 
 // blockCoords decodes the coordinates after a fastHeader into out (starts, then counts)
 // and returns their length, as selection would; ok is false for anything selection would
 // refuse.
-func blockCoords(p []byte, version, rank int, out []int64) (n int, ok bool) {
-	n = coordsLen(version, rank)
+func blockCoords(p []byte, f form, rank int, out []int64) (n int, ok bool) {
+	n = coordsLen(f, rank)
 	if len(p) < n || len(out) < 2*rank {
 		return 0, false
 	}
-	if version == 1 {
-		return n, block1(p[:n], out[:2*rank])
+	field := packed{p[:n], f.enc}
+	if f.corners {
+		return n, cornerBlock(field, out[:2*rank])
+	}
+	unlim := uint64(1)<<(8*uint(f.enc)) - 1
+	if f.enc == 8 {
+		unlim = ^uint64(0)
 	}
 	for d := range rank { // start, stride, count and block of each dimension
-		f := p[32*d : 32*d+32]
-		st := binary.LittleEndian.Uint64(f)
-		ext, err := regularExtent(st, binary.LittleEndian.Uint64(f[8:]), binary.LittleEndian.Uint64(f[16:]), binary.LittleEndian.Uint64(f[24:]))
+		st, cnt, blk := field.at(4*d), field.at(4*d+2), field.at(4*d+3)
+		if cnt == unlim || blk == unlim {
+			return 0, false
+		}
+		ext, err := regularExtent(st, field.at(4*d+1), cnt, blk)
 		if err != nil {
 			return 0, false
 		}
@@ -446,7 +562,8 @@ func blockCoords(p []byte, version, rank int, out []int64) (n int, ok bool) {
 	return n, true
 }
 
-// corners1 is block1 for rank 1: the start and count of the block at the start of p.
+// corners1 is cornerBlock for rank 1 and 4-byte corners: the start and count of the block
+// at the start of p.
 func corners1(p []byte) (start, count int64, ok bool) {
 	if len(p) < 8 {
 		return 0, 0, false
@@ -455,17 +572,13 @@ func corners1(p []byte) (start, count int64, ok bool) {
 	return int64(s), int64(e-s) + 1, e >= s
 }
 
-// block1 decodes the corners of one version 1 hyperslab block of rank len(out)/2 at the
-// start of p (each block's start corner, then its end corner, 4 bytes a coordinate) into
-// out: starts, then counts.
-func block1(p []byte, out []int64) bool {
+// cornerBlock decodes the corners of one hyperslab block of rank len(out)/2 (its start
+// corner, then its end corner) into out: starts, then counts.
+func cornerBlock(corners packed, out []int64) bool {
 	rank := len(out) / 2
-	if len(p) < 8*rank {
-		return false
-	}
 	for d := range rank {
-		s, e := binary.LittleEndian.Uint32(p[4*d:]), binary.LittleEndian.Uint32(p[4*(rank+d):])
-		if e < s {
+		s, e := corners.at(d), corners.at(rank+d)
+		if e < s || e >= maxCoord {
 			return false
 		}
 		out[d], out[rank+d] = int64(s), int64(e-s)+1
