@@ -100,6 +100,9 @@ func File(path string, o Options) (Result, error) {
 		}
 	}
 	before := t.st.Size()
+	if err := versions.CheckFileFormat(t.file); err != nil {
+		return Result{}, err
+	}
 	src, err := h5.OpenSource(t.file)
 	if err != nil {
 		// The journal driver's open fails without libhdf5's reason (a truncated file's

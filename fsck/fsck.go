@@ -64,6 +64,11 @@ func CheckProgress(file string, progress func(phase string, done, total int64)) 
 	if !f.Versioned() {
 		return nil, fmt.Errorf("%s: not a versioned-hdf5 file", file)
 	}
+	// libhdf5 reads every object here: a format it does not know is one refusal, not a
+	// finding per object.
+	if err := f.CheckFormat(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	c := &checker{f: f, h: f.HDF5(), groups: map[string]*dataGroup{}, unreadable: map[string]bool{}, progress: progress}
 	if err := c.versions(); err != nil {
 		return nil, err

@@ -48,6 +48,10 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	var fe *FormatError
+	if errors.As(e.Err, &fe) {
+		return fe.Error()
+	}
 	msg := "h5: " + e.Op
 	if e.Path != "" {
 		msg += " " + e.Path
@@ -77,6 +81,9 @@ func stackMessage() string {
 // after the failing call.
 func fail(op, path string, err error) error {
 	e := &Error{Op: op, Path: path, Stack: stackMessage(), Err: err}
+	if fe := newerFormat(e.Stack); fe != nil && e.Err == nil {
+		e.Err = fe
+	}
 	if e.Stack == "" && e.Err == nil {
 		e.Err = fmt.Errorf("failed without an HDF5 error message")
 	}

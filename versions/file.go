@@ -107,8 +107,15 @@ type File struct {
 // reader, which a plain open is refused for (see openReadOnly).
 func Open(path string) (*File, error) { return open(path, openReadOnly) }
 
-// OpenRW opens path for reading and committing new versions (package commit).
-func OpenRW(path string) (*File, error) { return open(path, h5.OpenRW) }
+// OpenRW opens path for reading and committing new versions (package commit). A file in
+// a format the libhdf5 vh5fs is built with cannot change is refused (CheckFormat) before
+// libhdf5 opens it for writing: untouched.
+func OpenRW(path string) (*File, error) {
+	if err := CheckFileFormat(path); err != nil {
+		return nil, err
+	}
+	return open(path, h5.OpenRW)
+}
 
 func open(path string, opener func(string) (*h5.File, error)) (*File, error) {
 	h, err := opener(path)
