@@ -55,7 +55,7 @@ func (m *arena) get(n int) []byte {
 		if err != nil {
 			return nil
 		}
-		_ = unix.Madvise(r, unix.MADV_HUGEPAGE)
+		adviseHugePages(r)
 		m.regions = append(m.regions, r)
 		m.mapped += size
 		m.rest[n] = r

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // Store is where the staged chunks of the arrays that use it keep their bytes: in memory up
@@ -176,7 +174,7 @@ func (s *Store) discard(off, n int64) {
 	f := s.file
 	s.mu.Unlock()
 	if f != nil {
-		_ = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+		punchHole(f.Fd(), off, n)
 	}
 }
 
@@ -213,9 +211,8 @@ func (s *Store) idle() {
 func (s *Store) create() (*os.File, error) {
 	var errs []error
 	for _, d := range s.dirs {
-		fd, err := unix.Open(d, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
-		if err == nil {
-			return os.NewFile(uintptr(fd), filepath.Join(d, "(spill file)")), nil
+		if f, err := openTmpfile(d); err == nil {
+			return f, nil
 		}
 		f, err2 := os.CreateTemp(d, s.prefix+"*"+spillSuffix)
 		if err2 == nil {
