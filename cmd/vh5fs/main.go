@@ -83,7 +83,7 @@ const usage = `usage:
   vh5fs warm FILE [VERSION] [DATASET] [--cache DIR] [--cache-size SIZE]
                                              fill the decoded cache (-o cache) ahead of reads
   vh5fs help [COMMAND]
-  vh5fs --version
+  vh5fs --version                            vh5fs's version and the HDF5 it is built with
 
 Mounts the HDF5 file FILE (written by versioned-hdf5, or plain HDF5) at MOUNTPOINT, an
 empty directory, and serves it in the foreground until Ctrl-C, SIGTERM or
