@@ -39,9 +39,14 @@ func (f *File) VirtualMappings(ohdr uint64) ([]Mapping, error) {
 	if err := l.Verify(); err != nil {
 		return nil, err
 	}
+	return l.all()
+}
+
+// all scans the whole list into Mappings of their own.
+func (l *MappingList) all() ([]Mapping, error) {
 	ms := make([]Mapping, 0, l.Len())
 	var a arena
-	err = l.Scan(func(b *Batch) bool {
+	err := l.Scan(func(b *Batch) bool {
 		for i := range b.Len() {
 			m := b.Mapping(i)
 			ms = append(ms, Mapping{

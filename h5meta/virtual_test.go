@@ -91,19 +91,7 @@ func decodeList(f *File, obj []byte) ([]Mapping, error) {
 	if err := l.header(); err != nil {
 		return nil, err
 	}
-	var ms []Mapping
-	var a arena
-	err := l.Scan(func(b *Batch) bool {
-		for i := range b.Len() {
-			m := b.Mapping(i)
-			ms = append(ms, Mapping{
-				SrcFile: m.SrcFile, SrcDataset: m.SrcDataset,
-				SrcStart: a.copy(m.SrcStart), SrcCount: a.copy(m.SrcCount),
-				VStart: a.copy(m.VStart), VCount: a.copy(m.VCount),
-			})
-		}
-		return true
-	})
+	ms, err := l.all()
 	if err == nil {
 		err = l.Verify()
 	}
