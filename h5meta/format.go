@@ -104,7 +104,3 @@ func (l *MappingList) firstSelectionVersion() (v int, err error) {
 	}
 	return v, nil
 }
-
-// SuperblockVersion is the version of the file's superblock: 2 and later are written by
-// libhdf5 with a lower library bound of 1.8 or higher.
-func (f *File) SuperblockVersion() int { return f.sb }

@@ -2,11 +2,9 @@ package versions
 
 import (
 	"fmt"
-	"os"
 	"path"
 
 	"github.com/vh5fs/vh5fs/h5"
-	"github.com/vh5fs/vh5fs/h5meta"
 )
 
 // CheckFormat returns an error wrapping h5.ErrNewerFormat when the file uses an encoding
@@ -75,17 +73,13 @@ func (f *File) formatSample() []string {
 	return objs
 }
 
-// CheckFileFormat is CheckFormat on the file at path, opened read-only for it (for a caller
-// that opens the file with libhdf5 itself, and OpenRW); only a file
-// whose superblock is version 2 or later (libver "v18" or higher) can hold what it looks
-// for, so the others cost one read of the superblock.
+// CheckFileFormat is CheckFormat on the file at path, opened read-only for it: for a caller
+// that opens the file with libhdf5 itself, and OpenRW. Every file is looked at, whatever its
+// superblock: a newer HDF5 that adds to a file keeps the superblock it found.
 func CheckFileFormat(path string) error {
-	if sb, err := superblockVersion(path); err != nil || sb < 2 {
-		return nil // the open that follows reports what is wrong with the file
-	}
 	f, err := Open(path)
 	if err != nil {
-		return nil
+		return nil // the open that follows reports what is wrong with the file
 	}
 	defer f.Close()
 	if err := f.CheckFormat(); err != nil {
@@ -94,20 +88,3 @@ func CheckFileFormat(path string) error {
 	return nil
 }
 
-// superblockVersion reads the version of the superblock of the file at path.
-func superblockVersion(path string) (int, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return 0, err
-	}
-	m, err := h5meta.Open(fh, st.Size())
-	if err != nil {
-		return 0, err
-	}
-	return m.SuperblockVersion(), nil
-}
