@@ -34,35 +34,42 @@ func TestFixturesThroughMount(t *testing.T) {
 			require.Equal(t, "versions/"+m.CurrentVersion, target)
 			require.Equal(t, []string{"at", "branches", "current", "tags", "versions"}, readDirNames(t, mnt.Dir))
 
-			rng := rand.New(rand.NewSource(1))
-			for _, v := range m.Versions {
-				vdir := filepath.Join(mnt.Dir, "versions", v.Name)
-				datasets, groups := walk(t, vdir, "")
-				require.Equal(t, keys(v.Datasets), datasets, "datasets of %s (deleted ones must be absent)", v.Name)
-				for g := range v.Groups {
-					require.Contains(t, groups, g, "group %s of %s", g, v.Name)
-				}
-				for p, d := range v.Datasets {
-					path := filepath.Join(vdir, p)
-					data, err := os.ReadFile(path)
-					require.NoError(t, err)
-					if d.IsString() {
-						want, err := d.Text()
-						require.NoError(t, err)
-						require.Equal(t, string(want), string(data), path)
-						checkPreads(t, path, data, nil, nil, rng)
-						continue
-					}
-					sum := sha256.Sum256(data)
-					require.Equal(t, *d.SHA256, hex.EncodeToString(sum[:]), path)
-					st, err := os.Stat(path)
-					require.NoError(t, err)
-					require.EqualValues(t, d.NBytes, st.Size())
-					require.Equal(t, os.FileMode(0o444), st.Mode().Perm())
-					checkPreads(t, path, data, d.Shape, d.Chunks, rng)
-				}
-			}
+			checkManifest(t, mnt.Dir, m)
 		})
+	}
+}
+
+// checkManifest reads every dataset of every version of m through the mount at mnt, with
+// whole-file reads and with odd-sized preads at odd offsets, comparing with the manifest.
+func checkManifest(t *testing.T, mnt string, m *fixture.Manifest) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(1))
+	for _, v := range m.Versions {
+		vdir := filepath.Join(mnt, "versions", v.Name)
+		datasets, groups := walk(t, vdir, "")
+		require.Equal(t, keys(v.Datasets), datasets, "datasets of %s (deleted ones must be absent)", v.Name)
+		for g := range v.Groups {
+			require.Contains(t, groups, g, "group %s of %s", g, v.Name)
+		}
+		for p, d := range v.Datasets {
+			path := filepath.Join(vdir, p)
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			if d.IsString() {
+				want, err := d.Text()
+				require.NoError(t, err)
+				require.Equal(t, string(want), string(data), path)
+				checkPreads(t, path, data, nil, nil, rng)
+				continue
+			}
+			sum := sha256.Sum256(data)
+			require.Equal(t, *d.SHA256, hex.EncodeToString(sum[:]), path)
+			st, err := os.Stat(path)
+			require.NoError(t, err)
+			require.EqualValues(t, d.NBytes, st.Size())
+			require.Equal(t, os.FileMode(0o444), st.Mode().Perm())
+			checkPreads(t, path, data, d.Shape, d.Chunks, rng)
+		}
 	}
 }
 
