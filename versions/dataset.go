@@ -50,6 +50,9 @@ type Dataset struct {
 	raw    *h5.Dataset
 	vds    *h5.Dataset
 	plan   *chunkmap.Map // plans byte ranges for the vds route
+	// mappedText: text was read from raw_data through the mappings vh5fs decodes
+	// (renderMapped), not through libhdf5 opening the virtual dataset.
+	mappedText bool
 	// chunked reads the chunk route (arr) from the File's chunk store; made on first use.
 	chunkedOnce sync.Once
 	chunked     *chunkstore.Chunked
@@ -140,6 +143,12 @@ func (f *File) loadDataset(path string) (*Dataset, error) {
 			return d, err
 		}
 	}
+	return f.openDataset(path)
+}
+
+// openDataset loads the dataset at path through libhdf5 opening it: the general route,
+// which for a version's dataset means libhdf5 decoding its virtual dataset.
+func (f *File) openDataset(path string) (*Dataset, error) {
 	h, err := f.h.OpenDataset(path)
 	if err != nil {
 		return nil, f.gone(path, err)
@@ -329,17 +338,40 @@ func (d *Dataset) buildChunkMap(h *h5.Dataset) (bool, error) {
 // loadVersioned loads a version's dataset without opening its virtual dataset through
 // libhdf5: shape and mappings come from the file's bytes (h5meta), type, fill value,
 // filters and chunks from raw_data, attributes later if asked for. nil means "use the
-// general route" (variable-length strings, anything h5meta does not read, odd mappings).
-// Metadata h5meta finds corrupt is an error, not handed to libhdf5 (which can loop forever
-// on some, see h5meta's heapObjects). Called with f.mu held.
+// general route" (anything h5meta does not read, odd mappings). Metadata h5meta finds
+// corrupt is an error, not handed to libhdf5 (which can loop forever on some, see
+// h5meta's heapObjects). Called with f.mu held.
+//
+// Variable-length strings are read here too, from raw_data through libhdf5 (renderMapped):
+// libhdf5 cannot open the virtual datasets of files written with a newer library bound
+// (1.12's hyperslab selections on a 1.10 build), while raw_data's encodings are old ones.
+func (f *File) loadVersioned(path string) (*Dataset, error) {
+	d, cm, err := f.scanVersioned(path)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	if !d.Strings {
+		cm.finish()
+		return d, nil
+	}
+	// Read once scanVersioned has let go of the file's bytes: reading every string takes
+	// long, and a commit's apply would wait for it.
+	if err := d.renderMapped(cm.m); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// scanVersioned decodes the mappings of the version's dataset at path into a chunkMapper
+// over raw_data (see loadVersioned); nil if the dataset takes the general route.
 //
 // A version of 100k chunks has a mapping list of about 12 MB: its checksum is computed on
 // another core while the mappings are decoded straight into the chunk map, and nothing is
 // served before both are done.
-func (f *File) loadVersioned(path string) (*Dataset, error) {
+func (f *File) scanVersioned(path string) (*Dataset, *chunkMapper, error) {
 	addr, err := f.h.ObjectAddr(path)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	f.store.RLockBytes() // the bytes read below are not being rewritten by a commit
 	defer f.store.RUnlockBytes()
@@ -353,10 +385,10 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 		shape, err = m.Shape(addr)
 	}
 	if err != nil && !errors.Is(err, h5meta.ErrUnsupported) {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err != nil || list.Len() == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	verified := make(chan error, 1)
 	go func() { verified <- list.Verify() }()
@@ -375,39 +407,46 @@ func (f *File) loadVersioned(path string) (*Dataset, error) {
 	// Whatever else is wrong with it, a list whose checksum fails is corrupt: an error,
 	// not the general route (which reports what Scan found, or reads the odd mappings).
 	if err := <-verified; err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err != nil || !mapped {
-		return nil, nil
+		return nil, nil, nil
 	}
-	cm.finish()
-	return d, nil
+	return d, cm, nil
 }
 
 // versionedDataset starts the Dataset of a version's dataset of the given shape whose
 // chunks are in the raw_data at rawPath, with a chunkMapper for its mappings; nil if
-// raw_data does not suit the chunk map route.
+// raw_data does not suit the chunk map route. For variable-length strings the chunk map
+// only records which raw_data rows each chunk maps (renderMapped reads them): one byte
+// per element stands in for the strings, and the size is the text's, set once rendered.
 func (f *File) versionedDataset(path string, shape []int64, rawPath string) (*Dataset, *chunkMapper) {
 	raw, err := f.rawData(rawPath)
 	if err != nil {
 		return nil, nil
 	}
 	info := raw.Info()
-	if !info.Type.Raw || len(info.Chunks) != len(shape) {
+	if !info.Type.Raw && !info.Type.VlenString || len(info.Chunks) != len(shape) {
 		return nil, nil
 	}
 	d := &Dataset{
 		Path: path, Type: info.Type, Shape: shape, Chunks: info.Chunks, Fill: info.Fill,
 		Filters: info.Filters, Layout: h5.Virtual, f: f, fillDefined: info.FillDefined,
-		RawData: rawPath, raw: raw,
+		RawData: rawPath, raw: raw, Strings: info.Type.VlenString,
 	}
-	d.size = int64(info.Type.Size)
-	for _, s := range shape {
-		d.size *= s
+	itemSize, fill := info.Type.Size, info.Fill
+	if d.Strings {
+		itemSize, fill = 1, []byte{0}
 	}
-	m, err := chunkmap.New(shape, info.Chunks, info.Type.Size, info.Fill)
+	m, err := chunkmap.New(shape, info.Chunks, itemSize, fill)
 	if err != nil {
 		return nil, nil
+	}
+	if !d.Strings {
+		d.size = int64(itemSize)
+		for _, s := range shape {
+			d.size *= s
+		}
 	}
 	return d, d.newChunkMapper(m, info.Shape)
 }
@@ -533,12 +572,18 @@ func (c *chunkMapper) block(src, count, vstart, vcount []int64) bool {
 // finish hands the chunk map to the dataset.
 func (c *chunkMapper) finish() { c.d.arr = c.m }
 
+// renderText renders the strings of h, the whole dataset read through libhdf5 at once.
 func (d *Dataset) renderText(h *h5.Dataset) error {
 	start := make([]int64, len(d.Shape))
 	strs, err := h.ReadStrings(start, d.Shape)
 	if err != nil {
 		return err
 	}
+	return d.setText(strs)
+}
+
+// setText renders strs, the dataset's elements in C order, as its text (TextForm).
+func (d *Dataset) setText(strs []string) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
