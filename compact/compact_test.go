@@ -240,3 +240,21 @@ func TestCompactMeanwhile(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactDenseGroups: a file whose groups keep their links in dense storage (more than
+// eight links with libver "latest": here many_versions' 300 version groups, as h5repack -L
+// writes them) compacts and reads as before. The copy's groups take the source groups'
+// storage settings, not their creation property lists as libhdf5 returns them, which hold
+// the source's fractal heap addresses.
+func TestCompactDenseGroups(t *testing.T) {
+	m, err := fixture.Load(filepath.Join(fixture.Dir(), "many_versions.json"))
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "dense.h5")
+	if out, err := exec.Command("h5repack", "-L", m.H5, file).CombinedOutput(); err != nil {
+		t.Skipf("h5repack (hdf5-tools) is needed: %v: %s", err, out)
+	}
+	out := filepath.Join(t.TempDir(), "out.h5")
+	_, err = File(file, Options{Out: out})
+	require.NoError(t, err)
+	checkManifest(t, out, m)
+}

@@ -23,16 +23,42 @@ hid_t vh5_create_like(hid_t src, const char *path) {
 	return f;
 }
 
+// gcpl_like is a new group creation property list with the settings of src's, a group's
+// (link and attribute storage, creation order): not src itself, which for a group with
+// dense link storage carries that group's fractal heap and B-tree addresses, and a group
+// created with it in another file looks its links up there (libhdf5 1.10 and 1.14 alike).
+static hid_t gcpl_like(hid_t src) {
+	hid_t p = H5Pcreate(H5P_GROUP_CREATE);
+	unsigned corder, max_compact, min_dense, est_num, est_len, acorder, amax, amin;
+	size_t heap_hint;
+	if (p < 0 || H5Pget_link_creation_order(src, &corder) < 0 || H5Pset_link_creation_order(p, corder) < 0 ||
+	    H5Pget_link_phase_change(src, &max_compact, &min_dense) < 0 ||
+	    H5Pset_link_phase_change(p, max_compact, min_dense) < 0 ||
+	    H5Pget_est_link_info(src, &est_num, &est_len) < 0 || H5Pset_est_link_info(p, est_num, est_len) < 0 ||
+	    H5Pget_local_heap_size_hint(src, &heap_hint) < 0 || H5Pset_local_heap_size_hint(p, heap_hint) < 0 ||
+	    H5Pget_attr_creation_order(src, &acorder) < 0 || H5Pset_attr_creation_order(p, acorder) < 0 ||
+	    H5Pget_attr_phase_change(src, &amax, &amin) < 0 || H5Pset_attr_phase_change(p, amax, amin) < 0) {
+		if (p >= 0) H5Pclose(p);
+		return -1;
+	}
+	return p;
+}
+
 // vh5_copy_group creates the group at path in dst with the creation properties and
 // attributes of the one in src (the root: its attributes only).
 int vh5_copy_group(hid_t src, hid_t dst, const char *path) {
 	if (strcmp(path, "/") != 0) {
 		hid_t sg = H5Gopen2(src, path, H5P_DEFAULT);
-		hid_t gcpl = sg >= 0 ? H5Gget_create_plist(sg) : -1;
+		hid_t sgcpl = sg >= 0 ? H5Gget_create_plist(sg) : -1;
+		hid_t gcpl = sgcpl >= 0 ? gcpl_like(sgcpl) : -1;
 		hid_t g = gcpl >= 0 ? H5Gcreate2(dst, path, H5P_DEFAULT, gcpl, H5P_DEFAULT) : -1;
+		// Every API call clears the error stack first: keep the failure's for the caller.
+		hid_t es = g < 0 ? H5Eget_current_stack() : -1;
 		if (g >= 0) H5Gclose(g);
 		if (gcpl >= 0) H5Pclose(gcpl);
+		if (sgcpl >= 0) H5Pclose(sgcpl);
 		if (sg >= 0) H5Gclose(sg);
+		if (es >= 0) H5Eset_current_stack(es);
 		if (g < 0) return -1;
 	}
 	return vh5_attrs_copy(src, path, dst, path);
