@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/vh5fs/vh5fs/internal/timearg"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -30,7 +31,7 @@ var _ = (fs.NodeLookuper)((*atNode)(nil))
 
 func (n *atNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	defer n.fm.enter()()
-	t, err := versions.ParseTime(name)
+	t, err := timearg.Parse(name)
 	if err != nil {
 		return nil, syscall.ENOENT
 	}

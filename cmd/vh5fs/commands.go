@@ -20,6 +20,7 @@ import (
 	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/history"
 	"github.com/vh5fs/vh5fs/inspect"
+	"github.com/vh5fs/vh5fs/internal/timearg"
 	"github.com/vh5fs/vh5fs/named"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
@@ -110,12 +111,6 @@ stage is saved beside the file (it records the slots the reclaim would move).
 	}
 }
 
-const timeHelp = `TIME (--at, MNT/at/TIME): "2024-01-01 02:30:00" (UTC unless a zone is given: +0100,
-Z), optional fraction of a second, "2024-01-01T02:30Z", a date alone, or RFC 3339. The
-version current at TIME is the one whose timestamp is exactly TIME, else the newest
-version whose timestamp is strictly before TIME (versioned-hdf5's rule).
-`
-
 func runHelp(args []string, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stdout, usage)
@@ -123,7 +118,7 @@ func runHelp(args []string, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "time":
-		fmt.Fprint(os.Stdout, timeHelp)
+		fmt.Fprint(os.Stdout, timearg.Help())
 		return 0
 	case "mount":
 		fmt.Fprint(os.Stdout, usage)
@@ -275,7 +270,7 @@ func decoration(v versions.Version, cur string, refs named.Refs) string {
 func resolveVersion(f *versions.File, name, at string) (string, error) {
 	switch {
 	case at != "":
-		t, err := versions.ParseTime(at)
+		t, err := timearg.Parse(at)
 		if err != nil {
 			return "", usageError{err.Error()}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/history"
+	"github.com/vh5fs/vh5fs/internal/timearg"
 	"github.com/vh5fs/vh5fs/lifecycle"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -95,7 +96,7 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 	}
 	policy.KeepLast, policy.KeepEvery = *keepLast, *keepEvery
 	if *before != "" {
-		t, err := versions.ParseTime(*before)
+		t, err := timearg.Parse(*before)
 		if err != nil {
 			return badUsage("delete", stderr, "--before: %v", err)
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/vh5fs/vh5fs/decoded"
 	"github.com/vh5fs/vh5fs/fsnode"
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/internal/timearg"
 	"github.com/vh5fs/vh5fs/mountopts"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
@@ -239,7 +240,7 @@ func runMount(args []string, stderr io.Writer) int {
 	}
 	var atTime time.Time
 	if cfg.At != "" {
-		if atTime, err = versions.ParseTime(cfg.At); err != nil {
+		if atTime, err = timearg.Parse(cfg.At); err != nil {
 			fmt.Fprintf(stderr, "vh5fs: mount: %v; see 'vh5fs help time'\n", err)
 			return 2
 		}
