@@ -347,10 +347,15 @@ func (h *writeHandle) flush() syscall.Errno {
 func (h *writeHandle) fsync() syscall.Errno { return h.commit(true) }
 
 // release commits what is left; changes that cannot be committed are rescued into a
-// stage (datasetNode.rescue).
+// stage (datasetNode.rescue), except content refused as a partial row (EINVAL): a stage
+// would only keep the wrong-size content to commit later, so it is dropped, logged.
 func (h *writeHandle) release() {
 	h.n.latest.CompareAndSwap(h, nil)
-	if errn := h.commit(false); errn != 0 {
+	switch errn := h.commit(false); errn {
+	case 0:
+	case syscall.EINVAL:
+		slog.Warn("dropped: the refused changes go with the file's last close", "path", mountPath(h.n.path))
+	default:
 		h.n.rescue(h)
 	}
 	h.Close() // what could not be committed gives its memory and spill slots back
@@ -362,9 +367,19 @@ func (h *writeHandle) logArgs() []any { return []any{"dataset", h.n.path, "base"
 func (h *writeHandle) truncate(size int64) syscall.Errno { return errno(h.Truncate(size)) }
 
 // commit commits the handle's changes (writefile.Handle.Commit); a failure is logged and
-// answered EIO.
+// answered EIO, a refusal of the content (a truncated file that ends inside a row) is
+// logged as the mount's refusals are and answered EINVAL.
 func (h *writeHandle) commit(explicit bool) syscall.Errno {
 	name, err := h.Commit(explicit)
+	var partial *writefile.PartialRowError
+	if errors.As(err, &partial) {
+		slog.Warn("refused: the file was truncated (O_TRUNC, ftruncate) and its content ends inside a row: "+
+			"a dataset's file replaced whole must hold whole rows of row_bytes (item size x the other axes; "+
+			"user.vh5fs.dtype and user.vh5fs.shape say which); nothing is committed; write the rest of the last row, "+
+			"or ftruncate to a whole number of rows",
+			"op", "commit", "path", mountPath(h.n.path), "size", partial.Size, "row_bytes", partial.Row)
+		return syscall.EINVAL
+	}
 	if err != nil {
 		slog.Error("commit failed", "dataset", h.n.path, "base", h.Base(), "err", err)
 		return syscall.EIO

@@ -241,6 +241,17 @@ func TestHandles(t *testing.T) {
 			require.Zero(t, n.Release(ctx, fh))
 			return []int64{1, 2}
 		}},
+		{"O_TRUNC, a partial row: EINVAL at fsync and close, nothing committed or kept", func(t *testing.T, e *engine, n *datasetNode) []int64 {
+			fh, _, errno := n.Open(ctx, syscall.O_WRONLY|syscall.O_TRUNC)
+			require.Zero(t, errno)
+			_, errno = n.Write(ctx, fh, append(raw(1), 2, 0, 0), 0) // 11 bytes: rows of 8
+			require.Zero(t, errno)
+			require.Equal(t, syscall.EINVAL, n.Fsync(ctx, fh, 0))
+			require.Equal(t, syscall.EINVAL, n.Flush(ctx, fh))
+			require.Zero(t, n.Release(ctx, fh))
+			require.Empty(t, e.m.stages.Names(), "no stage keeps content no commit could take")
+			return nil
+		}},
 		{"opened for writing, never written: no commit", func(t *testing.T, e *engine, n *datasetNode) []int64 {
 			fh, _, errno := n.Open(ctx, syscall.O_RDWR)
 			require.Zero(t, errno)

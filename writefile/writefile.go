@@ -7,8 +7,9 @@
 // these calls, and the tests drive them directly.
 //
 // Errors that a file system answers with a specific errno wrap it (syscall.EINVAL for a
-// size that is not whole rows, EFBIG for growing a dataset without rows, ENOSPC from a
-// spill on a full disk); everything else is EIO for the caller.
+// size that is not whole rows, and for the commit of a truncated handle whose content
+// ends inside a row, PartialRowError; EFBIG for growing a dataset without rows, ENOSPC
+// from a spill on a full disk); everything else is EIO for the caller.
 package writefile
 
 import (
@@ -32,7 +33,13 @@ type File struct {
 	mu    sync.Mutex
 	arr   *staged.Array // GUARDED_BY(mu)
 	wrote bool          // WriteAt since the last commit; GUARDED_BY(mu)
-	src   chunkmap.ChunkSource
+	// truncated: the file was truncated (O_TRUNC, ftruncate) or reshaped, so its content
+	// is what was written since, and end is where that content ends: the last truncation's
+	// size or the furthest write past it. A write past the end grows axis 0 by whole rows,
+	// so Size alone cannot tell a file replaced by the wrong number of bytes.
+	truncated bool  // GUARDED_BY(mu)
+	end       int64 // GUARDED_BY(mu)
+	src       chunkmap.ChunkSource
 	// sz is arr.Size(), stored after each change under mu: Size reads it without waiting
 	// for mu, which a commit holds for as long as it runs.
 	sz atomic.Int64
@@ -188,10 +195,13 @@ func (h *File) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	h.wrote = true
+	h.end = max(h.end, off+int64(len(p)))
 	return len(p), nil
 }
 
-// Truncate resizes axis 0 to size bytes, which must be a whole number of rows.
+// Truncate resizes axis 0 to size bytes, which must be a whole number of rows. From then
+// on the file's content is what is written after it, which a Handle commits only if it
+// ends at a row's end (PartialRowError).
 func (h *File) Truncate(size int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -224,7 +234,39 @@ func (h *File) Reshape(shape []int64) error {
 func (h *File) reshape(shape []int64) error {
 	err := h.arr.Resize(shape, h.src)
 	h.sz.Store(h.arr.Size())
+	if err == nil {
+		h.truncated, h.end = true, h.arr.Size()
+	}
 	return err
+}
+
+// PartialRowError refuses the commit of a handle that truncated and whose content then
+// ends inside a row: a file replaced whole (cp, a shell's >) by the wrong number of bytes
+// would otherwise commit, its last row completed with the fill value, without a word.
+// It is EINVAL for the file system.
+type PartialRowError struct {
+	Size int64 // where the content ends, in bytes
+	Row  int64 // the bytes of one row along axis 0: item size x the other axes
+}
+
+func (e *PartialRowError) Error() string {
+	return fmt.Sprintf("writefile: truncated, the content ends at %d bytes, inside a row of %d bytes: nothing committed", e.Size, e.Row)
+}
+
+// Unwrap gives the errno the file system answers.
+func (e *PartialRowError) Unwrap() error { return syscall.EINVAL }
+
+// partialRow is the refusal of a commit of h's content, nil if it may commit. An
+// untruncated handle's writes that end inside a row are patches of the base, grown by
+// whole rows as documented, and commit.
+func (h *File) partialRow() error {
+	if !h.truncated {
+		return nil
+	}
+	if row := rowBytes(h.arr); row > 0 && h.end%row != 0 {
+		return &PartialRowError{Size: h.end, Row: row}
+	}
+	return nil
 }
 
 // Close ends the handle: staged changes not committed are dropped, giving their memory
@@ -251,12 +293,16 @@ func (h *Handle) Close() {
 // (another handle committed another dataset); when it changed that dataset, the new
 // version is a sibling off the handle's base. explicit is fsync's request: it commits whatever was written. Without it
 // (close) only data that differs from the base commits, so that a write-back of unchanged
-// pages (mmap) makes no empty version.
+// pages (mmap) makes no empty version. A handle that truncated and whose content ends
+// inside a row commits nothing: PartialRowError, its changes kept.
 func (h *Handle) Commit(explicit bool) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.arr.Dirty() {
 		return "", nil
+	}
+	if err := h.partialRow(); err != nil {
+		return "", fmt.Errorf("%s/%s: %w", h.base, h.rel, err)
 	}
 	res, err := h.c.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit, FollowHead: h.follow, Branch: h.branch})
 	if err != nil {

@@ -59,6 +59,7 @@ func (e *env) read(t *testing.T, version string) []byte {
 }
 
 func TestHandle(t *testing.T) {
+	partial := append(ints(9), 5, 0, 0, 0, 0) // 13 bytes: one row and 5 bytes of the next
 	type step struct {
 		op      string // "write", "truncate", "reshape", "fsync", "close"
 		off     int64
@@ -99,6 +100,24 @@ func TestHandle(t *testing.T) {
 		{"O_TRUNC then cp-style writes", []step{
 			{op: "truncate", off: 0}, {op: "write", off: 0, data: ints(9, 8, 7)}, {op: "write", off: 24, data: ints(6, 5)}, {op: "close"},
 		}, ints(9, 8, 7, 6, 5), 1, 40},
+		{"O_TRUNC then a write that ends inside a row commits nothing", []step{
+			{op: "truncate", off: 0}, {op: "write", off: 0, data: partial}, {op: "fsync", wantErr: syscall.EINVAL},
+			{op: "close", wantErr: syscall.EINVAL},
+		}, nil, 0, 16},
+		{"a truncated handle's last row completed later commits", []step{
+			{op: "truncate", off: 0}, {op: "write", off: 0, data: partial}, {op: "fsync", wantErr: syscall.EINVAL},
+			{op: "write", off: 13, data: []byte{0, 0, 0}}, {op: "fsync"},
+		}, ints(9, 5), 1, 16},
+		{"a truncate to whole rows after a partial row commits", []step{
+			{op: "truncate", off: 0}, {op: "write", off: 0, data: partial}, {op: "truncate", off: 8}, {op: "close"},
+		}, ints(9), 1, 8},
+		{"a truncated handle refuses a partial row after it committed", []step{
+			{op: "truncate", off: 0}, {op: "write", off: 0, data: ints(9)}, {op: "fsync"},
+			{op: "write", off: 8, data: []byte{1, 2, 3}}, {op: "fsync", wantErr: syscall.EINVAL},
+		}, ints(9), 1, 16},
+		{"untruncated, a write that ends inside a row past the end grows a whole row of fill", []step{
+			{op: "write", off: 80, data: []byte{1, 2, 3}}, {op: "close"},
+		}, append(ints(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), 1, 2, 3, 0xff, 0xff, 0xff, 0xff, 0xff), 1, 88},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,4 +277,59 @@ func TestHandlesFollowHead(t *testing.T) {
 	vo2, err := o.Commit(true)
 	require.NoError(t, err)
 	require.Equal(t, vo, prev(vo2))
+}
+
+// TestPartialRowRefused: over grid_2d_gzip's temp ([50, 37] float64: rows of 296 bytes), a
+// handle that truncated commits only content that ends at a row's end; a refusal names
+// the size and the row size, and the file keeps its versions.
+func TestPartialRowRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		size    int // bytes written after the truncation to 0
+		refused bool
+		rows    int64 // axis 0 of the version made
+	}{
+		{"1001 bytes end inside the fourth row", 1001, true, 0},
+		{"one byte", 1, true, 0},
+		{"three whole rows", 3 * 296, false, 3},
+		{"nothing: an empty dataset", 0, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := fixture.Copy(t, filepath.Join(fixture.Dir(), "grid_2d_gzip.h5"))
+			f, err := versions.OpenRW(file)
+			require.NoError(t, err)
+			c, err := commit.Open(f, commit.Options{StageMem: 64 << 20})
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close(); f.Close() })
+			before, err := f.Versions()
+			require.NoError(t, err)
+			h, err := Open(c, "r5", "", "temp")
+			require.NoError(t, err)
+			defer h.Close()
+			require.NoError(t, h.Truncate(0))
+			_, err = h.WriteAt(bytes.Repeat([]byte{0x3f}, tt.size), 0)
+			require.NoError(t, err)
+			name, err := h.Commit(true)
+			if tt.refused {
+				require.ErrorIs(t, err, syscall.EINVAL)
+				var pr *PartialRowError
+				require.ErrorAs(t, err, &pr)
+				require.Equal(t, PartialRowError{Size: int64(tt.size), Row: 296}, *pr)
+				require.ErrorContains(t, err, "r5/temp: ")
+				require.Empty(t, name)
+				after, err := f.Versions()
+				require.NoError(t, err)
+				require.Equal(t, before, after, "nothing committed")
+				cur, err := f.CurrentVersion()
+				require.NoError(t, err)
+				require.Equal(t, "r5", cur)
+				return
+			}
+			require.NoError(t, err)
+			d, err := f.Dataset(versions.VersionsGroup + "/" + name + "/temp")
+			require.NoError(t, err)
+			require.Equal(t, []int64{tt.rows, 37}, d.Shape)
+		})
+	}
 }
