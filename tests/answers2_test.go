@@ -2,6 +2,8 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,4 +91,115 @@ func TestAnswers2Times(t *testing.T) {
 	for _, form := range []string{"Mon Jan  1 02:30:00 UTC 2024", "date -R", "date '+%F %T %z'", "--iso-8601=seconds", "2024-01-01 03:30:00 +0100"} {
 		require.Contains(t, help, form)
 	}
+}
+
+// TestAnswers2InfoGroup: `vh5fs info FILE:VERSION/GROUP` describes the group, as h5py
+// reads it: its attributes, its datasets with dtype and shape, its groups; so does
+// FILE:GROUP with --at. A name that is neither stays an error.
+func TestAnswers2InfoGroup(t *testing.T) {
+	file := fixturePath("nested.h5")
+	script := `import h5py, json, sys
+f = h5py.File(sys.argv[1], "r")
+out = {}
+for v, g in f["_version_data/versions"].items():
+    if v == "__first_version__":
+        continue
+    def walk(grp, rel):
+        for name, o in grp.items():
+            if isinstance(o, h5py.Group):
+                p = rel + name
+                out.setdefault(v, {})[p] = {
+                    "attrs": {k: (x.tolist() if hasattr(x, "tolist") else x) for k, x in o.attrs.items()},
+                    "datasets": {n: [d.dtype.str, list(d.shape)] for n, d in o.items() if isinstance(d, h5py.Dataset)},
+                    "groups": sorted(n + "/" for n, d in o.items() if isinstance(d, h5py.Group))}
+                walk(o, p + "/")
+    walk(g, "")
+print(json.dumps(out))
+`
+	type group struct {
+		Attrs    map[string]any    `json:"attrs"`
+		Datasets map[string][2]any `json:"datasets"`
+		Groups   []string          `json:"groups"`
+	}
+	var want map[string]map[string]group
+	require.NoError(t, json.Unmarshal([]byte(run(t, python(t), "-c", script, file)), &want))
+	require.NotEmpty(t, want["dropped"]["sensors/north"].Attrs, "the fixture has group attributes")
+	n := 0
+	for v, groups := range want {
+		for p, w := range groups {
+			out, stderr, code := vh5fsRun(t, "info", file+":"+v+"/"+p+"/")
+			require.Equal(t, 0, code, "%s/%s: %s", v, p, stderr)
+			got := parseGroupInfo(t, out)
+			require.Equal(t, v, got.version)
+			require.Equal(t, p, got.group)
+			require.Len(t, got.attrs, len(w.Attrs), out)
+			for name, val := range w.Attrs {
+				var g any
+				require.NoError(t, json.Unmarshal([]byte(got.attrs[name]), &g), out)
+				require.Equal(t, val, g, "%s/%s attribute %s", v, p, name)
+			}
+			require.Len(t, got.datasets, len(w.Datasets), out)
+			for name, ds := range w.Datasets {
+				shape, _ := json.Marshal(ds[1])
+				require.Equal(t, fmt.Sprintf("%s %s", ds[0], shape), got.datasets[name], "%s/%s/%s", v, p, name)
+			}
+			require.ElementsMatch(t, w.Groups, got.groups, out)
+			n++
+		}
+	}
+	require.GreaterOrEqual(t, n, 7)
+	// --at: the part after ':' names the group in the version current then (added).
+	out, stderr, code := vh5fsRun(t, "info", "--at", "2024-01-01 01:30:00 +0000", file+":sensors")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "added", parseGroupInfo(t, out).version)
+	require.ElementsMatch(t, []string{"north/", "south/"}, parseGroupInfo(t, out).groups)
+	// A dataset is still described as one; a missing name is an error.
+	out, _, code = vh5fsRun(t, "info", file+":dropped/sensors/south/level")
+	require.Equal(t, 0, code)
+	require.Equal(t, "<f4", infoFields(out)["dtype"])
+	_, stderr, code = vh5fsRun(t, "info", file+":base/sensors/south")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, `version base has no dataset "sensors/south"`)
+}
+
+// groupInfoOut is what `vh5fs info FILE:VERSION/GROUP` printed.
+type groupInfoOut struct {
+	version, group string
+	attrs          map[string]string // name -> JSON text
+	datasets       map[string]string // name -> "dtype shape"
+	groups         []string
+}
+
+// parseGroupInfo reads the sections of info's group output: "key: value" lines, each
+// list's entries indented below its count.
+func parseGroupInfo(t *testing.T, out string) groupInfoOut {
+	g := groupInfoOut{attrs: map[string]string{}, datasets: map[string]string{}}
+	section := ""
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if !strings.HasPrefix(line, "  ") {
+			k, v, ok := strings.Cut(line, ":")
+			require.True(t, ok, line)
+			section, v = k, strings.TrimSpace(v)
+			switch k {
+			case "version":
+				g.version = v
+			case "group":
+				g.group = v
+			}
+			continue
+		}
+		name, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		rest = strings.TrimSpace(rest)
+		switch section {
+		case "attributes":
+			g.attrs[name] = rest
+		case "datasets":
+			g.datasets[name] = rest
+		case "groups":
+			g.groups = append(g.groups, name)
+		default:
+			t.Fatalf("entry %q under %q", line, section)
+		}
+	}
+	return g
 }

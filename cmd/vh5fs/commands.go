@@ -65,13 +65,14 @@ name, base version, and what each changes (as last saved: a running mount saves 
 dataset's data at fsync and at unmount), and a commit that was under way when its mount
 ended.
 `, runLs},
-		"info": {`usage: vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
+		"info": {`usage: vh5fs info FILE[:VERSION[/DATASET|/GROUP]] [--at TIME]
 
 FILE alone: data_version, current version, number of versions and the current version's
 datasets. FILE:VERSION: the version's timestamp, parent and datasets. FILE:VERSION/DATASET:
 the dataset's dtype, shape, chunks, filters, fill value, chunks stored of the total and
-chunks shared with the parent version. With --at, the part after ':' is the DATASET of the
-version current at TIME.
+chunks shared with the parent version. FILE:VERSION/GROUP: the group's attributes (JSON
+values), its datasets (dtype, shape) and its groups. With --at, the part after ':' is the
+DATASET or GROUP of the version current at TIME.
 `, runInfo},
 		"diff": {`usage: vh5fs diff [-v] FILE V1 V2 [DATASET] [--json]
 
@@ -651,7 +652,7 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(ops) != 1 {
-		return badUsage("info", stderr, "needs one FILE[:VERSION[/DATASET]]")
+		return badUsage("info", stderr, "needs one FILE[:VERSION[/DATASET|/GROUP]]")
 	}
 	file, rest := splitSpec(ops[0])
 	f, err := versions.Open(file)
@@ -678,9 +679,12 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, file, err)
 	}
-	if ds == "" {
+	switch k, kerr := f.Kind(versions.VersionsGroup + "/" + version + "/" + ds); {
+	case ds == "":
 		err = versionInfo(stdout, f, version)
-	} else {
+	case kerr == nil && k == h5.KindGroup:
+		err = groupInfo(stdout, f, version, ds)
+	default: // a dataset, or nothing: datasetInfo says which
 		err = datasetInfo(stdout, f, version, ds)
 	}
 	if err != nil {
@@ -751,6 +755,54 @@ func versionInfo(w io.Writer, f *versions.File, version string) error {
 	fmt.Fprintf(tw, "datasets:\t%d\n", len(rows))
 	for _, r := range rows {
 		fmt.Fprintf(tw, "  %s\t%s %s\n", r[0], r[1], r[2])
+	}
+	return nil
+}
+
+// groupInfo describes a group of a version: its attributes, then its datasets (dtype and
+// shape, as ls lists them) and its groups.
+func groupInfo(w io.Writer, f *versions.File, version, grp string) error {
+	p := versions.VersionsGroup + "/" + version + "/" + grp
+	attrs, err := f.Attrs(p)
+	if err != nil {
+		return err
+	}
+	entries, err := f.List(p)
+	if err != nil {
+		return err
+	}
+	var datasets [][3]string
+	var groups []string
+	for _, e := range entries {
+		if e.IsGroup {
+			groups = append(groups, e.Name+"/")
+			continue
+		}
+		d, err := f.Dataset(p + "/" + e.Name)
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", grp, e.Name, err)
+		}
+		datasets = append(datasets, [3]string{e.Name, dtypeName(d.Type), shapeString(d.Shape)})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintf(tw, "version:\t%s\n", version)
+	fmt.Fprintf(tw, "group:\t%s\n", grp)
+	fmt.Fprintf(tw, "attributes:\t%d\n", len(attrs))
+	for _, a := range attrs {
+		text, err := h5json.AttrText(a)
+		if err != nil {
+			return fmt.Errorf("%s: attribute %s: %w", grp, a.Name, err)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", a.Name, text)
+	}
+	fmt.Fprintf(tw, "datasets:\t%d\n", len(datasets))
+	for _, r := range datasets {
+		fmt.Fprintf(tw, "  %s\t%s %s\n", r[0], r[1], r[2])
+	}
+	fmt.Fprintf(tw, "groups:\t%d\n", len(groups))
+	for _, g := range groups {
+		fmt.Fprintf(tw, "  %s\n", g)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ const usage = `usage:
   vh5fs log --all FILE [-n N]                every version, branches drawn as a graph
   vh5fs ls FILE [VERSION] [--at TIME]        a version's datasets
   vh5fs ls --stages FILE                     the stages kept beside FILE
-  vh5fs info FILE[:VERSION[/DATASET]] [--at TIME]
+  vh5fs info FILE[:VERSION[/DATASET|/GROUP]] [--at TIME]
   vh5fs diff [-v] FILE V1 V2 [DATASET] [--json]
                                              what changed between two versions (data and
                                              attributes); -v: chunks; --json: as JSON
