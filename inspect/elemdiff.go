@@ -3,28 +3,32 @@ package inspect
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/vh5fs/vh5fs/versions"
 )
 
 // ElementDiff is the element-level comparison of one dataset between two versions, read
 // from the chunks DiffDataset found different: how many elements changed and the range of
-// their old and new values (numeric dtypes only).
+// their old and new values (numeric dtypes and variable-length strings).
 type ElementDiff struct {
 	Compared int64 // elements in both versions' shapes
-	Changed  int64 // of Compared, the ones whose bytes differ
+	Changed  int64 // of Compared, the ones whose bytes (strings: decoded values) differ
 	Added    int64 // elements only in the newer shape
 	Removed  int64 // elements only in the older shape
 	// Old and New range over the changed elements; AddedRange and RemovedRange over the
-	// added and removed ones. Empty for dtypes without an order (strings, compounds).
+	// added and removed ones. Empty for dtypes without an order (compounds, fixed bytes).
 	Old, New, AddedRange, RemovedRange ValueRange
 	// Incomparable: the dtype or the number of axes changed, so no element corresponds.
 	Incomparable bool
+	// Strings: variable-length strings, compared by value; the ranges are of strings.
+	Strings bool
 }
 
 // elemBatch bounds the bytes of changed chunks DiffElements reads from one version before
@@ -46,7 +50,7 @@ func DiffElements(f *versions.File, v1, v2 string, dd DatasetDiff) (ElementDiff,
 		return ed, err
 	}
 	shape2, dtype2, strings2 := d2.Shape, d2.Type.DType, d2.Strings
-	if len(shape2) > 0 {
+	if len(shape2) > 0 && !strings2 { // strings compare with both texts at hand
 		n := gridChunks(d2.Shape, d2.Chunks)
 		d2 = nil
 		release(f, v2, n)
@@ -55,12 +59,13 @@ func DiffElements(f *versions.File, v1, v2 string, dd DatasetDiff) (ElementDiff,
 	if err != nil {
 		return ed, err
 	}
-	if d1.Type.DType != dtype2 || len(d1.Shape) != len(shape2) || d1.Strings || strings2 {
-		ed.Incomparable = d1.Type.DType != dtype2 || len(d1.Shape) != len(shape2)
-		if !ed.Incomparable { // variable-length strings: whole texts differ, not elements
-			ed.Compared = min(count(d1.Shape), count(shape2))
-		}
+	if d1.Type.DType != dtype2 || len(d1.Shape) != len(shape2) || d1.Strings != strings2 {
+		ed.Incomparable = true
 		return ed, nil
+	}
+	if d1.Strings { // both texts are held whole by their Datasets anyway
+		err := diffStrings(d1, d2, &ed)
+		return ed, err
 	}
 	shape1 := d1.Shape
 	overlap := make([]int64, len(shape1))
@@ -287,7 +292,7 @@ func elemAt(row []byte, k, isz int64) []byte {
 
 // ValueRange is the smallest and largest of the values added to it.
 type ValueRange struct {
-	kind     byte // 'f', 'i', 'u', 'b' (bool) or 0: no order
+	kind     byte // 'f', 'i', 'u', 'b' (bool), 's' (strings, by code point) or 0: no order
 	order    binary.ByteOrder
 	n        int64
 	fmin     float64
@@ -296,6 +301,8 @@ type ValueRange struct {
 	imax     int64
 	umin     uint64
 	umax     uint64
+	smin     string
+	smax     string
 	sawNaN   bool
 	notEmpty bool
 }
@@ -376,6 +383,18 @@ func (r *ValueRange) add(e []byte) {
 	}
 }
 
+// addString adds a string value (kind 's'): Go orders strings by their UTF-8 bytes, which
+// is the code point order numpy and Python compare str by.
+func (r *ValueRange) addString(s string) {
+	if r.n == 0 || s < r.smin {
+		r.smin = s
+	}
+	if r.n == 0 || s > r.smax {
+		r.smax = s
+	}
+	r.n++
+}
+
 // setOrder takes the byte order of the dtype's elements ('>' big-endian, else little).
 func (r *ValueRange) setOrder(dtype string) {
 	if len(dtype) > 0 && dtype[0] == '>' {
@@ -386,13 +405,15 @@ func (r *ValueRange) setOrder(dtype string) {
 }
 
 // String is "lo..hi", a single value when lo == hi, "" when the values have no order or
-// none was added; NaNs are noted.
+// none was added; NaNs are noted. Strings are JSON strings.
 func (r ValueRange) String() string {
 	if r.kind == 0 || r.n == 0 {
 		return ""
 	}
 	var lo, hi string
 	switch {
+	case r.kind == 's':
+		lo, hi = jsonString(r.smin), jsonString(r.smax)
 	case r.kind == 'f' && !r.notEmpty:
 		return "NaN"
 	case r.kind == 'f':
@@ -410,4 +431,16 @@ func (r ValueRange) String() string {
 		s += " and NaN"
 	}
 	return s
+}
+
+// jsonString is s as a JSON string, spelled as the text of a string dataset spells it
+// (versions.TextForm: no HTML escapes).
+func jsonString(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil { // cannot fail for a string
+		return strconv.Quote(s)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -11,7 +11,8 @@
 // per raw_data slot), and the chunks that differ are runs of places in the grid. A chunk
 // map of a million chunks or more is dropped from the File's cache and collected before
 // another version's is loaded (release), so one is held at a time; DiffElements reads the
-// differing chunks in batches, from one version and then the other.
+// differing chunks in batches, from one version and then the other (variable-length
+// strings, whose texts package versions holds whole, both texts side by side).
 package inspect
 
 import (
@@ -716,13 +717,12 @@ func boxRows(d *versions.Dataset, start, stop []int64) ([][]byte, error) {
 		_, err := d.ReadAt(b, 0)
 		return [][]byte{b}, err
 	}
-	var lines [][]byte
+	var lines *lineIndex
 	if d.Strings {
-		text := make([]byte, d.Size())
-		if _, err := d.ReadAt(text, 0); err != nil {
+		var err error
+		if lines, err = linesOf(d); err != nil {
 			return nil, err
 		}
-		lines = bytes.SplitAfter(text, []byte("\n"))
 	}
 	strides := make([]int64, n)
 	s := int64(1)
@@ -736,12 +736,13 @@ func boxRows(d *versions.Dataset, start, stop []int64) ([][]byte, error) {
 		for i := range n - 1 {
 			flat += row[i] * strides[i]
 		}
-		if d.Strings {
-			var run []byte
-			for k := flat; k < flat+hi-lo && k < int64(len(lines)); k++ {
-				run = append(run, lines[k]...)
+		if d.Strings { // a row's elements are consecutive lines
+			from, to := lines.offset(flat), lines.offset(flat+hi-lo)
+			b := make([]byte, to-from)
+			if _, err := d.ReadAt(b, from); err != nil {
+				return err
 			}
-			out = append(out, run)
+			out = append(out, b)
 			return nil
 		}
 		b := make([]byte, (hi-lo)*int64(d.Type.Size))

@@ -79,6 +79,7 @@ DATASET or GROUP of the version current at TIME.
 What changed in each dataset (or only DATASET) from version V1 to V2, one line each: how
 many elements changed and the range of their old and new values (numeric dtypes), and,
 when the shape changed, how many elements were added and removed and their values.
+Variable-length strings are counted alike, compared by value.
 Then one line per HDF5 attribute changed on a group or dataset both versions hold (or on
 DATASET): 'x: attribute units: "m" -> "km"', 'added: V' or 'removed (was V)', values as
 the user.hdf5.* xattrs show them; / is the version's own group, whose attributes belong
@@ -89,7 +90,8 @@ elements_added, elements_removed}], attributes [{path, name, change, old, new}].
 Only the chunks that differ are read: the chunk maps tell the others (the same raw_data
 slot, or equal hash-table digests, hold the same data).
 -v adds, per dataset, how the chunks were decided and one line per differing chunk with
-its grid index and the element range it covers (in V2; in V1 for removed chunks).
+its grid index and the element range it covers (in V2; in V1 for removed chunks), and the
+range of old, new, added and removed values of variable-length strings, as JSON strings.
 Exit status 0 whether or not they differ.
 `, runDiff},
 		"fsck": {`usage: vh5fs fsck [--repair [--discard-journal]] FILE
@@ -990,19 +992,25 @@ func printDiff(w io.Writer, dd inspect.DatasetDiff, ed inspect.ElementDiff, verb
 		return
 	}
 	line := fmt.Sprintf("%s: ", dd.Path)
+	// Strings can be long: their values only with -v.
+	values := verbose || !ed.Strings
 	switch {
 	case ed.Incomparable:
 		line += "dtype or number of axes changed"
 	default:
 		line += fmt.Sprintf("%d of %d elements changed", ed.Changed, ed.Compared)
-		if ed.Changed > 0 && ed.Old.String() != "" {
+		if ed.Changed > 0 && ed.Old.String() != "" && values {
 			line += fmt.Sprintf(" (old %s, new %s)", ed.Old, ed.New)
 		}
 	}
 	if shapeString(dd.Shape1) != shapeString(dd.Shape2) {
 		line += fmt.Sprintf("; shape %s -> %s", shapeString(dd.Shape1), shapeString(dd.Shape2))
 		if !ed.Incomparable {
-			line += fmt.Sprintf(", %d added%s, %d removed%s", ed.Added, valuesNote(ed.AddedRange), ed.Removed, valuesNote(ed.RemovedRange))
+			added, removed := "", ""
+			if values {
+				added, removed = valuesNote(ed.AddedRange), valuesNote(ed.RemovedRange)
+			}
+			line += fmt.Sprintf(", %d added%s, %d removed%s", ed.Added, added, ed.Removed, removed)
 		}
 	}
 	fmt.Fprintln(w, line)
