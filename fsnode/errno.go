@@ -42,6 +42,7 @@ var errnos = []struct {
 	{stagedir.ErrInUse, syscall.EBUSY},
 	{named.ErrHeld, syscall.EBUSY},
 	{named.ErrExists, syscall.EEXIST},
+	{named.ErrVersionName, syscall.EEXIST},
 	{named.ErrNotFound, syscall.ENOENT},
 	{named.ErrName, syscall.EINVAL},
 }

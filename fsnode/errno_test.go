@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vh5fs/vh5fs/commit"
+	"github.com/vh5fs/vh5fs/named"
 	"github.com/vh5fs/vh5fs/stage"
 	"github.com/vh5fs/vh5fs/versions"
 	"github.com/vh5fs/vh5fs/xattrs"
@@ -31,6 +32,7 @@ func TestErrno(t *testing.T) {
 		{"a missing xattr", xattrs.ErrMissing, syscall.ENODATA},
 		{"a taken version name", fmt.Errorf("%w: r1", commit.ErrExists), syscall.EEXIST},
 		{"a stage's commit on a taken name", fmt.Errorf("stage s: %w: %w", fmt.Errorf("%w: r1", commit.ErrExists), stage.ErrExist), syscall.EEXIST},
+		{"a tag or branch named as a version", fmt.Errorf("tag v2: %w", named.ErrVersionName), syscall.EEXIST},
 		{"stage: no such path", wrap(stage.ErrNotExist), syscall.ENOENT},
 		{"stage: a taken name", wrap(stage.ErrExist), syscall.EEXIST},
 		{"stage: an invalid spec", wrap(stage.ErrInvalid), syscall.EINVAL},

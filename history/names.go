@@ -13,7 +13,7 @@ import (
 
 // Tag names version (a committed version) name, for good: the tag never moves, and holds
 // the version against every deletion until it is deleted (Untag). A taken name is
-// named.ErrExists.
+// named.ErrExists, a version's name named.ErrVersionName.
 func Tag(c *commit.Committer, name, version string) error {
 	return addName(c, "tag", name, version, func(r *named.Refs) *map[string]named.Target { return &r.Tags })
 }
@@ -25,7 +25,8 @@ func Untag(c *commit.Committer, name string) error {
 
 // Branch makes a branch called name whose head is version (a committed version): commits
 // on the branch (commit.Tree.Branch) move it, and current_version stays where it is. Its
-// head is held as a tag's version is. A taken name is named.ErrExists.
+// head is held as a tag's version is. A taken name is named.ErrExists, a version's name
+// named.ErrVersionName.
 func Branch(c *commit.Committer, name, version string) error {
 	return addName(c, "branch", name, version, func(r *named.Refs) *map[string]named.Target { return &r.Branches })
 }
@@ -66,8 +67,8 @@ func addName(c *commit.Committer, what, name, version string, of func(*named.Ref
 		return fmt.Errorf("%s %s: %w", what, name, err)
 	}
 	err := c.EditNames(func(r named.Refs, vs []versions.Version) (named.Refs, error) {
-		if r.Taken(name) {
-			return r, named.ErrExists
+		if err := r.Free(name, vs); err != nil {
+			return r, err
 		}
 		i := versionIndex(vs, version)
 		if i < 0 {

@@ -129,3 +129,30 @@ func TestBranchesHold(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 }
+
+// TestNamesNotVersions: no tag or branch takes a committed version's name, whichever way
+// it is made (vh5fs tag and branch and the mount's ln -s and mkdir all call Tag and
+// Branch); the names stay as they were.
+func TestNamesNotVersions(t *testing.T) {
+	file := fixture.Copy(t, filepath.Join(fixture.Dir(), "basic_1d.h5"))
+	for _, tc := range []struct {
+		name string
+		make func(c *commit.Committer) error
+	}{
+		{"tag v2 at v3", func(c *commit.Committer) error { return history.Tag(c, "v2", "v3") }},
+		{"tag v3 at v3", func(c *commit.Committer) error { return history.Tag(c, "v3", "v3") }},
+		{"branch v1 at v4", func(c *commit.Committer) error { return history.Branch(c, "v1", "v4") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := onWriteSide(t, file, tc.make)
+			require.ErrorIs(t, err, named.ErrVersionName)
+			require.ErrorContains(t, err, "the name is a version's name")
+		})
+	}
+	f, err := versions.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	r, _, err := history.Names(f)
+	require.NoError(t, err)
+	require.True(t, r.Empty(), "no name was made")
+}

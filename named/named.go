@@ -39,7 +39,10 @@ var (
 	ErrExists   = errors.New("the name is taken by a tag or a branch (a tag never moves: delete it first)")
 	ErrNotFound = errors.New("no such name")
 	ErrName     = errors.New("not a valid name (letters, digits, '.', '_' and '-', starting with a letter or digit)")
-	ErrHeld     = errors.New("held by")
+	// ErrVersionName: wherever a version is taken, a version of a name comes first, so a
+	// tag or branch named as a version would never be reached there.
+	ErrVersionName = errors.New("the name is a version's name (the version would shadow the name wherever a version is taken): choose another name")
+	ErrHeld        = errors.New("held by")
 )
 
 // Target is the version a name names, by its name and timestamp.
@@ -199,6 +202,20 @@ func (r Refs) Taken(name string) bool {
 	_, tag := r.Tags[name]
 	_, branch := r.Branches[name]
 	return tag || branch
+}
+
+// Free refuses name for a new tag or branch of r, vs being the file's committed versions:
+// a name a tag or a branch has (ErrExists), or a version (ErrVersionName). It is the one
+// check of every way a name is made: vh5fs tag and branch, ln -s in tags/ and mkdir in
+// branches/ of a mount all end in history's addName, which calls it.
+func (r Refs) Free(name string, vs []versions.Version) error {
+	if r.Taken(name) {
+		return ErrExists
+	}
+	if slices.ContainsFunc(vs, func(v versions.Version) bool { return v.Name == name }) {
+		return ErrVersionName
+	}
+	return nil
 }
 
 // Advance writes h's names with branch moved to t: a commit on the branch publishes its

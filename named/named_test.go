@@ -97,3 +97,29 @@ func TestHeadHoldersTaken(t *testing.T) {
 	require.True(t, r.Taken("dev"))
 	require.False(t, r.Taken("v2"))
 }
+
+// TestFree: a new tag or branch takes a name no tag, branch or committed version has.
+func TestFree(t *testing.T) {
+	r := Refs{Tags: map[string]Target{"rel": {"v1", "t1"}}, Branches: map[string]Target{"dev": {"v2", "t2"}}}
+	vs := []versions.Version{{Name: "v1", Timestamp: "t1"}, {Name: "v2", Timestamp: "t2"}, {Name: "20261202T140520.123456Z"}}
+	for _, tc := range []struct {
+		name string
+		want error
+	}{
+		{"release-2", nil},
+		{"V1", nil}, // version names are case-sensitive, as HDF5's links are
+		{"rel", ErrExists},
+		{"dev", ErrExists},
+		{"v2", ErrVersionName},
+		{"20261202T140520.123456Z", ErrVersionName},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := r.Free(tc.name, vs)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tc.want)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -83,4 +84,53 @@ func TestAnswersPartialRow(t *testing.T) {
 	require.NotEqual(t, logBefore, logOf())
 	require.Contains(t, logOf(), cur)
 	checkFile(t, file)
+}
+
+// TestAnswersNamesNotVersions: no tag or branch takes a version's name, by the command line
+// (exit status 1, one line) or through a mount (ln -s in tags/, mkdir in branches/:
+// EEXIST, logged); a version committed later under a tag's name (commit_name=) is noted
+// by fsck as shadowing the tag, which is no problem of the file.
+func TestAnswersNamesNotVersions(t *testing.T) {
+	file := fixture.Copy(t, "testdata/fixtures/basic_1d.h5") // versions v1..v4
+	for _, args := range [][]string{{"tag", file, "v2", "v3"}, {"branch", file, "v1", "v4"}, {"tag", file, "v4"}} {
+		out, stderr, code := vh5fsRun(t, args...)
+		require.Equal(t, 1, code, "%v: %s", args, stderr)
+		require.Empty(t, out)
+		require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
+		require.Contains(t, stderr, args[0]+" "+args[2]+": the name is a version's name", "%v", args)
+	}
+	for _, kind := range []string{"tag", "branch"} {
+		out, stderr, code := vh5fsRun(t, kind, "-l", file)
+		require.Equal(t, 0, code, stderr)
+		require.Empty(t, out, "no %s was made", kind)
+	}
+
+	m := mount(t, file, "rw")
+	require.ErrorIs(t, os.Symlink("versions/v3", filepath.Join(m.Dir, "tags", "v2")), os.ErrExist)
+	m.logged(t, `msg="version not tagged" tag=v2 version=v3 errno="file exists" err="tag v2: the name is a version's name`)
+	require.ErrorIs(t, os.Mkdir(filepath.Join(m.Dir, "branches", "v2"), 0o755), os.ErrExist)
+	m.logged(t, `msg="branch not made" branch=v2 version=v4 errno="file exists" err="branch v2: the name is a version's name`)
+	require.Empty(t, readDirNames(t, filepath.Join(m.Dir, "tags")))
+	require.Empty(t, readDirNames(t, filepath.Join(m.Dir, "branches")))
+	require.NoError(t, os.Symlink("versions/v3", filepath.Join(m.Dir, "tags", "calibrated")))
+	m.unmount(t)
+
+	// A version committed under the tag's name shadows it: fsck notes it and passes.
+	m = mount(t, file, "rw,commit_name=calibrated")
+	f, err := os.OpenFile(filepath.Join(m.Dir, "current", "x"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt(raw([]int64{123}), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	require.Equal(t, "calibrated", currentVersion(t, m.Dir))
+	link, err := os.Readlink(filepath.Join(m.Dir, "tags", "calibrated"))
+	require.NoError(t, err)
+	require.Equal(t, "../versions/v3", link, "the tag still leads to its version")
+	m.unmount(t)
+	out, stderr, code := vh5fsRun(t, "fsck", file)
+	require.Equal(t, 0, code, "a note, not a problem: %s%s", out, stderr)
+	require.Contains(t, out, file+": shadowed: tag calibrated names version v3, but a version is called calibrated too")
+	require.Contains(t, out, "give the tag another name with vh5fs tag "+file+" NEWNAME v3, then vh5fs tag -d "+file+" calibrated")
+	require.Contains(t, out, "ok: 5 versions checked")
 }

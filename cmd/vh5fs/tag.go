@@ -45,12 +45,14 @@ tagged version (a deletion naming it is refused, naming the tag; a policy keeps 
 what it keeps). -d deletes tag NAME; -l lists the tags and the versions they name. A tag
 whose version another program deleted is dangling: listed as such, and never followed to
 another version of the same name. NAME: letters, digits, '.', '_' and '-'; tags and
-branches share one set of names. The names live in an attribute of the versions group
-(vh5fs_refs) that versioned-hdf5 keeps; each change is one journaled sync. In a mount:
-MNT/tags/NAME links to ../versions/VERSION, and on read-write mounts 'ln -s
-versions/VERSION MNT/tags/NAME' and 'rm MNT/tags/NAME' tag and untag. log marks tagged
-versions (tag: NAME); ls, info, diff and refs take a tag wherever they take a version.
-Refused while the file is mounted or open elsewhere: tag through the mount then.
+branches share one set of names, and none takes a version's name (a version comes first
+wherever a version is taken; fsck notes a name that a version committed later shadows).
+The names live in an attribute of the versions group (vh5fs_refs) that versioned-hdf5
+keeps; each change is one journaled sync. In a mount: MNT/tags/NAME links to
+../versions/VERSION, and on read-write mounts 'ln -s versions/VERSION MNT/tags/NAME' and
+'rm MNT/tags/NAME' tag and untag. log marks tagged versions (tag: NAME); ls, info, diff
+and refs take a tag wherever they take a version. Refused while the file is mounted or
+open elsewhere: tag through the mount then.
 `, func(args []string, stdout, stderr io.Writer) int { return runNames(tagKind, args, stdout, stderr) }}
 	commands["branch"] = command{`usage: vh5fs branch FILE NAME [VERSION]
        vh5fs branch -f FILE NAME VERSION
@@ -66,12 +68,13 @@ their own. A branch's head is held as a tagged version is (delete, rmdir and the
 keep it). -f moves an existing branch to VERSION; -d deletes branch NAME (its versions
 stay); -l lists the branches and their heads. A branch whose head another program
 deleted is dangling: listed as such, never followed, and refuses commits. NAME: as for
-tags, with which branches share one set of names. In a mount, MNT/branches/NAME/ is the
-head's tree, looked up anew at each path walk; on read-write mounts 'mkdir
-MNT/branches/NAME' makes one at the current version, 'setfattr -n user.vh5fs.head -v
-VERSION MNT/branches/NAME' moves it and 'rmdir MNT/branches/NAME' deletes it. log marks
-heads (branch: NAME); ls, info, diff and refs take a branch wherever they take a version.
-Refused while the file is mounted or open elsewhere: change branches through the mount.
+tags, with which branches share one set of names (never a version's name). In a mount,
+MNT/branches/NAME/ is the head's tree, looked up anew at each path walk; on read-write
+mounts 'mkdir MNT/branches/NAME' makes one at the current version, 'setfattr -n
+user.vh5fs.head -v VERSION MNT/branches/NAME' moves it and 'rmdir MNT/branches/NAME'
+deletes it. log marks heads (branch: NAME); ls, info, diff and refs take a branch
+wherever they take a version. Refused while the file is mounted or open elsewhere:
+change branches through the mount.
 `, func(args []string, stdout, stderr io.Writer) int { return runNames(branchKind, args, stdout, stderr) }}
 }
 
