@@ -49,6 +49,20 @@ var ErrTooLarge = errors.New("larger than the cache")
 // ErrFilling: another fill of the same key is under way in this process.
 var ErrFilling = errors.New("already filling")
 
+// Eviction is a complete entry removed to make room.
+type Eviction struct {
+	Key  Key
+	Size int64
+}
+
+// Option configures Open.
+type Option func(*Cache)
+
+// OnEvict has fn told of each entry the cache removes to make room, at Open too. fn runs
+// in the goroutine that evicts (Open's, or a fill's), with the cache locked: it must not
+// call the Cache.
+func OnEvict(fn func(Eviction)) Option { return func(c *Cache) { c.onEvict = fn } }
+
 // Cache is one cache directory and its size limit.
 type Cache struct {
 	dir   string
@@ -56,6 +70,8 @@ type Cache struct {
 
 	mu      sync.Mutex // over the directory's accounting and filling
 	filling map[Key]bool
+	kept    map[Key]bool   // entries evict leaves (Keep); GUARDED_BY(mu)
+	onEvict func(Eviction) // OnEvict's; nil: nobody asked
 
 	ctx    context.Context // cancelled by Close: fills stop and remove their temp files
 	cancel context.CancelFunc
@@ -69,7 +85,7 @@ type Cache struct {
 
 // Open makes dir (if needed), removes the temporary files crashed fills left (those no
 // running fill holds locked) and evicts entries beyond limit.
-func Open(dir string, limit int64) (*Cache, error) {
+func Open(dir string, limit int64, opts ...Option) (*Cache, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("decoded cache %s: size %d", dir, limit)
 	}
@@ -77,7 +93,10 @@ func Open(dir string, limit int64) (*Cache, error) {
 		return nil, fmt.Errorf("decoded cache: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cache{dir: dir, limit: limit, filling: map[Key]bool{}, ctx: ctx, cancel: cancel, sem: make(chan struct{}, 1)}
+	c := &Cache{dir: dir, limit: limit, filling: map[Key]bool{}, kept: map[Key]bool{}, ctx: ctx, cancel: cancel, sem: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(c)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.scan(true); err != nil {
@@ -138,6 +157,16 @@ func verify(f *os.File, k Key, size int64) bool {
 		return false
 	}
 	return string(buf[:n]) == k.String()
+}
+
+// Keep has this Cache's evictions leave the entry of k from now on: a run that fills
+// several entries (vh5fs warm) keeps those it has filled or found rather than evict one
+// for another, and what it said is cached stays so. Other processes' evictions may still
+// remove it.
+func (c *Cache) Keep(k Key) {
+	c.mu.Lock()
+	c.kept[k] = true
+	c.mu.Unlock()
 }
 
 // Has reports whether a complete entry of k and size exists.
@@ -210,8 +239,8 @@ func diskSize(info fs.FileInfo) int64 {
 }
 
 // evict removes least recently used entries until the directory's files and need bytes
-// more fit in the limit; it fails if even removing every entry would not make room
-// (temporary files of running fills count too).
+// more fit in the limit; it fails if even removing every entry it may would not make room
+// (temporary files of running fills and kept entries count too). Called with c.mu held.
 func (c *Cache) evict(need int64) error {
 	files, err := c.scan(false)
 	if err != nil {
@@ -226,18 +255,32 @@ func (c *Cache) evict(need int64) error {
 		if used+need <= c.limit {
 			return nil
 		}
-		if f.temp {
+		k, ok := entryKey(f.name)
+		if f.temp || ok && c.kept[k] {
 			continue
 		}
 		if err := os.Remove(filepath.Join(c.dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("decoded cache: evicting: %w", err)
 		}
 		used -= f.size
+		if ok && c.onEvict != nil {
+			c.onEvict(Eviction{Key: k, Size: f.size})
+		}
 	}
 	if used+need > c.limit {
 		return fmt.Errorf("decoded cache: %d bytes in use of %d: %w", used, c.limit, ErrTooLarge)
 	}
 	return nil
+}
+
+// entryKey is the key a complete entry's file name holds.
+func entryKey(name string) (k Key, ok bool) {
+	h, found := strings.CutSuffix(name, entrySuffix)
+	if !found || hex.DecodedLen(len(h)) != len(k) {
+		return k, false
+	}
+	_, err := hex.Decode(k[:], []byte(h))
+	return k, err == nil
 }
 
 // Fill writes the entry of k, size bytes read from src, unless a complete one exists: to

@@ -149,6 +149,69 @@ func TestEviction(t *testing.T) {
 	require.LessOrEqual(t, dirBytes(t, dir), int64(5<<10))
 }
 
+// TestEvictionReport: OnEvict is told of every entry removed to make room, at Open and
+// at a fill, with its key and size; Keep's entries stay, and a fill that needs their room
+// is refused as too large.
+func TestEvictionReport(t *testing.T) {
+	const kib = 1 << 10
+	for _, tc := range []struct {
+		name    string
+		before  []string // entries filled first (4 KiB each, oldest first) with a 12 KiB limit
+		limit   int64    // the limit the cache is opened again with
+		keep    []string // kept before the fill
+		fill    string   // filled (4 KiB) after the reopen; "" none
+		atOpen  []string // evicted by the reopen
+		atFill  []string // evicted by the fill
+		refused bool     // the fill finds no room
+	}{
+		{name: "nothing to evict", before: []string{"a"}, limit: 12 * kib, fill: "b"},
+		{name: "a smaller limit evicts at open", before: []string{"a", "b", "c"}, limit: 5 * kib, atOpen: []string{"a", "b"}},
+		{name: "a fill evicts the oldest", before: []string{"a", "b", "c"}, limit: 12 * kib, fill: "d", atFill: []string{"a"}},
+		{name: "kept entries stay", before: []string{"a", "b", "c"}, limit: 12 * kib, keep: []string{"a"}, fill: "d", atFill: []string{"b"}},
+		{name: "no room beside kept entries", before: []string{"a", "b"}, limit: 8 * kib, keep: []string{"a", "b"}, fill: "c", refused: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			first, err := Open(dir, 12*kib)
+			require.NoError(t, err)
+			for _, n := range tc.before {
+				require.NoError(t, first.Fill(context.Background(), key(n), 4*kib, bytes.NewReader(data(4*kib, 1))))
+				time.Sleep(10 * time.Millisecond) // distinct mtimes
+			}
+			first.Close()
+			names := map[Key]string{}
+			for _, n := range []string{"a", "b", "c", "d"} {
+				names[key(n)] = n
+			}
+			var evicted []string
+			c, err := Open(dir, tc.limit, OnEvict(func(e Eviction) {
+				require.Equal(t, int64(4*kib), e.Size)
+				evicted = append(evicted, names[e.Key])
+			}))
+			require.NoError(t, err)
+			defer c.Close()
+			require.Equal(t, tc.atOpen, evicted, "at open")
+			evicted = nil
+			for _, n := range tc.keep {
+				c.Keep(key(n))
+			}
+			if tc.fill != "" {
+				err := c.Fill(context.Background(), key(tc.fill), 4*kib, bytes.NewReader(data(4*kib, 2)))
+				if tc.refused {
+					require.ErrorIs(t, err, ErrTooLarge)
+				} else {
+					require.NoError(t, err)
+				}
+			}
+			require.Equal(t, tc.atFill, evicted, "at the fill")
+			for _, n := range tc.keep {
+				require.True(t, c.Has(key(n), 4*kib), "kept %s", n)
+			}
+			require.LessOrEqual(t, dirBytes(t, dir), tc.limit)
+		})
+	}
+}
+
 func dirBytes(t *testing.T, dir string) int64 {
 	des, err := os.ReadDir(dir)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pkg/xattr"
 	"github.com/stretchr/testify/require"
 )
 
@@ -202,4 +203,66 @@ func parseGroupInfo(t *testing.T, out string) groupInfoOut {
 		}
 	}
 	return g
+}
+
+// TestAnswers2WarmEvicts: vh5fs warm says what it evicted, at the open (a --cache-size
+// smaller than the directory holds) and at a fill, as a count and a total in its line,
+// and never says "already cached" (or "filled") of an entry the run then evicted: a run
+// keeps the entries it found or filled, and a dataset with no room beside them is not
+// cached, saying so.
+func TestAnswers2WarmEvicts(t *testing.T) {
+	file := cacheFile(t, 1024, false) // v0, v1, v2: 4 MiB each
+	const size = 4 << 20
+	dir := filepath.Join(t.TempDir(), "cache")
+	warm := func(version, cacheSize string) []string {
+		t.Helper()
+		out, stderr, code := vh5fsRun(t, "warm", file, version, "--cache", dir, "--cache-size", cacheSize)
+		require.Equal(t, 0, code, stderr)
+		return strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	}
+	filled := fmt.Sprintf("filled, %d bytes", size)
+	for _, c := range []struct {
+		version, cacheSize string
+		want               []string
+		entries            int // complete entries after the run
+	}{
+		{"v0", "10M", []string{"v0/data: " + filled}, 1},
+		{"v1", "10M", []string{"v1/data: " + filled}, 2},
+		{"v2", "10M", []string{"v2/data: " + filled + "; 1 entry of 4.0 MiB evicted to make room"}, 2},
+		{"v2", "10M", []string{"v2/data: already cached"}, 2},
+		// v1 (older than v2) goes at the open, v2 for v1's fill.
+		{"v1", "5M", []string{"cache: 1 entry of 4.0 MiB evicted to fit in 5.0 MiB",
+			"v1/data: " + filled + "; 1 entry of 4.0 MiB evicted to make room"}, 1},
+		// The issue's case: the entry goes at the open, and nothing says it is cached.
+		{"v1", "3M", []string{"cache: 1 entry of 4.0 MiB evicted to fit in 3.0 MiB",
+			fmt.Sprintf("v1/data: not cached: %d bytes, more than the cache's %d", size, 3<<20)}, 0},
+	} {
+		require.Equal(t, c.want, warm(c.version, c.cacheSize), "warm %s --cache-size %s", c.version, c.cacheSize)
+		complete, temp := entries(t, dir)
+		require.Len(t, complete, c.entries, "warm %s --cache-size %s", c.version, c.cacheSize)
+		require.Empty(t, temp)
+	}
+
+	// A version of two datasets, in a cache that holds one: the second is not cached, the
+	// first stays, and a second run says the first is cached, truly.
+	mnt := t.TempDir()
+	m := startMount(t, mnt, vh5fsArgs(file, mnt, "rw"))
+	stage := filepath.Join(mnt, "stage", "two")
+	require.NoError(t, os.Mkdir(stage, 0o755))
+	other := filepath.Join(stage, "other")
+	require.NoError(t, os.WriteFile(other, nil, 0o644))
+	require.NoError(t, xattr.Set(other, "user.vh5fs.create", []byte(`{"dtype": "<f8", "shape": [0, 512], "chunks": [256, 512]}`)))
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(i*7 + i>>12)
+	}
+	require.NoError(t, os.WriteFile(other, b, 0o644))
+	require.NoError(t, os.Rename(stage, filepath.Join(mnt, "versions", "two")))
+	m.unmount(t)
+	noRoom := fmt.Sprintf("two/other: not cached: %d bytes; the cache's %d hold this run's other datasets (and fills under way)", size, 6<<20)
+	require.NoError(t, os.RemoveAll(dir))
+	require.Equal(t, []string{"two/data: " + filled, noRoom}, warm("two", "6M"))
+	require.Equal(t, []string{"two/data: already cached", noRoom}, warm("two", "6M"))
+	complete, _ := entries(t, dir)
+	require.Len(t, complete, 1)
 }
