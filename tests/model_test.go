@@ -165,6 +165,11 @@ type mdlSeq struct {
 	wrote   bool     // write(2) since its last commit
 	touched bool     // writes or resizes since its last commit
 	intact  bool     // written since its last commit, and not shrunk since the last write
+	// truncated: the handle was truncated (O_TRUNC, ftruncate), and end is where its
+	// content ends (the last truncation's size or the furthest write past it): its
+	// commits are refused (EINVAL) while end is inside a row.
+	truncated bool
+	end       int64
 
 	ops     []string // for failure messages
 	commits int
@@ -197,6 +202,7 @@ func (s *mdlSeq) open(v string, trunc bool) {
 	require.NoError(t, err, "open %s", v)
 	s.f, s.base, s.arr = f, v, s.versions[v].arr.clone()
 	s.wrote, s.touched, s.intact = false, false, false
+	s.truncated, s.end = trunc, 0
 	// O_TRUNC empties axis 0; with rows of 0 bytes (a later axis of length 0) any number
 	// of rows is 0 bytes, and the shape stays.
 	if trunc && s.arr.shape[0] != 0 && s.rowBytes() > 0 {
@@ -321,6 +327,7 @@ func (s *mdlSeq) pwrite(off int64, data []byte, kind string) {
 	require.NoError(t, err, "%s", s.trace())
 	copy(s.arr.data[off:], data)
 	s.wrote, s.touched, s.intact = true, true, true
+	s.end = max(s.end, end)
 }
 
 // writeOp makes one write of a random kind.
@@ -442,6 +449,7 @@ func (s *mdlSeq) ftruncate() {
 	s.logf("ftruncate %d rows (%d bytes)", rows, rows*row)
 	s.stats["ftruncate"]++
 	require.NoError(t, s.f.Truncate(rows*row))
+	s.truncated, s.end = true, rows*row
 	if row > 0 && rows != s.arr.shape[0] {
 		// Shrinking may drop every chunk the writes staged: fsync then has nothing to
 		// commit (when the data is the base's again).
@@ -453,7 +461,22 @@ func (s *mdlSeq) ftruncate() {
 	}
 }
 
+// partialRow reports whether the handle's commits are refused: it truncated and its
+// content ends inside a row.
+func (s *mdlSeq) partialRow() bool {
+	row := s.rowBytes()
+	return s.truncated && row > 0 && s.end%row != 0
+}
+
 func (s *mdlSeq) fsync() {
+	if s.partialRow() {
+		before := currentVersion(s.t, s.m.Dir)
+		s.logf("fsync (base %s): truncated, ends at %d inside a row", s.base, s.end)
+		s.stats["fsync EINVAL"]++
+		require.ErrorIs(s.t, s.f.Sync(), syscall.EINVAL, "%s", s.trace())
+		s.settle(before, s.base, s.arr, commitNo, false, "fsync")
+		return
+	}
 	want := commitNo
 	switch {
 	case s.differs(), s.intact: // fsync commits whatever was written, even the same bytes
@@ -477,6 +500,15 @@ func (s *mdlSeq) fsync() {
 // closeHandle: close commits a changed handle (at flush when it was written to, else at
 // release); data equal to the base makes no version.
 func (s *mdlSeq) closeHandle() {
+	if s.partialRow() {
+		before := currentVersion(s.t, s.m.Dir)
+		s.logf("close (base %s): truncated, ends at %d inside a row", s.base, s.end)
+		s.stats["close EINVAL"]++
+		require.ErrorIs(s.t, s.f.Close(), syscall.EINVAL, "%s", s.trace())
+		s.settle(before, s.base, s.arr, commitNo, false, "close")
+		s.f = nil
+		return
+	}
 	want := commitNo
 	if s.differs() {
 		want = commitYes
