@@ -400,7 +400,8 @@ func (h *writeHandle) commit(explicit bool) syscall.Errno {
 // that reaches the end of the file starts the entry's fill in the background. Never for
 // stage files, write handles, live mounts or the plain tree. Where the kernel does not
 // take the backing file (no CAP_SYS_ADMIN, an older kernel, -o nopassthrough, read-write
-// mounts, whose opens are FOPEN_DIRECT_IO), vh5fs reads hot handles from the entry.
+// mounts, whose opens are FOPEN_DIRECT_IO), vh5fs reads hot handles from the entry; the
+// first hot open asks the kernel (mount.passthrough).
 
 // hotState counts a dataset file's open read handles of each kind. The kernel refuses
 // an open of one kind while the inode has handles of the other (ETXTBSY: a backing file
@@ -458,7 +459,35 @@ func (n *datasetNode) openRead(d *versions.Dataset, fuseFlags uint32) (fs.FileHa
 		return &coldHandle{}, fuseFlags, 0
 	}
 	n.hot.hot++
-	return &hotHandle{f: n.hot.entry, size: d.Size(), passthrough: n.m.commit == nil && !n.m.noPassthrough}, fuseFlags, 0
+	return &hotHandle{f: n.hot.entry, size: d.Size(), passthrough: n.m.passthrough(n.hot.entry, n.path)}, fuseFlags, 0
+}
+
+// passthrough tells whether hot handles are offered to the kernel as backing files. The
+// first hot open asks the kernel with the entry itself: go-fuse drops a refused
+// registration without a word, after which vh5fs serves every read of hot files, so the
+// refusal is logged then, once, and no handle claims passthrough.
+func (m *mount) passthrough(entry *os.File, dataset string) bool {
+	if m.commit != nil || m.noPassthrough {
+		return false
+	}
+	m.backingMu.Lock()
+	defer m.backingMu.Unlock()
+	if m.backingSeen {
+		return m.backingOK
+	}
+	srv := m.server.Load()
+	if srv == nil {
+		return true // an open before Mount has its server: go-fuse tries
+	}
+	errno := probeBacking(srv, int(entry.Fd()))
+	m.backingSeen, m.backingOK = true, errno == 0
+	if errno != 0 {
+		m.servedOnce.Do(func() {
+			slog.Warn("decoded cache: the kernel refused passthrough (it needs CAP_SYS_ADMIN in the initial user namespace and Linux 6.9 or later): "+
+				"vh5fs serves the reads of cached datasets from their entries itself", "dataset", dataset, "err", errno)
+		})
+	}
+	return m.backingOK
 }
 
 // readHot reads a hot handle's entry: the kernel did not take it as the backing file.
@@ -530,7 +559,8 @@ var _ fs.NodeReleaser = (*datasetNode)(nil)
 func (n *datasetNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	switch h := fh.(type) {
 	case *hotHandle:
-		slog.Debug("decoded cache: hot handle closed", "dataset", n.path, "passthrough", h.passthrough,
+		// Reads served by vh5fs mean the kernel did not take the backing file after all.
+		slog.Debug("decoded cache: hot handle closed", "dataset", n.path, "passthrough", h.passthrough && h.reads.Load() == 0,
 			"daemon_reads", h.reads.Load(), "file_daemon_reads", n.hot.reads.Load())
 		n.hot.mu.Lock()
 		if n.hot.hot--; n.hot.hot == 0 {

@@ -113,6 +113,7 @@ func Mount(mountpoint string, e Engines, cfg mountopts.Config) (*fuse.Server, er
 	if err != nil {
 		return nil, &mountError{mountpoint: mountpoint, reason: reason, err: err}
 	}
+	m.server.Store(srv)
 	if err := RaiseReadAhead(mountpoint); err != nil {
 		slog.Debug("read-ahead left as it is", "err", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,12 @@ type mount struct {
 	cache         *decoded.Cache // -o cache: decoded copies of versions' datasets (dataset.go); nil: none
 	noPassthrough bool           // -o nopassthrough: cache entries are read through vh5fs
 	servedOnce    sync.Once      // logs that the kernel does not serve cache entries itself
+	// server is the mount's FUSE server, set once Mount has it (nil in the package's tests):
+	// what the first hot open asks whether the kernel takes backing files.
+	server      atomic.Pointer[fuse.Server]
+	backingMu   sync.Mutex // a leaf
+	backingSeen bool       // the kernel was asked; GUARDED_BY(backingMu)
+	backingOK   bool       // and took the probe; GUARDED_BY(backingMu)
 
 	linksMu sync.Mutex        // a leaf
 	links   map[string]string // links made in the root, by name: the version each names (current.go)

@@ -266,3 +266,58 @@ func TestAnswers2WarmEvicts(t *testing.T) {
 	complete, _ := entries(t, dir)
 	require.Len(t, complete, 1)
 }
+
+// TestAnswers2CacheNoPassthroughAtOpen: a daemon whose passthrough the kernel refuses (no
+// CAP_SYS_ADMIN in the initial user namespace: root of a user namespace, as
+// TestCacheNoCapability runs it) says so once, at the first hot open, before any read; its
+// debug lines never claim passthrough for a hot handle, and the reads it serves are right.
+func TestAnswers2CacheNoPassthroughAtOpen(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare not installed")
+	}
+	file := cacheFile(t, 1024, true)
+	want := versionBytes(t, file, "v1")
+	work := t.TempDir()
+	dir, mnt, logf := filepath.Join(work, "cache"), filepath.Join(work, "mnt"), filepath.Join(work, "log")
+	require.NoError(t, os.Mkdir(mnt, 0o755))
+	script := `set -e
+"$VH5FS" mount -o "cache=$CACHE,debug" "$FILE" "$MNT" 2>"$LOG" &
+for i in $(seq 200); do grep -q 'msg=mounted' "$LOG" 2>/dev/null && break; sleep 0.05; done
+cat "$MNT/versions/v1/data" > "$WORK/cold"
+for i in $(seq 600); do ls "$CACHE" | grep -q '\.dec$' && break; sleep 0.05; done
+: < "$MNT/versions/v1/data"
+for i in $(seq 200); do grep -q 'hot handle closed' "$LOG" && break; sleep 0.05; done
+cp "$LOG" "$WORK/log-open"
+dd if="$MNT/versions/v1/data" of="$WORK/hot" bs=1M iflag=direct status=none
+for i in $(seq 200); do [ "$(grep -c 'hot handle closed' "$LOG")" -ge 2 ] && break; sleep 0.05; done
+umount "$MNT"
+wait
+`
+	cmd := exec.Command("unshare", "-Urm", "--propagation", "private", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "VH5FS="+vh5fsBin, "CACHE="+dir, "FILE="+file, "MNT="+mnt, "LOG="+logf, "WORK="+work)
+	out, err := cmd.CombinedOutput()
+	logb, _ := os.ReadFile(logf)
+	if err != nil && bytes.Contains(out, []byte("unshare failed")) {
+		t.Skipf("no user namespaces: %s", out)
+	}
+	require.NoError(t, err, "%s\n%s", out, logb)
+	for _, name := range []string{"cold", "hot"} {
+		b, err := os.ReadFile(filepath.Join(work, name))
+		require.NoError(t, err)
+		require.Equal(t, want, b, name)
+	}
+	atOpen, err := os.ReadFile(filepath.Join(work, "log-open"))
+	require.NoError(t, err)
+	refusal := `level=WARN msg="decoded cache: the kernel refused passthrough (it needs CAP_SYS_ADMIN in the initial user namespace and Linux 6.9 or later): ` +
+		`vh5fs serves the reads of cached datasets from their entries itself" dataset=/_version_data/versions/v1/data err="operation not permitted"`
+	require.Contains(t, string(atOpen), refusal, "said at the hot open that read nothing:\n%s", atOpen)
+	pass, reads := hotCloses(string(atOpen), "/v1/data")
+	require.Equal(t, []bool{false}, pass)
+	require.Equal(t, []int{0}, reads)
+	log := string(logb)
+	require.Equal(t, 1, strings.Count(log, "kernel refused passthrough"), "said once:\n%s", log)
+	pass, reads = hotCloses(log, "/v1/data")
+	require.Equal(t, []bool{false, false}, pass, "no hot handle claims passthrough")
+	require.Positive(t, reads[1], "vh5fs read the entry (O_DIRECT: not the page cache the cold read left)")
+	require.NotRegexp(t, `backing=\d+ PASSTHROUGH`, log, "no OPEN reply named a backing file")
+}
