@@ -243,7 +243,7 @@ func TestLogFile(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	require.Len(t, lines, 3, "%s", b)
-	require.Regexp(t, `^time=\S+ level=INFO msg=mounted file=`+file+` mountpoint=`+mnt+` options="ro,logfile=`+logf+`" version=\S+$`, lines[0])
+	require.Regexp(t, `^time=\S+ level=INFO msg=mounted file=`+file+` mountpoint=`+mnt+` options="ro,logfile=`+logf+`" version=\S+ hdf5=\d+\.\d+\.\d+$`, lines[0])
 	require.Regexp(t, `^time=\S+ level=INFO msg=unmounted mountpoint=`+mnt+`$`, lines[1])
 	require.Equal(t, errLine, lines[2])
 
