@@ -170,8 +170,20 @@ func (r *Reclaimer) run(final bool) (again bool) {
 		slog.Error("deletions' reclaim failed; the chunks stay unused and pending, tried again later", "err", err)
 		return true
 	}
+	if p != nil && len(p.Blocked) > 0 {
+		// Trying again would meet the same refusal: they stay pending, every version
+		// reading whole, until a later vh5fs can compact them (fsck names them).
+		for _, b := range p.Blocked {
+			slog.Error("deletions' reclaim cannot compact a data group; it stays pending, its unused chunks in place "+
+				"(vh5fs fsck FILE names it; vh5fs compact still copies the file)", "group", b.Group, "err", b.Err)
+		}
+	}
 	if p != nil {
-		slog.Info("deletions' chunks reclaimed", "groups", strings.Join(pending, ","), "chunks_moved", p.Moves(),
+		var done []string
+		for _, g := range p.Groups {
+			done = append(done, g.Path)
+		}
+		slog.Info("deletions' chunks reclaimed", "groups", strings.Join(done, ","), "chunks_moved", p.Moves(),
 			"bytes_freed", p.FreedBytes, "elapsed", time.Since(start))
 	}
 	return false

@@ -97,7 +97,9 @@ func executeBody(h *h5.File, p *Plan) error {
 // f lists now, as the publish of Delete does (Keep, Drop, Compact per group; a pending
 // group is compacted whether or not a version listed now holds it), in one guarded
 // journaled sync, then forgets them. It returns the plan (Groups and FreedBytes; nil if
-// nothing was pending). The result is the file Delete of every version the bodies deleted
+// nothing was pending). A group it cannot plan (a file it cannot compact) does not stop
+// the others: it stays pending, named with why in the plan's Blocked, and is not retried
+// by the caller in a loop (every version reads whole meanwhile). The result is the file Delete of every version the bodies deleted
 // would have made. Nothing may record raw_data slots meanwhile: no open handle's staged
 // changes, no stage.
 func Reclaim(f *versions.File) (*Plan, error) {
@@ -124,7 +126,8 @@ func ReclaimProgress(f *versions.File, progress Progress) (*Plan, error) {
 	for i, g := range groups {
 		pg, err := planGroup(h, g, nil, kept, true)
 		if err != nil {
-			return nil, fmt.Errorf("data group %s: %w", g, err)
+			p.Blocked = append(p.Blocked, Block{g, err})
+			continue
 		}
 		p.Groups = append(p.Groups, *pg)
 		p.FreedBytes += pg.FreedBytes
@@ -136,8 +139,33 @@ func ReclaimProgress(f *versions.File, progress Progress) (*Plan, error) {
 			return nil, err
 		}
 	}
-	forgetPending(f.Path())
+	if err := keepPending(f.Path(), blockedGroups(p.Blocked)); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// CheckPending plans the reclaim of f's pending set, reading only, and returns the data
+// groups it could not compact, with why: what fsck names.
+func CheckPending(f *versions.File) ([]Block, error) {
+	pending, err := Pending(f.Path())
+	if err != nil || len(pending) == 0 {
+		return nil, err
+	}
+	_, kept, groups, err := planStart(f, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []Block
+	for _, g := range groups {
+		if !slices.Contains(pending, g) {
+			continue
+		}
+		if _, err := planGroup(f.HDF5(), g, nil, kept, true); err != nil {
+			out = append(out, Block{g, err})
+		}
+	}
+	return out, nil
 }
 
 func executePublish(h *h5.File, groups []Group, progress Progress) error {

@@ -159,3 +159,73 @@ func TestDeleteBodyRefuses(t *testing.T) {
 	_, err = os.Stat(PendingPath(file))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// TestReclaimBlocked: a pending data group whose compaction is refused does not stop the
+// others, nor a later deletion that does not hold it: it stays pending, alone, named with
+// why (Plan.Blocked, CheckPending), every version reading as before; once it can be
+// planned, the next reclaim completes the file as the library's.
+func TestReclaimBlocked(t *testing.T) {
+	refused := errors.New("refused for the test")
+	for _, tc := range []struct {
+		name   string
+		finish func(f *versions.File) (*Plan, error)
+	}{
+		{"reclaim", Reclaim},
+		{"delete of nothing more", func(f *versions.File) (*Plan, error) { return Delete(f, nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := fixture.Copy(t, filepath.Join(fixture.Dir(), "golden_delete_several-before.h5"))
+			for _, name := range []string{"v2", "v4", "v5"} {
+				f, err := versions.OpenRW(file)
+				require.NoError(t, err)
+				_, err = DeleteBody(f, []string{name})
+				require.NoError(t, err)
+				require.NoError(t, f.Close())
+			}
+			pending, err := Pending(file)
+			require.NoError(t, err)
+			require.Greater(t, len(pending), 1, "the test needs a group besides the blocked one")
+			blocked := pending[0]
+			bodies := h5pyDigests(t, file)
+			failAt = func(p string) error {
+				if p == "plan "+blocked {
+					return refused
+				}
+				return nil
+			}
+			defer func() { failAt = func(string) error { return nil } }()
+
+			f, err := versions.Open(file)
+			require.NoError(t, err)
+			bs, err := CheckPending(f)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			require.Len(t, bs, 1)
+			require.Equal(t, blocked, bs[0].Group)
+			require.ErrorIs(t, bs[0].Err, refused)
+
+			f, err = versions.OpenRW(file)
+			require.NoError(t, err)
+			p, err := tc.finish(f)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			require.Len(t, p.Blocked, 1)
+			require.Equal(t, "data group "+blocked+": refused for the test", p.Blocked[0].String())
+			left, err := Pending(file)
+			require.NoError(t, err)
+			require.Equal(t, []string{blocked}, left, "the blocked group alone stays pending")
+			require.Equal(t, bodies, h5pyDigests(t, file), "every version reads as before")
+
+			failAt = func(string) error { return nil }
+			f, err = versions.OpenRW(file)
+			require.NoError(t, err)
+			p, err = Reclaim(f)
+			require.NoError(t, err)
+			require.Empty(t, p.Blocked)
+			require.NoError(t, f.Close())
+			require.NoError(t, conform.Files(file, filepath.Join(fixture.Dir(), "golden_delete_several-after.h5")))
+			_, err = os.Stat(PendingPath(file))
+			require.ErrorIs(t, err, os.ErrNotExist)
+		})
+	}
+}

@@ -59,6 +59,26 @@ type Plan struct {
 	Groups     []Group  // every data group, in name order (DeleteBody: those it dropped)
 	FreedBytes int64    // stored bytes of the chunks dropped
 	Pending    []string // DeleteBody: the data groups it left to Reclaim, in name order
+	// Blocked are the pending data groups that could not be reclaimed (Reclaim, Delete):
+	// they stay pending, their unused chunks in place, every version reading whole.
+	Blocked []Block
+}
+
+// Block is a pending data group the reclaim cannot compact, and why.
+type Block struct {
+	Group string // relative to /_version_data
+	Err   error
+}
+
+func (b Block) String() string { return "data group " + b.Group + ": " + b.Err.Error() }
+
+// blockedGroups lists the groups of bs.
+func blockedGroups(bs []Block) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = b.Group
+	}
+	return out
 }
 
 // Moves counts the chunks that change slot.
@@ -90,7 +110,18 @@ func PlanDeleteProgress(f *versions.File, names []string, progress Progress) (*P
 	}
 	h := f.HDF5()
 	for i, g := range groups {
-		pg, err := planGroup(h, g, p.Delete, keptVersions, slices.Contains(pending, g))
+		isPending := slices.Contains(pending, g)
+		pg, err := planGroup(h, g, p.Delete, keptVersions, isPending)
+		if err != nil && isPending {
+			// A group left pending by earlier deletions must not stop this one: unless
+			// the versions deleted now hold it, it stays pending as it is.
+			held, herr := holds(h, g, p.Delete)
+			if herr == nil && !held {
+				p.Blocked = append(p.Blocked, Block{g, err})
+				p.Groups = append(p.Groups, Group{Path: g})
+				continue
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("data group %s: %w", g, err)
 		}
@@ -387,6 +418,9 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string, pending b
 		}
 		inKept = inKept || present
 	}
+	if err := failAt("plan " + rel); err != nil {
+		return nil, err
+	}
 	if !inKept {
 		g.Action = Drop
 	} else {
@@ -452,11 +486,14 @@ func DeleteProgress(f *versions.File, names []string, progress Progress) (*Plan,
 	if err := execute(f.HDF5(), p, progress); err != nil {
 		return nil, err
 	}
-	forgetPending(f.Path())
+	if err := keepPending(f.Path(), blockedGroups(p.Blocked)); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
-// failAt, in tests, makes execute fail at the named point ("body", "publish").
+// failAt, in tests, makes execute fail at the named point ("body", "publish"), or the
+// plan of a data group ("plan PATH").
 var failAt = func(string) error { return nil }
 
 // execute writes plan p in one transaction (package txn): the body, then the publish,

@@ -86,7 +86,10 @@
 // the whole set would have made. Delete reclaims the pending groups too, and so do vh5fs
 // compact (whose copy keeps slots, unused ones too) and fsck --repair, first. A crash
 // between the two leaves the sidecar, and the next Reclaim or Delete completes the work; a
-// sidecar whose reclaim was done already costs a reclaim that moves nothing.
+// sidecar whose reclaim was done already costs a reclaim that moves nothing. A pending
+// data group the reclaim cannot plan never traps the file: the others are reclaimed, it
+// stays pending (Plan.Blocked says why, CheckPending tells fsck), every version reads
+// whole, a later Delete that does not hold it goes on, and compact copies it as it is.
 //
 // # Progress
 //

@@ -68,6 +68,11 @@ func addPending(file string, groups []string) error {
 		return nil
 	}
 	slices.Sort(all)
+	return writePending(file, all)
+}
+
+// writePending writes groups (sorted) as file's pending set, durably.
+func writePending(file string, all []string) error {
 	b, err := json.Marshal(pendingSet{Groups: all})
 	if err != nil {
 		return err
@@ -79,6 +84,23 @@ func addPending(file string, groups []string) error {
 		return fmt.Errorf("deletions' pending reclaim: %w", err)
 	}
 	return nil
+}
+
+// keepPending makes groups file's whole pending set once a sync reclaimed the others:
+// the sidecar is removed if there are none, else rewritten with them alone.
+func keepPending(file string, groups []string) error {
+	if len(groups) == 0 {
+		forgetPending(file)
+		return nil
+	}
+	have, err := Pending(file)
+	if err != nil {
+		return err
+	}
+	if slices.Equal(have, groups) {
+		return nil
+	}
+	return writePending(file, groups)
 }
 
 // forgetPending removes file's pending set once a sync reclaimed it. A sidecar left by a

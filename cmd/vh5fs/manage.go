@@ -120,8 +120,19 @@ func runCompact(args []string, stdout, stderr io.Writer) int {
 
 // reclaimedLine says what a reclaim of a pending set did.
 func reclaimedLine(p *lifecycle.Plan) string {
-	return fmt.Sprintf("reclaimed the chunks of deleted versions pending in %s: %s moved, %s of chunk data freed",
+	if len(p.Groups) == 0 && len(p.Blocked) > 0 {
+		s := "nothing reclaimed"
+		for _, b := range p.Blocked {
+			s += "; left pending, " + b.String()
+		}
+		return s
+	}
+	s := fmt.Sprintf("reclaimed the chunks of deleted versions pending in %s: %s moved, %s of chunk data freed",
 		plural(int64(len(p.Groups)), "data group"), plural(int64(p.Moves()), "chunk"), byteSize(p.FreedBytes))
+	for _, b := range p.Blocked {
+		s += "; left pending, " + b.String()
+	}
+	return s
 }
 
 // sizeString is n bytes in binary units, as ls -lh shows them.
