@@ -515,6 +515,39 @@ done:
 	return rc;
 }
 
+// vh5_write_strings writes n C strings (C order) into the box start/count of a
+// variable-length string dataset, in the dataset's own character set.
+int vh5_write_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *count, const char **in, size_t n) {
+	int rc = -1;
+	hid_t ftype = H5Dget_type(dset);
+	hid_t mtype = H5Tcopy(H5T_C_S1);
+	hid_t fspace = H5Dget_space(dset);
+	hid_t mspace = -1;
+	H5T_cset_t cset = ftype >= 0 ? H5Tget_cset(ftype) : H5T_CSET_ERROR;
+	if (ftype < 0 || mtype < 0 || fspace < 0 || cset < 0 || H5Tset_size(mtype, H5T_VARIABLE) < 0 ||
+	    H5Tset_cset(mtype, cset) < 0) {
+		goto done;
+	}
+	hsize_t total = n;
+	mspace = H5Screate_simple(1, &total, NULL);
+	if (mspace < 0) {
+		goto done;
+	}
+	if (rank > 0 && H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0) {
+		goto done;
+	}
+	if (H5Dwrite(dset, mtype, mspace, fspace, H5P_DEFAULT, in) < 0) {
+		goto done;
+	}
+	rc = 0;
+done:
+	if (mspace >= 0) H5Sclose(mspace);
+	if (fspace >= 0) H5Sclose(fspace);
+	if (mtype >= 0) H5Tclose(mtype);
+	if (ftype >= 0) H5Tclose(ftype);
+	return rc;
+}
+
 void vh5_free_strings(char **s, size_t n) {
 	for (size_t i = 0; i < n; i++) {
 		if (s[i]) H5free_memory(s[i]);

@@ -93,6 +93,9 @@ int vh5_read_box(hid_t dset, int rank, const hsize_t *start, const hsize_t *coun
 // vh5_read_strings reads a box of a variable-length string dataset as C strings (caller
 // frees with vh5_free_strings).
 int vh5_read_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *count, char **out, size_t n);
+// vh5_write_strings writes n C strings (C order) into a box of a variable-length string
+// dataset, in the dataset's character set.
+int vh5_write_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *count, const char **in, size_t n);
 void vh5_free_strings(char **s, size_t n);
 
 // Attributes.

@@ -152,6 +152,48 @@ func (d *Dataset) WriteBox(start, count, memShape, memStart []int64, mem []byte)
 	return nil
 }
 
+// WriteStrings writes vals, in C order, into the box start/count of a variable-length
+// string dataset (new global heap objects, as h5py writes them).
+func (d *Dataset) WriteStrings(start, count []int64, vals []string) error {
+	if !d.info.Type.VlenString {
+		return &Error{Op: "write strings", Path: d.path, Err: fmt.Errorf("dtype %s is not a variable-length string", d.info.Type.DType)}
+	}
+	n := int64(1)
+	for _, c := range count {
+		n *= c
+	}
+	if len(start) != d.rank() || len(count) != d.rank() || n != int64(len(vals)) {
+		return &Error{Op: "write strings", Path: d.path, Err: fmt.Errorf("%d strings for box %v/%v", len(vals), start, count)}
+	}
+	if n == 0 {
+		return nil
+	}
+	cs := make([]*C.char, n)
+	for i, v := range vals {
+		cs[i] = C.CString(v)
+	}
+	defer func() {
+		for _, p := range cs {
+			C.free(unsafe.Pointer(p))
+		}
+	}()
+	// The pointer array lives in C memory: cgo forbids passing Go memory holding pointers.
+	arr := (**C.char)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	defer C.free(unsafe.Pointer(arr))
+	copy(unsafe.Slice(arr, n), cs)
+	s, c := hsizes(start), hsizes(count)
+	lock()
+	defer unlock()
+	id, err := d.id()
+	if err != nil {
+		return err
+	}
+	if C.vh5_write_strings(id, C.int(len(start)), hptr(s), hptr(c), arr, C.size_t(n)) < 0 {
+		return fail("write strings", d.path, nil)
+	}
+	return nil
+}
+
 // VirtualBlock is one mapping of a virtual dataset to create: virtual [VStart, +Count)
 // from source [SrcStart, +Count).
 type VirtualBlock struct {

@@ -434,9 +434,9 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string, pending b
 				g.Moves++
 			}
 		}
-		if g.Moves > 0 && !info.Type.Raw {
-			// Variable-length elements are references into global heaps; moving them raw is
-			// not proven safe yet.
+		if g.Moves > 0 && !info.Type.Raw && !info.Type.VlenString {
+			// Other variable-length elements are references into global heaps that no
+			// reader here decodes: they cannot move raw, nor by value.
 			return nil, fmt.Errorf("moving chunks of %s elements is not supported", info.Type.DType)
 		}
 		if g.rows, err = newHashRows(h, versions.DataRoot+"/"+rel+"/hash_table", g); err != nil {
@@ -625,6 +625,9 @@ func compact(h *h5.File, g *Group, kept []string, moved func()) error {
 // chunk is always read before its slot is written over. moved is called after each.
 func moveChunks(raw *h5.Dataset, g *Group, moved func()) error {
 	info := raw.Info()
+	if info.Type.VlenString {
+		return moveStrings(raw, g, moved)
+	}
 	rank := len(g.chunks)
 	itemSize := int64(info.Type.Size)
 	unfiltered := len(info.Filters) == 0
@@ -666,6 +669,58 @@ func moveChunks(raw *h5.Dataset, g *Group, moved func()) error {
 		moved()
 	}
 	return nil
+}
+
+// moveStrings moves g's kept chunks of variable-length strings as the library does
+// (replay.py, _recreate_raw_data): by value, read and written through libhdf5, which
+// stores the strings as new global heap objects (a chunk holds only references to them,
+// which cannot be copied raw: the old objects go with the slots dropped, as the library
+// leaves them). Outside the mapped extent the new slot holds "" (the library's fill,
+// b"", for vlen strings); a slot mapped but never written reads as "" and is written so.
+func moveStrings(raw *h5.Dataset, g *Group, moved func()) error {
+	rank := len(g.chunks)
+	for j, s := range g.Kept {
+		if s == int64(j) {
+			continue
+		}
+		from := make([]int64, rank)
+		from[0] = s * g.chunks[0]
+		to := make([]int64, rank)
+		to[0] = int64(j) * g.chunks[0]
+		vals, err := raw.ReadStrings(from, g.chunks)
+		if err != nil {
+			return fmt.Errorf("slot %d: %w", s, err)
+		}
+		padStrings(vals, g.chunks, g.extents[s])
+		if err := raw.WriteStrings(to, g.chunks, vals); err != nil {
+			return fmt.Errorf("slot %d to %d: %w", s, j, err)
+		}
+		moved()
+	}
+	return nil
+}
+
+// padStrings sets every element of the chunk vals (dims chunks, C order) outside the
+// corner extent to "".
+func padStrings(vals []string, chunks, extent []int64) {
+	if slices.Equal(chunks, extent) {
+		return
+	}
+	idx := make([]int64, len(chunks))
+	for k := range vals {
+		for i := range idx {
+			if idx[i] >= extent[i] {
+				vals[k] = ""
+				break
+			}
+		}
+		for i := len(idx) - 1; i >= 0; i-- {
+			if idx[i]++; idx[i] < chunks[i] {
+				break
+			}
+			idx[i] = 0
+		}
+	}
 }
 
 func product(v []int64) int64 {
@@ -809,7 +864,8 @@ func remapVersion(h *h5.File, raw *h5.Dataset, v string, g *Group, newSlot map[i
 	if err != nil || !present || !changed {
 		return err
 	}
-	// Slots move only for raw element types (planGroup), whose fill value raw_data's is.
+	// Slots move only for raw element types, whose fill value raw_data's is, and for
+	// variable-length strings, whose fill (nil) the library leaves unset too (planGroup).
 	info := raw.Info()
 	tmp := path.Join(path.Dir(vpath), "_tmp_"+path.Base(vpath))
 	if err := h.CreateVirtualFlat(tmp, raw, shape, info.Fill, vs, cs, ss); err != nil {

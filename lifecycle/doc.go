@@ -21,7 +21,8 @@
 // and the deleted version groups are unlinked. __first_version__ and unknown names are
 // refused before anything is written, as are files the deletion cannot complete (a slot
 // mapped with two extents, a kept slot without its hash row, chunks of variable-length
-// strings that would have to move): PlanDelete reads and checks everything first.
+// types other than strings that would have to move): PlanDelete reads and checks
+// everything first.
 // Should a write fail anyway before the sync, Delete cancels every write of it
 // (h5.File.Cancel): the file stays as it was.
 //
@@ -32,7 +33,9 @@
 // never shows a kept version's attributes half moved.
 //
 // Chunks move as they are stored (H5Dread_chunk, H5Dwrite_chunk): never decoded or
-// encoded again. An unfiltered edge chunk that moves gets the fill value outside its
+// encoded again. Variable-length strings, whose chunks hold references into global heaps,
+// move by value through libhdf5 as the library's copy moves them (replay.py,
+// _recreate_raw_data), "" outside the mapped extent; their hash rows keep their digests. An unfiltered edge chunk that moves gets the fill value outside its
 // extent, as the library writes it; a filtered one keeps the padding it has (the fill
 // value in every chunk versioned-hdf5 master and vh5fs write). Virtual datasets whose
 // mappings do not change are not created again (the library recreates them all, with

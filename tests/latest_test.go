@@ -165,21 +165,12 @@ func latestEdits(t *testing.T, m *fixture.Manifest) {
 		require.NoError(t, err, "versioned-hdf5 on HDF5 1.14 reading and extending vh5fs's commit:\n%s", out)
 	}
 
-	// A deletion of the oldest version. Variable-length string data groups cannot have
-	// their chunks moved yet: the whole deletion is refused, and the file left as it was.
+	// A deletion of the oldest version, string data groups among them.
 	oldest := versionsByTime(m)[0].Name
-	if hasStrings(m) {
-		before := fileSum(t, file)
-		_, stderr, code := vh5fsRun(t, "delete", file, oldest)
-		require.NotZero(t, code)
-		require.Contains(t, stderr, "not supported; nothing deleted")
-		require.Equal(t, before, fileSum(t, file))
-	} else {
-		run(t, vh5fsBin, "delete", file, oldest)
-		fsckClean(t, file)
-		m = withoutVersion(m, oldest)
-		checkLatest(t, file, m, map[string][]byte{committed + "/" + ds: want})
-	}
+	run(t, vh5fsBin, "delete", file, oldest)
+	fsckClean(t, file)
+	m = withoutVersion(m, oldest)
+	checkLatest(t, file, m, map[string][]byte{committed + "/" + ds: want})
 
 	// A rewrite of ds's storage in every version, then the space given back.
 	run(t, vh5fsBin, "modify", file, ds, "--chunks", chunksOtherThan(d.Chunks))
@@ -226,18 +217,6 @@ func firstNumeric(t *testing.T, m *fixture.Manifest) string {
 	require.NotEmpty(t, paths, "no numeric dataset in %s", m.File)
 	sort.Strings(paths)
 	return paths[0]
-}
-
-// hasStrings reports whether any version of m has a variable-length string dataset.
-func hasStrings(m *fixture.Manifest) bool {
-	for _, v := range m.Versions {
-		for _, d := range v.Datasets {
-			if d.IsString() {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func versionOf(m *fixture.Manifest, name string) fixture.Version {

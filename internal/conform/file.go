@@ -3,6 +3,7 @@ package conform
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -196,13 +197,9 @@ func (s *fileState) readGroup(h *h5.File, dir, rel string) error {
 		rows = append(rows, row)
 		start := make([]int64, len(chunks))
 		start[0] = int64(binary.LittleEndian.Uint64(row[32:]))
-		n := int64(ri.Type.Size)
-		for _, c := range chunks {
-			n *= c
-		}
-		slot := make([]byte, n)
+		var slot []byte
 		if start[0]+chunks[0] <= ri.Shape[0] {
-			if err := raw.ReadBox(start, chunks, chunks, make([]int64, len(chunks)), slot); err != nil {
+			if slot, err = readSlot(raw, start, chunks); err != nil {
 				return err
 			}
 		}
@@ -211,4 +208,25 @@ func (s *fileState) readGroup(h *h5.File, dir, rel string) error {
 	s.rows = append(s.rows, rows)
 	s.slots = append(s.slots, slots)
 	return nil
+}
+
+// readSlot reads the whole raw_data slot at start: its bytes, or for variable-length
+// strings (whose stored bytes are heap references) its values as a JSON array.
+func readSlot(raw *h5.Dataset, start, chunks []int64) ([]byte, error) {
+	if raw.Info().Type.VlenString {
+		vals, err := raw.ReadStrings(start, chunks)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(vals)
+	}
+	n := int64(raw.Info().Type.Size)
+	for _, c := range chunks {
+		n *= c
+	}
+	slot := make([]byte, n)
+	if err := raw.ReadBox(start, chunks, chunks, make([]int64, len(chunks)), slot); err != nil {
+		return nil, err
+	}
+	return slot, nil
 }

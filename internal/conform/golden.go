@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/versions"
@@ -64,8 +63,8 @@ func Read(file, version, dataset string, from int64) (*Commit, error) {
 		c.Rows = append(c.Rows, row)
 		start := make([]int64, len(chunks))
 		start[0] = int64(binary.LittleEndian.Uint64(row[32:]))
-		slot := make([]byte, d.Type.Size*int(chunkplan.Elements(chunks)))
-		if err := raw.ReadBox(start, chunks, chunks, make([]int64, len(chunks)), slot); err != nil {
+		slot, err := readSlot(raw, start, chunks)
+		if err != nil {
 			return nil, err
 		}
 		c.Slots = append(c.Slots, slot)
