@@ -87,4 +87,3 @@ func CheckFileFormat(path string) error {
 	}
 	return nil
 }
-

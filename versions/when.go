@@ -12,26 +12,6 @@ import (
 // TimestampLayout is versioned-hdf5's canonical timestamp form (UTC, microseconds).
 const TimestampLayout = "2006-01-02 15:04:05.000000-0700"
 
-// ParseTime reads a point in time given on the command line: "2006-01-02 15:04:05" with an
-// optional fraction of a second and an optional zone (+0000, +00:00, Z), a date alone, or
-// RFC 3339. Times without a zone are UTC, as versioned-hdf5 stores them.
-func ParseTime(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	layouts := []string{
-		time.RFC3339Nano,
-		"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999-0700",
-		"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999",
-		"2006-01-02T15:04Z07:00", "2006-01-02T15:04",
-		"2006-01-02 15:04", "2006-01-02",
-	}
-	for _, l := range layouts {
-		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("cannot read time %q (want e.g. \"2024-01-01 02:30:00\", UTC unless a zone is given)", s)
-}
-
 // CanonicalTimestamp renders t as versioned-hdf5 stores timestamps.
 func CanonicalTimestamp(t time.Time) string { return t.UTC().Format(TimestampLayout) }
 
