@@ -174,7 +174,7 @@ func File(file, dataset string, o Options, dryRun bool) (Result, error) {
 	if !f.Versioned() {
 		return Result{}, fmt.Errorf("not a versioned-hdf5 file: %w", ErrUnsupported)
 	}
-	m, err := plan(f, file, dataset, o)
+	m, err := plan(f, file, dataset, o, dryRun)
 	if err != nil {
 		return Result{}, err
 	}
@@ -201,7 +201,9 @@ type modification struct {
 	conv     *converter
 }
 
-func plan(f *versions.File, file, dataset string, o Options) (*modification, error) {
+// plan reads what File would change; with estimate, what it would cost (Cost: the new
+// slots and the growth, from every version's chunk map and a sample of new chunks).
+func plan(f *versions.File, file, dataset string, o Options, estimate bool) (*modification, error) {
 	h := f.HDF5()
 	members, err := h.Members(versions.VersionsGroup)
 	if err != nil {
@@ -266,7 +268,7 @@ func plan(f *versions.File, file, dataset string, o Options) (*modification, err
 	if err := m.newSpec(o); err != nil {
 		return nil, err
 	}
-	m.cost()
+	m.cost(estimate)
 	return m, nil
 }
 

@@ -282,11 +282,12 @@ func TestCost(t *testing.T) {
 		name     string
 		chunks   []int64
 		versions []int64 // new chunks of v1..v4
-		slots    int64
+		slots    int64   // estimated
+		real     int64   // what the rewrite makes
 	}{
-		{"finer", []int64{5, 3}, []int64{12, 12, 8, 12}, 18},
-		{"elements", []int64{1, 1}, []int64{120, 120, 90, 140}, 260}, // shapes (12, 10), (12, 10), (9, 10), (14, 10)
-		{"one chunk", []int64{100, 100}, []int64{1, 1, 1, 1}, 1},
+		{"finer", []int64{5, 3}, []int64{12, 12, 8, 12}, 29, 29},
+		{"elements", []int64{1, 1}, []int64{120, 120, 90, 140}, 122, 122}, // shapes (12, 10), (12, 10), (9, 10), (14, 10)
+		{"one chunk", []int64{100, 100}, []int64{1, 1, 1, 1}, 4, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := fixture.Copy(t, m.Before)
@@ -302,6 +303,75 @@ func TestCost(t *testing.T) {
 			require.Equal(t, c.slots, res.NewSlots)
 			require.Positive(t, res.Growth)
 			require.Positive(t, res.Unused, "the old storage is measured")
+			run, err := File(file, "g/z", Options{Chunks: c.chunks}, false)
+			require.NoError(t, err)
+			require.Equal(t, c.real, run.Slots)
+		})
+	}
+}
+
+// TestEstimate: modify -n's growth is within 25% of what the rewrite then adds to the
+// file, on every golden and on fixtures and made files of other shapes: many versions
+// (more new slots than old ones), compression added to uncompressed data (measured on
+// sampled new chunks), LZF, data that repeats in chunks of different sources, 2-D and
+// 3-D datasets.
+func TestEstimate(t *testing.T) {
+	type tc struct {
+		name, file, dataset string
+		args                []string
+	}
+	var cases []tc
+	ms, err := fixture.Modifies()
+	require.NoError(t, err)
+	for _, m := range ms {
+		cases = append(cases, tc{m.Name, m.Before, m.Dataset, m.Args})
+	}
+	fx := func(name string) string { return filepath.Join(fixture.Dir(), name) }
+	made := func(name string, args ...string) string {
+		path := filepath.Join(t.TempDir(), name)
+		out, err := exec.Command("/usr/bin/python3", append([]string{"../tests/py/make_versioned.py", path}, args...)...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return path
+	}
+	gz := made("gz.h5", "--shape", "200000", "--chunks", "10000", "--versions", "20", "--gzip")
+	grid := made("grid.h5", "--shape", "600,500", "--chunks", "100,500", "--versions", "12")
+	periodic := made("periodic.h5", "--shape", "300000", "--chunks", "4096", "--versions", "30", "--lzf", "--dtype", "<i4", "--modulo", "1000")
+	cases = append(cases,
+		tc{"many versions, coarser", fx("many_versions.h5"), "counts", []string{"--chunks", "512"}},
+		tc{"many versions, coarser, gzip", fx("many_versions.h5"), "counts", []string{"--chunks", "2048", "--compression", "gzip"}},
+		tc{"many versions, finer", fx("many_versions.h5"), "counts", []string{"--chunks", "100"}},
+		tc{"many versions, dtype", fx("many_versions.h5"), "counts", []string{"--dtype", "<i8"}},
+		tc{"grid, finer", fx("grid_2d_gzip.h5"), "temp", []string{"--chunks", "5,5"}},
+		tc{"grid, coarser, lzf", fx("grid_2d_gzip.h5"), "temp", []string{"--chunks", "20,20", "--compression", "lzf"}},
+		tc{"grid, uncompressed", fx("grid_2d_gzip.h5"), "temp", []string{"--compression", "none"}},
+		tc{"sparse", fx("sparse.h5"), "s", []string{"--chunks", "7"}},
+		tc{"3-D", fx("nested.h5"), "sensors/north/cube", []string{"--chunks", "2,2,2"}},
+		tc{"elements", fx("basic_1d.h5"), "x", []string{"--chunks", "1"}},
+		tc{"gzip, finer", gz, "data", []string{"--chunks", "4096"}},
+		tc{"gzip to lzf", gz, "data", []string{"--compression", "lzf"}},
+		tc{"gzip to none", gz, "data", []string{"--compression", "none"}},
+		tc{"2-D, square chunks", grid, "data", []string{"--chunks", "250,250"}},
+		tc{"2-D, gzip", grid, "data", []string{"--compression", "gzip", "--shuffle"}},
+		tc{"2-D, lzf", grid, "data", []string{"--chunks", "64,64", "--compression", "lzf"}},
+		tc{"periodic data, finer", periodic, "data", []string{"--chunks", "1000"}},
+		tc{"periodic data, gzip", periodic, "data", []string{"--compression", "gzip", "--shuffle"}},
+	)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := fixture.Copy(t, c.file)
+			o := optionsOf(t, c.args)
+			plan, err := File(file, c.dataset, o, true)
+			require.NoError(t, err)
+			before, err := os.Stat(file)
+			require.NoError(t, err)
+			_, err = File(file, c.dataset, o, false)
+			require.NoError(t, err)
+			after, err := os.Stat(file)
+			require.NoError(t, err)
+			grew := after.Size() - before.Size()
+			off := float64(plan.Growth-grew) / float64(grew)
+			t.Logf("%s %v: estimated %d, grew %d (%+.0f%%; %d new slots estimated, %d sampled)", c.name, c.args, plan.Growth, grew, 100*off, plan.NewSlots, plan.Sampled)
+			require.InDelta(t, 0, off, 0.25, "estimated %d, grew %d", plan.Growth, grew)
 		})
 	}
 }
