@@ -138,17 +138,36 @@ func (s DataSpec) check() (numpyType, error) {
 // default fill value, left unwritten like versioned-hdf5 leaves it), chunk 4096 rows,
 // LZF, attribute largest_index = 0. A bad spec or an existing path creates nothing.
 func (f *File) CreateDataGroup(group string, spec DataSpec) error {
-	const op = "create data group"
 	t, err := spec.check()
 	if err != nil {
-		return &Error{Op: op, Path: group, Err: err}
-	}
-	if !strings.HasPrefix(group, "/") || group == "/" || path.Clean(group) != group {
-		return &Error{Op: op, Path: group, Err: errors.New("not a clean absolute path below the root")}
+		return &Error{Op: "create data group", Path: group, Err: err}
 	}
 	fill := spec.Fill
 	if fill == nil {
 		fill = make([]byte, t.size)
+	}
+	return f.createDataGroup(group, spec, t, fill)
+}
+
+// CreateStringDataGroup is CreateDataGroup for variable-length strings, as h5py's
+// string_dtype makes them (UTF-8 if utf8, else ASCII): spec.DType and spec.Fill are
+// ignored and raw_data keeps libhdf5's default fill value, as versioned-hdf5 leaves it.
+func (f *File) CreateStringDataGroup(group string, spec DataSpec, utf8 bool) error {
+	t := numpyType{kind: 'a', size: 1} // size: only for check's chunk-size bound
+	if utf8 {
+		t.kind = 'O'
+	}
+	spec.DType, spec.Fill = "|u1", nil
+	if _, err := spec.check(); err != nil {
+		return &Error{Op: "create data group", Path: group, Err: err}
+	}
+	return f.createDataGroup(group, spec, t, nil)
+}
+
+func (f *File) createDataGroup(group string, spec DataSpec, t numpyType, fill []byte) error {
+	const op = "create data group"
+	if !strings.HasPrefix(group, "/") || group == "/" || path.Clean(group) != group {
+		return &Error{Op: op, Path: group, Err: errors.New("not a clean absolute path below the root")}
 	}
 	rank := len(spec.Chunks)
 	chunk := hsizes(spec.Chunks)

@@ -492,7 +492,11 @@ int vh5_read_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *
 	hid_t mtype = H5Tcopy(H5T_C_S1);
 	hid_t fspace = H5Dget_space(dset);
 	hid_t mspace = -1;
-	if (mtype < 0 || fspace < 0 || H5Tset_size(mtype, H5T_VARIABLE) < 0 || H5Tset_cset(mtype, H5T_CSET_UTF8) < 0) {
+	// In the dataset's own character set: libhdf5 converts no string between ASCII and UTF-8.
+	hid_t ftype = H5Dget_type(dset);
+	H5T_cset_t cset = ftype < 0 ? H5T_CSET_ERROR : H5Tget_cset(ftype);
+	if (ftype >= 0) H5Tclose(ftype);
+	if (mtype < 0 || fspace < 0 || cset < 0 || H5Tset_size(mtype, H5T_VARIABLE) < 0 || H5Tset_cset(mtype, cset) < 0) {
 		goto done;
 	}
 	hsize_t total = n;
@@ -1015,6 +1019,17 @@ hid_t vh5_numpy_type(int kind, int be, size_t size) {
 		}
 		return t;
 	}
+	case 'O':
+	case 'a': {
+		// h5py's string_dtype("utf-8") ('O') or ("ascii") ('a'): variable length, NUL-terminated.
+		hid_t t = H5Tcopy(H5T_C_S1);
+		if (t >= 0 && (H5Tset_size(t, H5T_VARIABLE) < 0 ||
+		               H5Tset_cset(t, kind == 'O' ? H5T_CSET_UTF8 : H5T_CSET_ASCII) < 0)) {
+			H5Tclose(t);
+			t = -1;
+		}
+		return t;
+	}
 	}
 	return -1;
 }
@@ -1086,8 +1101,8 @@ static char *first_missing(hid_t file, const char *path, int *rc) {
 // raw_data of the numpy type (kind, be, size), dims (0, C1, ...), maxdims (unlimited, C1,
 // ...), chunk C, fill value fill (size bytes), the filters, attribute chunks = C; hash_table
 // of one zero row (unwritten: it reads as the default fill, as versioned-hdf5 leaves it),
-// chunk 4096 rows, LZF, attribute largest_index = 0. On failure whatever it created is
-// unlinked again.
+// chunk 4096 rows, LZF, attribute largest_index = 0. A NULL fill leaves libhdf5's default
+// (variable-length strings: h5py sets none). On failure whatever it created is unlinked again.
 int vh5_create_data_group(hid_t file, const char *path, int kind, int be, size_t size, int rank,
                           const hsize_t *chunk, const int64_t *chunk64, const void *fill, int gzip,
                           int shuffle, int lzf, int utf8) {
@@ -1112,7 +1127,7 @@ int vh5_create_data_group(hid_t file, const char *path, int kind, int be, size_t
 	type = vh5_numpy_type(kind, be, size);
 	space = H5Screate_simple(rank, dims, maxdims);
 	dcpl = chunked_dcpl(rank, chunk, gzip, shuffle, lzf);
-	if (type < 0 || space < 0 || dcpl < 0 || H5Pset_fill_value(dcpl, type, fill) < 0) goto done;
+	if (type < 0 || space < 0 || dcpl < 0 || (fill && H5Pset_fill_value(dcpl, type, fill) < 0)) goto done;
 	d = H5Dcreate2(g, "raw_data", type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
 	if (d < 0 || vh5_attr_write_i64(d, ".", "chunks", chunk64, rank) < 0) goto done;
 

@@ -106,7 +106,9 @@ func (m *modification) cost(estimate bool) {
 		n, samples, ok = m.sourceCount()
 	}
 	var sampled sampling
-	if ok && len(samples) > 0 {
+	// Strings are not sampled: their chunks hold heap handles, so Growth counts the handles
+	// and not the strings' bytes, a lower bound.
+	if ok && len(samples) > 0 && !m.strings {
 		// A sample that cannot be made leaves the source count and the old chunks' ratio.
 		if s, err := m.sample(samples); err == nil {
 			sampled = s

@@ -199,6 +199,8 @@ type modification struct {
 	shapes   [][]int64 // of the dataset in each of Versions
 	from, to elemType
 	conv     *converter
+	// strings: variable-length strings (UTF-8 if utf8, else ASCII), rewritten by value.
+	strings, utf8 bool
 }
 
 // plan reads what File would change; with estimate, what it would cost (Cost: the new
@@ -237,10 +239,12 @@ func plan(f *versions.File, file, dataset string, o Options, estimate bool) (*mo
 		if err != nil {
 			return nil, fmt.Errorf("version %s: %w", v, err)
 		}
-		if d.Strings || d.Type.VlenString {
-			return nil, fmt.Errorf("%s holds variable-length strings: modify rewrites fixed-size elements only: %w", dataset, ErrUnsupported)
+		str := d.Type.VlenString
+		if len(m.Versions) > 0 && str != m.strings {
+			return nil, fmt.Errorf("%s in version %s: strings in some versions, numbers in others: %w", dataset, v, ErrUnsupported)
 		}
-		if !d.Type.Raw || len(d.Shape) == 0 || d.RawDataset() == nil {
+		m.strings, m.utf8 = str, d.Type.UTF8
+		if !d.Type.Raw && !str || len(d.Shape) == 0 || d.RawDataset() == nil {
 			return nil, fmt.Errorf("%s in version %s: not a chunked versioned dataset of fixed-size elements: %w", dataset, v, ErrUnsupported)
 		}
 		if len(m.Versions) == 0 {
@@ -299,21 +303,18 @@ func oldSpec(raw h5.Info) (h5.DataSpec, error) {
 // newSpec applies o to the old spec, checking every option before anything is written.
 func (m *modification) newSpec(o Options) error {
 	var err error
+	if m.strings {
+		return m.newStringSpec(o)
+	}
+	if isStringDType(o.DType) {
+		return fmt.Errorf("--dtype %s: %s holds %s numbers; casts between numbers and variable-length strings are not supported", o.DType, m.Dataset, m.Old.DType)
+	}
 	if m.from, err = parseType(m.Old.DType); err != nil {
 		return fmt.Errorf("%s: %w", m.Dataset, err)
 	}
 	n := m.Old
-	n.Chunks = slices.Clone(m.Old.Chunks)
-	if o.Chunks != nil {
-		if len(o.Chunks) != len(m.Old.Chunks) {
-			return fmt.Errorf("--chunks %s: %s has %d axes, so its chunks have %d numbers", tuple(o.Chunks), m.Dataset, len(m.Old.Chunks), len(m.Old.Chunks))
-		}
-		for _, c := range o.Chunks {
-			if c <= 0 {
-				return fmt.Errorf("--chunks %s: every chunk dimension must be positive", tuple(o.Chunks))
-			}
-		}
-		n.Chunks = slices.Clone(o.Chunks)
+	if err := m.setChunks(&n, o); err != nil {
+		return err
 	}
 	if o.DType != "" {
 		n.DType = o.DType
@@ -321,26 +322,10 @@ func (m *modification) newSpec(o Options) error {
 	if m.to, err = parseType(n.DType); err != nil {
 		return fmt.Errorf("--dtype: %w", err)
 	}
-	switch o.Compression {
-	case "":
-	case "none":
-		n.Gzip, n.LZF = -1, false
-	case "gzip":
-		n.Gzip, n.LZF = o.GzipLevel, false
-		if n.Gzip < 0 {
-			n.Gzip = 4
-		}
-		if n.Gzip > 9 {
-			return fmt.Errorf("--compression gzip=%d: the level is 0 to 9", n.Gzip)
-		}
-	case "lzf":
-		n.Gzip, n.LZF = -1, true
-	default:
-		return fmt.Errorf("--compression %q: not one of none, gzip[=LEVEL], lzf", o.Compression)
+	if err := setFilters(&n, o); err != nil {
+		return err
 	}
-	if o.Shuffle != nil {
-		n.Shuffle = *o.Shuffle
-	}
+
 	// The old fill value in the new dtype, unless one is given.
 	oldFill := m.Old.Fill
 	if len(oldFill) != m.from.size {
@@ -365,6 +350,11 @@ func (m *modification) newSpec(o Options) error {
 	if m.conv, err = newConverter(m.from, m.to, oldFill, n.Fill, m.fillChanged); err != nil {
 		return fmt.Errorf("--dtype: %w", err)
 	}
+	return m.setNew(n)
+}
+
+// setNew checks the chunk size of n and makes it the new spec.
+func (m *modification) setNew(n h5.DataSpec) error {
 	total := int64(m.to.size)
 	for _, c := range n.Chunks {
 		if total > (1<<32-1)/c {
@@ -374,4 +364,79 @@ func (m *modification) newSpec(o Options) error {
 	}
 	m.New = n
 	return nil
+}
+
+// setChunks applies --chunks to n.
+func (m *modification) setChunks(n *h5.DataSpec, o Options) error {
+	n.Chunks = slices.Clone(m.Old.Chunks)
+	if o.Chunks == nil {
+		return nil
+	}
+	if len(o.Chunks) != len(m.Old.Chunks) {
+		return fmt.Errorf("--chunks %s: %s has %d axes, so its chunks have %d numbers", tuple(o.Chunks), m.Dataset, len(m.Old.Chunks), len(m.Old.Chunks))
+	}
+	for _, c := range o.Chunks {
+		if c <= 0 {
+			return fmt.Errorf("--chunks %s: every chunk dimension must be positive", tuple(o.Chunks))
+		}
+	}
+	n.Chunks = slices.Clone(o.Chunks)
+	return nil
+}
+
+// setFilters applies --compression and --shuffle to n.
+func setFilters(n *h5.DataSpec, o Options) error {
+	switch o.Compression {
+	case "":
+	case "none":
+		n.Gzip, n.LZF = -1, false
+	case "gzip":
+		n.Gzip, n.LZF = o.GzipLevel, false
+		if n.Gzip < 0 {
+			n.Gzip = 4
+		}
+		if n.Gzip > 9 {
+			return fmt.Errorf("--compression gzip=%d: the level is 0 to 9", n.Gzip)
+		}
+	case "lzf":
+		n.Gzip, n.LZF = -1, true
+	default:
+		return fmt.Errorf("--compression %q: not one of none, gzip[=LEVEL], lzf", o.Compression)
+	}
+	if o.Shuffle != nil {
+		n.Shuffle = *o.Shuffle
+	}
+	return nil
+}
+
+// isStringDType is whether a --dtype names variable-length strings (numpy's spellings).
+func isStringDType(dt string) bool {
+	switch strings.TrimLeft(dt, "<>|=") {
+	case "O", "O8", "object", "str", "T":
+		return true
+	}
+	return false
+}
+
+// newStringSpec is newSpec for variable-length strings: chunks and filters change, values
+// are kept. versioned-hdf5 casts with numpy (astype), which turns numbers into strings
+// and refuses most strings as numbers, and refuses a fill value other than "" for strings.
+func (m *modification) newStringSpec(o Options) error {
+	if o.DType != "" && !isStringDType(o.DType) {
+		return fmt.Errorf("--dtype %s: %s holds variable-length strings (O); casts between strings and numbers are not supported", o.DType, m.Dataset)
+	}
+	if o.FillValue != "" {
+		return fmt.Errorf("--fillvalue: %s holds variable-length strings, whose fill value is always \"\" (as in versioned-hdf5): %w", m.Dataset, ErrUnsupported)
+	}
+	n := m.Old
+	n.Fill = nil
+	if err := m.setChunks(&n, o); err != nil {
+		return err
+	}
+	if err := setFilters(&n, o); err != nil {
+		return err
+	}
+	// A chunk holds one file handle of 16 bytes an element (the strings live in the heap).
+	m.from, m.to = elemType{dtype: "O", size: 16}, elemType{dtype: "O", size: 16}
+	return m.setNew(n)
 }

@@ -205,9 +205,24 @@ func TestRefusals(t *testing.T) {
 		}
 		f.Close()
 		require.NotEmpty(t, vlen)
-		_, err = File(file, vlen, Options{Chunks: []int64{2}}, false)
-		require.ErrorIs(t, err, ErrUnsupported)
-		require.ErrorContains(t, err, "variable-length strings")
+		text := func() []byte { // the current version's strings, as vh5fs serves them
+			f, err := versions.Open(file)
+			require.NoError(t, err)
+			defer f.Close()
+			d, err := f.Dataset(versions.VersionsGroup + "/" + v + "/" + vlen)
+			require.NoError(t, err)
+			b := make([]byte, d.Size())
+			_, err = d.ReadAt(b, 0)
+			require.NoError(t, err)
+			return b
+		}
+		before := text()
+		// Strings are rewritten by value now (issue 50); casts to numbers stay refused.
+		_, err = File(file, vlen, Options{Chunks: []int64{2}, Compression: "gzip", GzipLevel: -1}, false)
+		require.NoError(t, err)
+		require.Equal(t, string(before), string(text()))
+		_, err = File(file, vlen, Options{DType: "<i8"}, false)
+		require.ErrorContains(t, err, "casts between strings and numbers are not supported")
 	})
 }
 
@@ -324,6 +339,9 @@ func TestEstimate(t *testing.T) {
 	ms, err := fixture.Modifies()
 	require.NoError(t, err)
 	for _, m := range ms {
+		if strings.HasPrefix(m.Name, "golden_modify_str_") {
+			continue // string chunks hold heap handles: the estimate leaves the strings out
+		}
 		cases = append(cases, tc{m.Name, m.Before, m.Dataset, m.Args})
 	}
 	fx := func(name string) string { return filepath.Join(fixture.Dir(), name) }

@@ -38,7 +38,8 @@ type writer struct {
 
 type pendingChunk struct {
 	slot int64
-	data []byte // the whole chunk, padding holding the fill value
+	data []byte   // the whole chunk, padding holding the fill value
+	strs []string // of a string dataset instead: the whole chunk, padding ""
 }
 
 // band is one row of new chunks of a version, cut and hashed.
@@ -46,7 +47,8 @@ type band struct {
 	slots   []int64 // from the memo: nothing to read or hash
 	key     [32]byte
 	keyed   bool
-	data    [][]byte // each chunk, whole
+	data    [][]byte   // each chunk, whole
+	strs    [][]string // of a string dataset instead: each chunk, whole
 	digests [][32]byte
 	trimmed [][]int64
 }
@@ -95,7 +97,12 @@ func (m *modification) run(res *Result, progress func(done, total int64)) error 
 func (m *modification) build(res *Result, progress func(done, total int64)) (vds []string, raw *h5.Dataset, err error) {
 	h := m.f.HDF5()
 	group := scratch + "/data"
-	if err := h.CreateDataGroup(group, m.New); err != nil {
+	if m.strings {
+		err = h.CreateStringDataGroup(group, m.New, m.utf8)
+	} else {
+		err = h.CreateDataGroup(group, m.New)
+	}
+	if err != nil {
 		return nil, nil, err
 	}
 	if raw, err = h.OpenDataset(group + "/raw_data"); err != nil {
@@ -104,10 +111,13 @@ func (m *modification) build(res *Result, progress func(done, total int64)) (vds
 	w := &writer{
 		m: m, raw: raw, chunks: m.New.Chunks, size: m.to.size,
 		chunkLen: m.to.size * int(chunkplan.Elements(m.New.Chunks)),
-		enc:      commit.PipelineEncoder(raw.Info().Filters, m.to.size),
+		enc:      nil,
 		slots:    map[[32]byte]int64{},
 		memo:     map[[32]byte][]int64{},
 		res:      res,
+	}
+	if !m.strings { // strings go through libhdf5's own pipeline (WriteStrings)
+		w.enc = commit.PipelineEncoder(raw.Info().Filters, m.to.size)
 	}
 	var total int64
 	for _, shape := range m.shapes {
@@ -202,7 +212,18 @@ func (w *writer) version(d *versions.Dataset, report func()) ([]int64, error) {
 	perBand := chunkplan.Elements(g[1:])
 	out := make([]int64, 0, nb*perBand)
 	src := newSources(d, w.chunks)
+	var vds *h5.Dataset // a string version is read by value through libhdf5
+	if w.m.strings {
+		var err error
+		if vds, err = w.m.f.HDF5().OpenDataset(d.Path); err != nil {
+			return nil, err
+		}
+		defer vds.Close()
+	}
 	err := commit.Ordered(int(nb), 2*workers(), func(b int) (*band, error) {
+		if vds != nil {
+			return w.cutStrings(vds, d.Shape, src, int64(b), g)
+		}
 		return w.cut(d, src, int64(b), g)
 	}, func(b int, bd *band) error {
 		slots, err := w.dedup(bd)
@@ -403,14 +424,20 @@ func (w *writer) dedup(bd *band) ([]int64, error) {
 		w.res.Chunks += int64(len(bd.slots))
 		return bd.slots, nil
 	}
-	slots := make([]int64, len(bd.data))
+	slots := make([]int64, len(bd.digests))
 	for k, dg := range bd.digests {
 		s, ok := w.slots[dg]
 		if !ok {
 			s = int64(len(w.rows) / hashtable.RowBytes)
 			w.slots[dg] = s
 			w.rows = hashtable.Row{Digest: dg, Start: s * w.chunks[0], Stop: s*w.chunks[0] + bd.trimmed[k][0]}.Append(w.rows)
-			w.pending = append(w.pending, pendingChunk{slot: s, data: bd.data[k]})
+			p := pendingChunk{slot: s}
+			if bd.strs != nil {
+				p.strs = bd.strs[k]
+			} else {
+				p.data = bd.data[k]
+			}
+			w.pending = append(w.pending, p)
 		}
 		slots[k] = s
 	}
@@ -453,7 +480,9 @@ func (w *writer) flush() error {
 		start := make([]int64, len(w.chunks))
 		start[0] = p.slot * w.chunks[0]
 		var err error
-		if w.enc != nil {
+		if p.strs != nil {
+			err = w.raw.WriteStrings(start, w.chunks, p.strs)
+		} else if w.enc != nil {
 			err = w.raw.WriteChunk(start, 0, stored[i])
 		} else {
 			err = w.raw.WriteBox(start, w.chunks, w.chunks, zero, p.data)
@@ -537,7 +566,11 @@ func (w *writer) virtual(src *h5.Dataset, d *versions.Dataset, path string, slot
 			}
 		}
 	}
-	if err := h.CreateVirtualFlat(path, src, shape, w.m.New.Fill, vs, cs, ss); err != nil {
+	fill := w.m.New.Fill
+	if w.m.strings {
+		fill = nil // libhdf5's default, "": versioned-hdf5 sets none for strings
+	}
+	if err := h.CreateVirtualFlat(path, src, shape, fill, vs, cs, ss); err != nil {
 		return err
 	}
 	if err := h.CopyAttrs(d.Path, path); err != nil {
@@ -547,4 +580,80 @@ func (w *writer) virtual(src *h5.Dataset, d *versions.Dataset, path string, slot
 		return err
 	}
 	return h.SetAttrInt64s(path, "chunks", w.chunks)
+}
+
+// cutStrings is cut for a variable-length string dataset read through vds (the version's
+// virtual dataset; unmapped elements read as ""): each chunk holds its strings in C
+// order, "" past the shape, and is hashed as versioned-hdf5 hashes object chunks (the
+// trimmed elements only).
+func (w *writer) cutStrings(vds *h5.Dataset, shape []int64, src *sources, b int64, g []int64) (*band, error) {
+	bd := &band{}
+	if src != nil {
+		bd.key, bd.keyed = src.key(b), true
+		if slots, ok := w.lookup(bd.key); ok {
+			bd.slots = slots
+			return bd, nil
+		}
+	}
+	rank := len(shape)
+	c := w.chunks
+	lo := b * c[0]
+	count := slices.Clone(shape)
+	count[0] = min(shape[0], lo+c[0]) - lo
+	start := make([]int64, rank)
+	start[0] = lo
+	vals, err := vds.ReadStrings(start, count)
+	if err != nil {
+		return nil, err
+	}
+	var read int64
+	for _, v := range vals {
+		read += int64(len(v))
+	}
+	w.addRead(read)
+	n := chunkplan.Elements(g[1:])
+	bd.strs = make([][]string, n)
+	bd.digests = make([][32]byte, n)
+	bd.trimmed = make([][]int64, n)
+	idx := make([]int64, rank) // the chunk's grid index; axis 0 stays 0 within the band
+	whole := chunkplan.Elements(c)
+	for k := int64(0); k < n; k++ {
+		if k > 0 {
+			for a := rank - 1; a >= 1; a-- {
+				if idx[a]++; idx[a] < g[a] {
+					break
+				}
+				idx[a] = 0
+			}
+		}
+		L := make([]int64, rank)
+		for a := range rank {
+			L[a] = min(count[a], (idx[a]+1)*c[a]) - idx[a]*c[a]
+		}
+		chunk := make([]string, whole)
+		trimmed := make([]string, 0, chunkplan.Elements(L))
+		pos := make([]int64, rank)
+		for {
+			var off, coff int64 // in the band read, in the chunk
+			for a := range rank {
+				off = off*count[a] + idx[a]*c[a] + pos[a]
+				coff = coff*c[a] + pos[a]
+			}
+			chunk[coff] = vals[off]
+			trimmed = append(trimmed, vals[off])
+			a := rank - 1
+			for ; a >= 0; a-- {
+				if pos[a]++; pos[a] < L[a] {
+					break
+				}
+				pos[a] = 0
+			}
+			if a < 0 {
+				break
+			}
+		}
+		bd.strs[k], bd.trimmed[k] = chunk, L
+		bd.digests[k] = hashtable.HashStrings(trimmed, L)
+	}
+	return bd, nil
 }
