@@ -51,6 +51,9 @@ type Cost struct {
 	NewSlots int64
 	// Counted: NewSlots and the sample come from the versions' chunk maps.
 	Counted bool
+	// Strings: variable-length strings, whose chunks hold references to the strings in
+	// the file's heap: Growth counts the references, not the strings, a lower bound.
+	Strings bool
 	// Growth estimates the bytes the file grows by: the new slots' stored chunks,
 	// hash-table rows and chunk-index entries, the new mapping lists (libhdf5 1.10's
 	// encoding) and the new objects' headers. The old storage stays in the file until
@@ -114,6 +117,7 @@ func (m *modification) cost(estimate bool) {
 			sampled = s
 		}
 	}
+	c.Strings = m.strings
 	if ok {
 		c.NewSlots, c.Counted = n, true
 		if sampled.n > 0 {

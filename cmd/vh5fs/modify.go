@@ -136,10 +136,12 @@ func printModifyPlan(w io.Writer, file string, p modify.Plan, st os.FileInfo) {
 	grow := "about " + byteSize(p.Growth)
 	compressed := p.GrowthWhole > p.Growth+p.Growth/10
 	switch {
+	case p.Strings:
+		grow = "at least " + byteSize(p.Growth) + " (a lower bound: string chunks hold references to the strings, whose own bytes are not counted)"
 	case !p.Counted:
 		// The slots come from the old ones (no chunk map to count sources in): versions
 		// that share part of a new chunk make more.
-		grow = "at least " + grow + " (a lower bound: a version's chunk map could not be read, so the new chunks are counted from the old ones)"
+		grow = "at least " + byteSize(p.Growth) + " (a lower bound: a version's chunk map could not be read, so the new chunks are counted from the old ones)"
 	case compressed && p.Sampled > 0:
 		grow += fmt.Sprintf(" (a sample of %s stored in %.0f%% of their size; up to about %s stored whole)",
 			plural(int64(p.Sampled), "new chunk"), 100*p.Ratio, byteSize(p.GrowthWhole))
