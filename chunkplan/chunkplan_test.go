@@ -254,3 +254,27 @@ func TestSetItemPlanString(t *testing.T) {
 	}
 	require.Equal(t, "in place", UpdateInPlace.String())
 }
+
+func TestNext(t *testing.T) {
+	tests := []struct {
+		extent []int64
+		want   [][]int64
+	}{
+		{[]int64{2, 3}, [][]int64{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}},
+		{[]int64{3}, [][]int64{{0}, {1}, {2}}},
+		{[]int64{}, [][]int64{{}}},
+		{[]int64{1, 1, 2}, [][]int64{{0, 0, 0}, {0, 0, 1}}},
+	}
+	for _, tt := range tests {
+		idx := make([]int64, len(tt.extent))
+		var got [][]int64
+		for {
+			got = append(got, append([]int64{}, idx...))
+			if !Next(idx, tt.extent) {
+				break
+			}
+		}
+		require.Equal(t, tt.want, got, "%v", tt.extent)
+		require.Equal(t, make([]int64, len(tt.extent)), idx, "back at zeros")
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"hash"
 	"strconv"
 	"strings"
+
+	"github.com/vh5fs/vh5fs/chunkplan"
 )
 
 // Hash returns the versioned-hdf5 (data_version 4) digest of a fixed-size
@@ -88,14 +90,7 @@ func writeBody(h hash.Hash, chunk []byte, chunkShape, trimmed []int64, itemSize 
 			off += x * strides[i]
 		}
 		h.Write(chunk[off : off+run])
-		i := k - 1
-		for ; i >= 0; i-- {
-			if idx[i]++; idx[i] < trimmed[i] {
-				break
-			}
-			idx[i] = 0
-		}
-		if i < 0 {
+		if !chunkplan.Next(idx, trimmed[:k]) {
 			return
 		}
 	}

@@ -449,14 +449,7 @@ func (m *modification) versionSources(each func(func(grid []int64, row int64) er
 				seen[k] = struct{}{}
 				found(idx)
 			}
-			a := rank - 1
-			for ; a >= 1; a-- {
-				if idx[a]++; idx[a] < ng[a] {
-					break
-				}
-				idx[a] = 0
-			}
-			if a < 1 {
+			if !chunkplan.Next(idx[1:], ng[1:]) {
 				break
 			}
 		}

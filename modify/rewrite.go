@@ -369,14 +369,7 @@ func (w *writer) cut(d *versions.Dataset, src *sources, b int64, g []int64) (*ba
 				coff += x * cstrides[a]
 			}
 			w.m.conv.run(chunk[coff*int64(w.size):], buf[(base+off)*int64(from):(base+off+last)*int64(from)], int(last))
-			a := rank - 2
-			for ; a >= 0; a-- {
-				if pos[a]++; pos[a] < L[a] {
-					break
-				}
-				pos[a] = 0
-			}
-			if a < 0 {
+			if !chunkplan.Next(pos, L[:rank-1]) {
 				break
 			}
 		}
@@ -641,14 +634,7 @@ func (w *writer) cutStrings(vds *h5.Dataset, shape []int64, src *sources, b int6
 			}
 			chunk[coff] = vals[off]
 			trimmed = append(trimmed, vals[off])
-			a := rank - 1
-			for ; a >= 0; a-- {
-				if pos[a]++; pos[a] < L[a] {
-					break
-				}
-				pos[a] = 0
-			}
-			if a < 0 {
+			if !chunkplan.Next(pos, L) {
 				break
 			}
 		}

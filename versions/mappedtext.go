@@ -87,7 +87,7 @@ func stringRuns(m *chunkmap.Map) []stringRun {
 			runs = append(runs, stringRun{vstart: v, src: off, count: t})
 			cur = len(runs) - 1
 		}
-		if !nextColumn(g, grid) {
+		if !chunkplan.Next(g[1:], grid[1:]) {
 			return runs
 		}
 	}
@@ -104,17 +104,6 @@ func (r *stringRun) joins(off int64, t []int64) bool {
 		n *= c
 	}
 	return n <= maxRunElems
-}
-
-// nextColumn steps g to the next grid index of axes 1.. in C order; false after the last.
-func nextColumn(g, grid []int64) bool {
-	for i := len(g) - 1; i >= 1; i-- {
-		if g[i]++; g[i] < grid[i] {
-			return true
-		}
-		g[i] = 0
-	}
-	return false
 }
 
 // placeBox copies box, the C-order elements of the box at vstart of extent count, into
