@@ -487,41 +487,10 @@ done:
 	return rc;
 }
 
-int vh5_read_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *count, char **out, size_t n) {
-	int rc = -1;
-	hid_t mtype = H5Tcopy(H5T_C_S1);
-	hid_t fspace = H5Dget_space(dset);
-	hid_t mspace = -1;
-	// In the dataset's own character set: libhdf5 converts no string between ASCII and UTF-8.
-	hid_t ftype = H5Dget_type(dset);
-	H5T_cset_t cset = ftype < 0 ? H5T_CSET_ERROR : H5Tget_cset(ftype);
-	if (ftype >= 0) H5Tclose(ftype);
-	if (mtype < 0 || fspace < 0 || cset < 0 || H5Tset_size(mtype, H5T_VARIABLE) < 0 || H5Tset_cset(mtype, cset) < 0) {
-		goto done;
-	}
-	hsize_t total = n;
-	mspace = H5Screate_simple(1, &total, NULL);
-	if (mspace < 0) {
-		goto done;
-	}
-	if (rank > 0 && H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0) {
-		goto done;
-	}
-	memset(out, 0, n * sizeof(char *));
-	if (H5Dread(dset, mtype, mspace, fspace, H5P_DEFAULT, out) < 0) {
-		goto done;
-	}
-	rc = 0;
-done:
-	if (mspace >= 0) H5Sclose(mspace);
-	if (fspace >= 0) H5Sclose(fspace);
-	if (mtype >= 0) H5Tclose(mtype);
-	return rc;
-}
-
-// vh5_write_strings writes n C strings (C order) into the box start/count of a
-// variable-length string dataset, in the dataset's own character set.
-int vh5_write_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *count, const char **in, size_t n) {
+// strings_io reads (write 0) or writes n C strings, in C order, of the box start/count of a
+// variable-length string dataset, in the dataset's own character set: libhdf5 converts no
+// string between ASCII and UTF-8. A failure's HDF5 error stack is kept for the caller.
+static int strings_io(hid_t dset, int rank, const hsize_t *start, const hsize_t *count, void *buf, size_t n, int write) {
 	int rc = -1;
 	hid_t ftype = H5Dget_type(dset);
 	hid_t mtype = H5Tcopy(H5T_C_S1);
@@ -540,16 +509,32 @@ int vh5_write_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t 
 	if (rank > 0 && H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0) {
 		goto done;
 	}
-	if (H5Dwrite(dset, mtype, mspace, fspace, H5P_DEFAULT, in) < 0) {
+	if (!write) {
+		memset(buf, 0, n * sizeof(char *));
+	}
+	if ((write ? H5Dwrite(dset, mtype, mspace, fspace, H5P_DEFAULT, buf)
+	           : H5Dread(dset, mtype, mspace, fspace, H5P_DEFAULT, buf)) < 0) {
 		goto done;
 	}
 	rc = 0;
-done:
+done:;
+	hid_t es = rc < 0 ? H5Eget_current_stack() : -1;
 	if (mspace >= 0) H5Sclose(mspace);
 	if (fspace >= 0) H5Sclose(fspace);
 	if (mtype >= 0) H5Tclose(mtype);
 	if (ftype >= 0) H5Tclose(ftype);
+	if (es >= 0) H5Eset_current_stack(es);
 	return rc;
+}
+
+int vh5_read_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *count, char **out, size_t n) {
+	return strings_io(dset, rank, start, count, out, n, 0);
+}
+
+// vh5_write_strings writes n C strings (C order) into the box start/count of a
+// variable-length string dataset, in the dataset's own character set.
+int vh5_write_strings(hid_t dset, int rank, const hsize_t *start, const hsize_t *count, const char **in, size_t n) {
+	return strings_io(dset, rank, start, count, (void *)in, n, 1);
 }
 
 void vh5_free_strings(char **s, size_t n) {
