@@ -160,6 +160,7 @@ type Change struct {
 	Base          string        // the version the changes were made on
 	Dataset       string        // the dataset's path inside the version, e.g. "grp/ds"
 	Array         *staged.Array // the staged changes; re-pointed at the new version on success
+	Strings       *Strings      // instead of Array: a string dataset's new values
 	SkipUnchanged bool          // see Tree.SkipUnchanged
 	FollowHead    bool          // see Tree.FollowHead
 	Branch        string        // see Tree.Branch
@@ -187,7 +188,7 @@ type Result struct {
 func (c *Committer) Commit(ch Change) (Result, error) {
 	return c.CommitTree(Tree{
 		Base:          ch.Base,
-		Changes:       []Entry{{Path: ch.Dataset, FromBase: true, Array: ch.Array}},
+		Changes:       []Entry{{Path: ch.Dataset, FromBase: true, Array: ch.Array, Strings: ch.Strings}},
 		SkipUnchanged: ch.SkipUnchanged,
 		FollowHead:    ch.FollowHead,
 		Branch:        ch.Branch,

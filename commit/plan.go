@@ -18,6 +18,7 @@ import (
 // newChunk is a chunk the commit appends.
 type newChunk struct {
 	data    []byte              // nil for a spilled staged chunk, read from arr
+	strs    []string            // a string chunk's trimmed values (planStrings), else nil
 	spilled *staged.StagedChunk // that chunk
 	arr     *staged.Array
 	trimmed []int64
@@ -323,18 +324,13 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 			continue
 		}
 		d := sums[i].sum
-		row, ok := ix.slots[d]
-		if !ok {
-			row, ok = pending[d]
-		}
-		if ok {
-			res.Reused++
-		} else {
-			row = (ix.largest + int64(len(p.fresh))) * ix.rows
-			pending[d] = row
+		row, isNew := p.slot(ix, pending, d)
+		if isNew {
 			p.fresh = append(p.fresh, newChunk{data: cd.data, spilled: cd.spilled, arr: arr, trimmed: cd.trimmed, row: row, digest: d, encoded: cd.encoded})
 			res.Written++
 			res.Bytes += int64(isz) * chunkplan.Elements(cd.trimmed)
+		} else {
+			res.Reused++
 		}
 		rows[cd.flat] = row
 		p.remap = append(p.remap, remap{grid: cd.grid, row: row})
@@ -359,6 +355,21 @@ func (c *Committer) plan(ds *versions.Dataset, arr *staged.Array, ix *index) (pl
 		return nil
 	})
 	return p, res, err
+}
+
+// slot is the raw_data row of a chunk of digest d: an existing slot with that digest
+// (including slots no version uses any more), else the first of this commit's new chunks
+// with it (pending), else the next new slot, which the caller appends to p.fresh (isNew).
+func (p *plan) slot(ix *index, pending map[[32]byte]int64, d [32]byte) (row int64, isNew bool) {
+	if row, ok := ix.slots[d]; ok {
+		return row, false
+	}
+	if row, ok := pending[d]; ok {
+		return row, false
+	}
+	row = (ix.largest + int64(len(p.fresh))) * ix.rows
+	pending[d] = row
+	return row, true
 }
 
 // appendOrder compares two chunks of a commit, by their staged.Origin and their flat index

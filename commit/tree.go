@@ -62,8 +62,12 @@ type Entry struct {
 	// Array holds a changed dataset's data: the base's with staged changes, or all of a
 	// New dataset's. On success it is re-pointed at the new version's chunks.
 	Array *staged.Array
-	New   *h5.DataSpec // a dataset created in the stage (its data group made if missing)
-	Attrs []AttrChange
+	// Strings, instead of Array, are the new values of a variable-length string dataset;
+	// ASCII: a New one holds ASCII strings (h5py's bytes), else UTF-8.
+	Strings *Strings
+	ASCII   bool
+	New     *h5.DataSpec // a dataset created in the stage (its data group made if missing)
+	Attrs   []AttrChange
 }
 
 // AttrChange sets an HDF5 attribute from its JSON form (h5.File.SetAttrJSON), or removes
@@ -83,8 +87,17 @@ type changedDataset struct {
 	ds    *versions.Dataset
 	ix    *index
 	plan  plan
-	arr   *staged.Array
+	arr   *staged.Array // nil for strings
+	strs  *Strings
 	isNew bool
+}
+
+// shape is the dataset's shape in the new version.
+func (cd *changedDataset) shape() []int64 {
+	if cd.strs != nil {
+		return cd.strs.Shape
+	}
+	return cd.arr.Shape()
 }
 
 // CommitTree writes t as one new version whose prev_version is t.Base (or the current
@@ -187,7 +200,7 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 		if err != nil {
 			return err
 		}
-		cd, err := c.planDataset(ds, e.Array, &res)
+		cd, err := c.planDataset(ds, e, &res)
 		if err != nil {
 			return err
 		}
@@ -200,7 +213,7 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 		}
 	}
 	for _, e := range t.Entries {
-		if !e.Group && e.Array != nil && e.New == nil {
+		if !e.Group && (e.Array != nil || e.Strings != nil) && e.New == nil {
 			if err := planBase(e); err != nil {
 				return Result{}, err
 			}
@@ -241,14 +254,14 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 		if e.Group || e.New == nil {
 			continue
 		}
-		if e.Array == nil {
+		if e.Array == nil && e.Strings == nil {
 			return Result{}, fmt.Errorf("new dataset %s has no data", e.Path)
 		}
 		ds, err := c.newDataset(vpath+"/"+e.Path, e)
 		if err != nil {
 			return Result{}, err
 		}
-		cd, err := c.planDataset(ds, e.Array, &res)
+		cd, err := c.planDataset(ds, e, &res)
 		if err != nil {
 			return Result{}, err
 		}
@@ -266,7 +279,7 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 				cd.plan.fresh[i].release = true
 			}
 		}
-		if err := c.appendChunks(cd.ds, cd.ix, cd.plan.fresh, cd.arr.ChunkBytes(), &res); err != nil {
+		if err := c.appendChunks(cd, &res); err != nil {
 			return Result{}, err
 		}
 	}
@@ -290,6 +303,9 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 func (c *Committer) skipUnchanged(changed map[string]*changedDataset) (bool, error) {
 	keep := make(map[*changedDataset]*plan, len(changed))
 	for _, cd := range changed {
+		if cd.strs != nil {
+			return false, nil // a string handle skips unchanged text itself
+		}
 		if len(cd.plan.fresh) == 0 && cd.plan.sameAs(cd.ds, cd.arr.Shape()) {
 			keep[cd] = &cd.plan
 			continue
@@ -308,16 +324,22 @@ func (c *Committer) skipUnchanged(changed map[string]*changedDataset) (bool, err
 	return true, nil
 }
 
-// planDataset plans the commit of arr, staged on ds.
-func (c *Committer) planDataset(ds *versions.Dataset, arr *staged.Array, res *Result) (*changedDataset, error) {
-	if !ds.Stageable() {
+// planDataset plans the commit of e's data (its staged array or its strings) on ds.
+func (c *Committer) planDataset(ds *versions.Dataset, e Entry, res *Result) (*changedDataset, error) {
+	if e.Strings == nil && !ds.Stageable() {
 		return nil, fmt.Errorf("%s: %w", ds.Path, versions.ErrUnsupported)
 	}
 	ix, err := c.index(ds)
 	if err != nil {
 		return nil, err
 	}
-	p, r, err := c.plan(ds, arr, ix)
+	var p plan
+	var r Result
+	if e.Strings != nil {
+		p, r, err = c.planStrings(ds, e.Strings, ix)
+	} else {
+		p, r, err = c.plan(ds, e.Array, ix)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +347,7 @@ func (c *Committer) planDataset(ds *versions.Dataset, arr *staged.Array, res *Re
 	res.Reused += r.Reused
 	res.Unmapped += r.Unmapped
 	res.Bytes += r.Bytes
-	return &changedDataset{ds: ds, ix: ix, plan: p, arr: arr}, nil
+	return &changedDataset{ds: ds, ix: ix, plan: p, arr: e.Array, strs: e.Strings}, nil
 }
 
 // newDataset is the dataset a new entry becomes at path: in its data group, created as
@@ -340,13 +362,30 @@ func (c *Committer) newDataset(path string, e Entry) (*versions.Dataset, error) 
 		return nil, err
 	}
 	if k == h5.KindMissing {
-		if err := h.CreateDataGroup(group, *e.New); err != nil {
+		if e.Strings != nil {
+			err = h.CreateStringDataGroup(group, *e.New, !e.ASCII)
+		} else {
+			err = h.CreateDataGroup(group, *e.New)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
-	ds, err := c.f.NewDataset(path, raw, e.Array.Shape())
+	var shape []int64
+	if e.Strings != nil {
+		shape = e.Strings.Shape
+	} else {
+		shape = e.Array.Shape()
+	}
+	ds, err := c.f.NewDataset(path, raw, shape)
 	if err != nil {
 		return nil, err
+	}
+	if e.Strings != nil {
+		if !ds.Type.VlenString || ds.Type.UTF8 == e.ASCII || !slices.Equal(ds.Chunks, e.New.Chunks) {
+			return nil, fmt.Errorf("%s: %w: %s in chunks %v, not strings in chunks %v", e.Path, ErrSpec, ds.Type.DType, ds.Chunks, e.New.Chunks)
+		}
+		return ds, nil
 	}
 	if ds.Type.DType != e.New.DType || !slices.Equal(ds.Chunks, e.New.Chunks) || ds.Type.Size != e.Array.ItemSize() ||
 		(e.New.Fill != nil && !slices.Equal(ds.Fill, e.New.Fill)) {
@@ -356,8 +395,12 @@ func (c *Committer) newDataset(path string, e Entry) (*versions.Dataset, error) 
 }
 
 // published records a dataset the commit wrote (versions.File.Committed) and points its
-// staged array at the new version's chunks.
+// staged array at the new version's chunks. A string dataset is read anew when asked for:
+// its text is rendered from its strings.
 func (c *Committer) published(path string, cd *changedDataset) error {
+	if cd.strs != nil {
+		return nil
+	}
 	if err := c.f.Committed(path, cd.ds, cd.arr.Shape(), cd.plan.vstart, cd.plan.sstart); err != nil {
 		return err
 	}
@@ -457,7 +500,7 @@ func (c *Committer) writeEntry(src, dst string, e Entry, cd *changedDataset, unc
 			err = h.CopyAttrs(src, dst)
 		}
 	case cd != nil:
-		if err = c.createVirtual(cd.ds, dst, cd.arr.Shape(), &cd.plan); err != nil {
+		if err = c.createVirtual(cd.ds, dst, cd.shape(), &cd.plan); err != nil {
 			break
 		}
 		if cd.isNew {

@@ -13,7 +13,8 @@ import (
 
 // appendChunks writes the new chunks into raw_data, then their rows into hash_table, then
 // largest_index: in that order, so a crash leaves only ignored tails (spec section 4).
-func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChunk, chunkBytes int, res *Result) error {
+func (c *Committer) appendChunks(cd *changedDataset, res *Result) error {
+	ds, ix, fresh := cd.ds, cd.ix, cd.plan.fresh
 	if len(fresh) == 0 {
 		return nil
 	}
@@ -40,7 +41,13 @@ func (c *Committer) appendChunks(ds *versions.Dataset, ix *index, fresh []newChu
 			toWrite = append(toWrite, nc)
 		}
 	}
-	if err := c.writeChunks(raw, toWrite, chunkBytes); err != nil {
+	var err error
+	if cd.strs != nil {
+		err = writeStrings(raw, toWrite)
+	} else {
+		err = c.writeChunks(raw, toWrite, cd.arr.ChunkBytes())
+	}
+	if err != nil {
 		return err
 	}
 	data = time.Since(t0)

@@ -49,10 +49,10 @@ func (n *datasetNode) dataset() (*versions.Dataset, syscall.Errno) {
 // maxSplice bounds fd-backed read replies: header and data must fit one pipe (1 MiB).
 const maxSplice = 1<<20 - 64<<10
 
-// writable reports whether this file takes writes: a versioned dataset of fixed-size
-// elements in a read-write mount.
+// writable reports whether this file takes writes: a versioned dataset in a read-write
+// mount, of fixed-size elements or of variable-length strings (written as its text).
 func (n *datasetNode) writable(d *versions.Dataset) bool {
-	return n.m.commit != nil && n.immutable && d.Stageable()
+	return n.m.commit != nil && n.immutable && (d.Stageable() || d.TextWritable())
 }
 
 // versionAndRel splits the node's HDF5 path into its version and the dataset's path
@@ -133,7 +133,7 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	case n.m.commit == nil || !n.immutable:
 		return nil, 0, syscall.EROFS
 	case !n.writable(d):
-		return nil, 0, syscall.EACCES // variable-length strings are served read-only
+		return nil, 0, syscall.EACCES // datasets vh5fs reads through libhdf5 alone
 	}
 	h, err := n.newWriteHandle()
 	if err != nil {
@@ -304,8 +304,9 @@ func (n *datasetNode) setShape(value []byte) syscall.Errno {
 	return h.commit(true)
 }
 
-// writeHandle is a FUSE file handle on a writefile.Handle, which has the semantics; this
-// adds the node it belongs to, errno mapping, logging and the kernel's page cache.
+// writeHandle is a FUSE file handle on a writefile.Handle, which has the semantics (of a
+// string dataset's text too); this adds the node it belongs to, errno mapping, logging and
+// the kernel's page cache.
 type writeHandle struct {
 	n *datasetNode
 	*writefile.Handle
@@ -372,6 +373,12 @@ func (h *writeHandle) truncate(size int64) syscall.Errno { return errno(h.Trunca
 func (h *writeHandle) commit(explicit bool) syscall.Errno {
 	name, err := h.Commit(explicit)
 	var partial *writefile.PartialRowError
+	var text *writefile.TextError
+	if errors.As(err, &text) {
+		slog.Warn("refused: a string dataset's file holds one JSON string per line, each ending in a newline; nothing is committed",
+			"op", "commit", "path", mountPath(h.n.path), "line", text.Line, "reason", text.Reason)
+		return syscall.EINVAL
+	}
 	if errors.As(err, &partial) {
 		slog.Warn("refused: the file was truncated (O_TRUNC, ftruncate) and its content ends inside a row: "+
 			"a dataset's file replaced whole must hold whole rows of row_bytes (item size x the other axes; "+

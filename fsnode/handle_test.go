@@ -320,10 +320,9 @@ func TestHandleErrnos(t *testing.T) {
 		{"truncate to part of a row", "basic_1d.h5", true, "versions/v4/x", func(n *datasetNode) syscall.Errno {
 			return n.Setattr(ctx, nil, sizeIn(20), &fuse.AttrOut{})
 		}, syscall.EINVAL},
-		{"open strings for writing", "strings.h5", true, "versions/s1/names", func(n *datasetNode) syscall.Errno {
-			_, _, errno := n.Open(ctx, syscall.O_RDWR)
-			return errno
-		}, syscall.EACCES},
+		{"set the shape of strings", "strings.h5", true, "versions/s1/names", func(n *datasetNode) syscall.Errno {
+			return n.Setxattr(ctx, "user.vh5fs.shape", []byte("[2]"), 0)
+		}, syscall.EINVAL},
 		{"set the dtype xattr", "basic_1d.h5", true, "versions/v4/x", func(n *datasetNode) syscall.Errno {
 			return n.Setxattr(ctx, "user.vh5fs.dtype", []byte("<f4"), 0)
 		}, syscall.EPERM},

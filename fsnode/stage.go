@@ -459,7 +459,8 @@ type stageFileNode struct {
 }
 
 // dataset is the stage's shared state of the file (opened on first use). A dataset of
-// the base that takes no writes (variable-length strings) has none: base serves it.
+// the base that takes no writes (one vh5fs reads through libhdf5 alone) has none: base
+// serves it.
 func (n *stageFileNode) dataset() (d *stage.Dataset, base *versions.Dataset, err error) {
 	d, err = n.st.Open(n.path)
 	if errors.Is(err, versions.ErrUnsupported) {
@@ -478,7 +479,7 @@ func (n *stageFileNode) attr(a *fuse.Attr) syscall.Errno {
 	if err != nil {
 		return errno(err)
 	}
-	n.m.fileAttr(a, base.Size(), base.Stageable(), n.time())
+	n.m.fileAttr(a, base.Size(), base.Stageable() || base.TextWritable(), n.time())
 	return 0
 }
 
@@ -543,8 +544,7 @@ func (h *stageHandle) fsync() syscall.Errno {
 
 func (h *stageHandle) logArgs() []any { return []any{"stage", h.st.Name(), "dataset", h.d.Path()} }
 
-// baseHandle is an open file of a stage that takes no writes (variable-length strings):
-// the base's dataset.
+// baseHandle is an open file of a stage that takes no writes: the base's dataset.
 type baseHandle struct{ base *versions.Dataset }
 
 func (h *baseHandle) read(dest []byte, off int64) (int, error) { return h.base.ReadAt(dest, off) }
@@ -627,9 +627,7 @@ func (n *stageFileNode) xattrs() (*xattrs.Set, error) {
 	}
 	var shape []int64
 	if d != nil {
-		arr, release := d.Hold()
-		shape = arr.Shape()
-		release()
+		shape = d.Shape()
 	} else {
 		shape = base.Shape
 	}

@@ -88,11 +88,23 @@ func (d *Dataset) Reshape(shape []int64) error {
 // Written reports whether anything was written since the dataset was opened or made.
 func (d *Dataset) Written() bool { return d.h.Load().Written() }
 
-// Hold locks the dataset's state and returns its array (writefile.File.Hold).
+// Hold locks the dataset's state and returns its array (writefile.File.Hold; nil for a
+// string dataset's text).
 func (d *Dataset) Hold() (*staged.Array, func()) { return d.h.Load().Hold() }
 
+// Shape is the dataset's shape as staged (for text: as created, or as in the base).
+func (d *Dataset) Shape() []int64 { return d.h.Load().Shape() }
+
+// file is the dataset's state.
+func (d *Dataset) file() *writefile.File { return d.h.Load() }
+
 // changed reports whether the dataset differs from the base's. Called holding it.
-func (d *Dataset) changed(arr *staged.Array) bool { return d.Created() || d.restored || arr.Dirty() }
+func (d *Dataset) changed() bool {
+	if d.Created() || d.restored {
+		return true
+	}
+	return d.file().DirtyHeld()
+}
 
 // Close takes the dataset out of its stage: its staged chunks go back to the store.
 func (d *Dataset) Close() {

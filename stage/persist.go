@@ -49,6 +49,9 @@ type savedData struct {
 	// Origins: how each of them was staged (staged.Origin), which orders the commit's new
 	// chunks; absent in files saved before it was kept.
 	Origins []staged.Origin `json:"origins,omitempty"`
+	// Text: a string dataset's, whose text follows instead of chunks (Shape is its shape
+	// but for axis 0, which its lines set).
+	Text bool `json:"text,omitempty"`
 }
 
 func (s *Stage) dir() string { return filepath.Join(s.m.dir, s.name) }
@@ -98,8 +101,11 @@ func writeFile(path string, fill func(w io.Writer) error) error {
 func (s *Stage) saveDataset(d *Dataset) error {
 	arr, release := d.Hold()
 	defer release()
-	if !d.changed(arr) {
+	if !d.changed() {
 		return nil
+	}
+	if arr == nil {
+		return s.saveText(d)
 	}
 	var hdr savedData
 	hdr.Shape = arr.Shape()
@@ -143,9 +149,34 @@ func (s *Stage) saveDataset(d *Dataset) error {
 	if err != nil {
 		return err
 	}
+	return s.savedData(d)
+}
+
+// savedData records that d's data file holds its changes, in the tree.
+func (s *Stage) savedData(d *Dataset) error {
 	wasSaved, wasRestored := d.saved, d.restored
 	d.saved, d.restored = true, true
 	return s.changed(func() { d.saved, d.restored = wasSaved, wasRestored })
+}
+
+// saveText writes the data file of d, a string dataset held by the caller: a header,
+// then its text. Called with s.mu held.
+func (s *Stage) saveText(d *Dataset) error {
+	line, err := json.Marshal(savedData{Shape: d.file().ShapeHeld(), Text: true})
+	if err != nil {
+		return err
+	}
+	err = writeFile(s.dataFile(d.path), func(w io.Writer) error {
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			return err
+		}
+		_, err := w.Write(d.file().TextHeld())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return s.savedData(d)
 }
 
 // saveAll saves every changed dataset's data. Called with s.mu held.
@@ -269,7 +300,12 @@ func (s *Stage) loadDataset(p string, sd savedDataset) (*Dataset, error) {
 		return d, err
 	}
 	arr, release := d.Hold()
-	chunks, isz, fill := arr.Chunks(), arr.ItemSize(), arr.Fill()
+	var chunks []int64
+	var isz int
+	var fill []byte
+	if arr != nil { // else text
+		chunks, isz, fill = arr.Chunks(), arr.ItemSize(), arr.Fill()
+	}
 	release()
 	f, err := os.Open(s.dataFile(p))
 	if err != nil {
@@ -287,6 +323,17 @@ func (s *Stage) loadDataset(p string, sd savedDataset) (*Dataset, error) {
 	if err := json.Unmarshal(line, &hdr); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("data file: %w", err)
+	}
+	if hdr.Text {
+		buf, err := io.ReadAll(r)
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("data file: %w", err)
+		}
+		out := newDataset(p, d.file().RestoreText(buf, hdr.Shape), d.Spec())
+		d.Close()
+		out.restored, out.saved = sd.Changed, true
+		return out, nil
 	}
 	restored, err := staged.New(hdr.Shape, chunks, isz, fill)
 	if err != nil {

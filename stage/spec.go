@@ -25,6 +25,26 @@ type Spec struct {
 	Compression     *string         `json:"compression"`
 	CompressionOpts *int            `json:"compression_opts,omitempty"`
 	Shuffle         bool            `json:"shuffle"`
+	// Encoding is a variable-length string dataset's (dtype "O"): "utf-8", the default
+	// (h5py's str), or "ascii" (h5py's bytes).
+	Encoding string `json:"encoding,omitempty"`
+}
+
+// stringDType is the dtype of variable-length strings, numpy's object.
+const stringDType = "O"
+
+// Strings reports whether the spec is of a variable-length string dataset.
+func (s Spec) Strings() bool { return s.DType == stringDType }
+
+// ASCII reports whether the spec is of variable-length ASCII strings.
+func (s Spec) ASCII() bool { return s.Strings() && s.Encoding == "ascii" }
+
+// encoding names a string charset as a spec gives it.
+func encoding(utf8 bool) string {
+	if utf8 {
+		return "utf-8"
+	}
+	return "ascii"
 }
 
 // Defaults: h5py's default dtype, versioned-hdf5's default chunk length of 1-D datasets,
@@ -109,6 +129,11 @@ func (s *Spec) takeStored(given map[string]json.RawMessage, stored Spec) error {
 	} else if s.DType != stored.DType {
 		conflict("dtype", s.DType, stored.DType)
 	}
+	if !has("encoding") {
+		s.Encoding = stored.Encoding
+	} else if s.Strings() && stored.Strings() && encoding(!s.ASCII()) != encoding(!stored.ASCII()) {
+		conflict("encoding", s.Encoding, stored.Encoding)
+	}
 	if !has("shape") || s.Shape == nil {
 		s.Shape = slices.Clone(stored.Shape)
 	}
@@ -119,7 +144,7 @@ func (s *Spec) takeStored(given map[string]json.RawMessage, stored Spec) error {
 	}
 	if !has("fillvalue") || string(given["fillvalue"]) == "null" {
 		s.FillValue = stored.FillValue
-	} else if s.DType == stored.DType {
+	} else if s.DType == stored.DType && !s.Strings() {
 		if fill, err := fillBytes(s.DType, len(storedData.Fill), s.FillValue); err == nil && !bytes.Equal(fill, storedData.Fill) {
 			conflict("fillvalue", h5json.FillText(s.DType, fill), h5json.FillText(stored.DType, storedData.Fill))
 		}
@@ -166,14 +191,16 @@ func filterText(d h5.DataSpec) string {
 // types a stage cannot create.
 func StoredSpec(info h5.Info, shape []int64) (Spec, error) {
 	dt := info.Type.DType
+	s := Spec{DType: dt, Shape: shape, Chunks: slices.Clone(info.Chunks)}
 	if info.Type.VlenString {
-		return Spec{}, invalid("variable-length strings: a stage cannot create string datasets")
+		s.DType, s.Encoding = stringDType, encoding(info.Type.UTF8)
+		s.filtersOf(info)
+		return s, nil
 	}
 	size, err := h5.ItemSize(dt)
 	if err != nil {
 		return Spec{}, invalid("dtype %q: %v", dt, err)
 	}
-	s := Spec{DType: dt, Shape: shape, Chunks: slices.Clone(info.Chunks)}
 	// The fill value in the form getfattr shows, if that gives back its bytes exactly;
 	// else (a NaN with a payload, bytes with NULs inside) the bytes themselves.
 	var v any = h5json.Fill(dt, info.Fill)
@@ -190,6 +217,12 @@ func StoredSpec(info h5.Info, shape []int64) (Spec, error) {
 		}
 	}
 	s.FillValue = fill
+	s.filtersOf(info)
+	return s, nil
+}
+
+// filtersOf sets the filters of raw_data's info a spec can name.
+func (s *Spec) filtersOf(info h5.Info) {
 	for _, f := range info.Filters {
 		switch f.ID {
 		case 1: // deflate
@@ -205,7 +238,6 @@ func StoredSpec(info h5.Info, shape []int64) (Spec, error) {
 			s.Compression = &lzf
 		}
 	}
-	return s, nil
 }
 
 // DataSpec is the raw_data the dataset needs, checked.
@@ -224,13 +256,26 @@ func (s Spec) DataSpec() (h5.DataSpec, error) {
 			return h5.DataSpec{}, invalid("chunks %v: lengths must be positive", s.Chunks)
 		}
 	}
-	size, err := h5.ItemSize(s.DType)
-	if err != nil {
-		return h5.DataSpec{}, invalid("dtype %q: %v", s.DType, err)
-	}
-	fill, err := fillBytes(s.DType, size, s.FillValue)
-	if err != nil {
-		return h5.DataSpec{}, err
+	var fill []byte
+	switch {
+	case s.Strings():
+		// h5py sets no fill value for strings: unset elements read as "".
+		if len(s.FillValue) > 0 && string(s.FillValue) != "null" && string(s.FillValue) != `""` {
+			return h5.DataSpec{}, invalid("fillvalue %s: variable-length strings have none (unset elements read as \"\")", s.FillValue)
+		}
+		if s.Encoding != "" && s.Encoding != "utf-8" && s.Encoding != "ascii" {
+			return h5.DataSpec{}, invalid("encoding %q: use \"utf-8\" or \"ascii\"", s.Encoding)
+		}
+	case s.Encoding != "":
+		return h5.DataSpec{}, invalid("encoding %q: only variable-length strings (dtype \"O\") have one", s.Encoding)
+	default:
+		size, err := h5.ItemSize(s.DType)
+		if err != nil {
+			return h5.DataSpec{}, invalid("dtype %q: %v", s.DType, err)
+		}
+		if fill, err = fillBytes(s.DType, size, s.FillValue); err != nil {
+			return h5.DataSpec{}, err
+		}
 	}
 	d := h5.DataSpec{DType: s.DType, Chunks: s.Chunks, Fill: fill, Gzip: -1, Shuffle: s.Shuffle}
 	comp := ""

@@ -46,6 +46,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/commit"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/h5json"
@@ -619,8 +620,13 @@ func (s *Stage) newDataset(p string, spec Spec) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkDataGroup(p, ds); err != nil {
+	if err := s.checkDataGroup(p, spec, ds); err != nil {
 		return nil, err
+	}
+	if spec.Strings() {
+		// The text of the spec's shape of "" (what h5py reads an unset string as).
+		text := bytes.Repeat([]byte("\"\"\n"), int(chunkplan.Elements(spec.Shape)))
+		return newDataset(p, writefile.NewText(text, spec.ASCII(), spec.Shape), &spec), nil
 	}
 	arr, err := staged.New(spec.Shape, spec.Chunks, len(ds.Fill), ds.Fill)
 	if err != nil {
@@ -632,7 +638,7 @@ func (s *Stage) newDataset(p string, spec Spec) (*Dataset, error) {
 
 // checkDataGroup refuses a spec that the path's data group, if an earlier dataset of the
 // path left one, cannot hold: versioned-hdf5 fixes dtype, chunks and fill value per path.
-func (s *Stage) checkDataGroup(p string, ds h5.DataSpec) error {
+func (s *Stage) checkDataGroup(p string, spec Spec, ds h5.DataSpec) error {
 	// versioned-hdf5 finds data groups by walking _version_data and stopping at a group
 	// with raw_data: a data group inside another, or around one, would be lost.
 	for q := dirOf(p); q != ""; q = dirOf(q) {
@@ -661,9 +667,17 @@ func (s *Stage) checkDataGroup(p string, ds h5.DataSpec) error {
 	}
 	defer d.Close()
 	info := d.Info()
-	if info.Type.DType != ds.DType || !slices.Equal(info.Chunks, ds.Chunks) || !slices.Equal(info.Fill, ds.Fill) {
+	differs := info.Type.DType != ds.DType || !slices.Equal(info.Chunks, ds.Chunks) || !slices.Equal(info.Fill, ds.Fill)
+	if info.Type.VlenString {
+		differs = !spec.Strings() || spec.ASCII() == info.Type.UTF8 || !slices.Equal(info.Chunks, ds.Chunks)
+	}
+	if differs {
 		why := fmt.Sprintf("%s held %s data in chunks %v, fill value %s, in earlier versions; a dataset of that path keeps them",
 			p, info.Type.DType, info.Chunks, h5json.FillText(info.Type.DType, info.Fill))
+		if info.Type.VlenString {
+			why = fmt.Sprintf("%s held variable-length strings (%s) in chunks %v in earlier versions; a dataset of that path keeps them",
+				p, encoding(info.Type.UTF8), info.Chunks)
+		}
 		if spec, err := StoredSpec(info, nil); err == nil {
 			spec.Shape = nil
 			if b, err := h5json.Marshal(spec); err == nil {
@@ -818,8 +832,8 @@ func (s *Stage) rebase(version, branch string) error {
 		return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, ErrBusy)
 	}
 	for _, d := range s.datasets {
-		arr, release := d.Hold()
-		changed := d.changed(arr)
+		_, release := d.Hold()
+		changed := d.changed()
 		release()
 		if changed {
 			return fmt.Errorf("stage %s has changes: only an unchanged stage can be rebased: %w", s.name, ErrBusy)
@@ -1052,6 +1066,18 @@ func (s *Stage) commit(version string) (commit.Result, error) {
 		defer release()
 		arrays[p] = arr
 	}
+	// A string dataset's text is parsed now: text that is not its values fails the commit
+	// (EINVAL) before anything is written.
+	strs := map[string]*commit.Strings{}
+	for _, p := range paths {
+		if d := s.datasets[p]; arrays[p] == nil && d.changed() {
+			v, err := d.file().StringsHeld()
+			if err != nil {
+				return commit.Result{}, fmt.Errorf("%s: %w", p, err)
+			}
+			strs[p] = v
+		}
+	}
 	t := commit.Tree{Base: s.base, Branch: s.branch, Name: version, Attrs: attrChanges(s.attrs[""]), Named: s.markCommitting}
 	var walk func(dir string) error
 	walk = func(dir string) error {
@@ -1068,9 +1094,9 @@ func (s *Stage) commit(version string) (commit.Result, error) {
 					if err != nil {
 						return err
 					}
-					en.New, en.Array = &ds, arrays[p]
-				} else if d.changed(arrays[p]) {
-					en.Array = arrays[p]
+					en.New, en.Array, en.Strings, en.ASCII = &ds, arrays[p], strs[p], d.Spec().ASCII()
+				} else if d.changed() {
+					en.Array, en.Strings = arrays[p], strs[p]
 				}
 			}
 			t.Entries = append(t.Entries, en)

@@ -277,8 +277,13 @@ func TestSpecs(t *testing.T) {
 		{`{"dtype": "<u1", "fillvalue": 300}`, false, h5.DataSpec{}}, // out of range
 		{`{"compression": "zstd"}`, false, h5.DataSpec{}},            // unknown filter
 		{`{"compression": "gzip", "compression_opts": 11}`, false, h5.DataSpec{}},
-		{`{"dtype": "<f8", "colour": "red"}`, false, h5.DataSpec{}}, // unknown field
-		{`{"dtype": "O"}`, false, h5.DataSpec{}},                    // no variable-length types
+		{`{"dtype": "<f8", "colour": "red"}`, false, h5.DataSpec{}},                        // unknown field
+		{`{"dtype": "O"}`, true, h5.DataSpec{DType: "O", Chunks: []int64{4096}, Gzip: -1}}, // variable-length UTF-8 strings
+		{`{"dtype": "O", "encoding": "ascii", "shape": [0, 2], "chunks": [8, 2], "compression": "gzip"}`, true,
+			h5.DataSpec{DType: "O", Chunks: []int64{8, 2}, Gzip: 4}},
+		{`{"dtype": "O", "encoding": "latin-1"}`, false, h5.DataSpec{}},
+		{`{"dtype": "O", "fillvalue": "x"}`, false, h5.DataSpec{}}, // strings have no fill value
+		{`{"dtype": "<i4", "encoding": "ascii"}`, false, h5.DataSpec{}},
 		{`not json`, false, h5.DataSpec{}},
 	} {
 		t.Run(c.json, func(t *testing.T) {

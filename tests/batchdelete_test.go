@@ -254,7 +254,7 @@ func TestBatchDeleteKilledThenFinished(t *testing.T) {
 	}
 }
 
-// anyDataset is the first writable dataset file under dir (a symbolic link followed), in
+// anyDataset is the first dataset file that takes writes under dir (a symbolic link followed), in
 // name order.
 func anyDataset(t *testing.T, dir string) string {
 	t.Helper()
@@ -268,7 +268,7 @@ func anyDataset(t *testing.T, dir string) string {
 		if !e.Type().IsRegular() {
 			return nil
 		}
-		// Variable-length string files are read-only until string writes come.
+		// Files vh5fs reads through libhdf5 alone take no writes.
 		if info, err := e.Info(); err == nil && info.Mode().Perm()&0o200 != 0 {
 			found = p
 			return filepath.SkipAll

@@ -50,9 +50,10 @@ type Dataset struct {
 	raw    *h5.Dataset
 	vds    *h5.Dataset
 	plan   *chunkmap.Map // plans byte ranges for the vds route
-	// mappedText: text was read from raw_data through the mappings vh5fs decodes
-	// (renderMapped), not through libhdf5 opening the virtual dataset.
-	mappedText bool
+	// textMap: text was read from raw_data through the mappings vh5fs decodes
+	// (renderMapped), not through libhdf5 opening the virtual dataset; it is their chunk
+	// map (one byte per element stands in for the strings).
+	textMap *chunkmap.Map
 	// chunked reads the chunk route (arr) from the File's chunk store; made on first use.
 	chunkedOnce sync.Once
 	chunked     *chunkstore.Chunked

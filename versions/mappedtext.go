@@ -41,7 +41,7 @@ func (d *Dataset) renderMapped(m *chunkmap.Map) error {
 	if err := d.setText(strs); err != nil {
 		return fmt.Errorf("%s: %w", d.Path, err)
 	}
-	d.mappedText = true
+	d.textMap = m
 	return nil
 }
 

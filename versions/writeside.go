@@ -23,6 +23,11 @@ func (d *Dataset) WriteBase() (*chunkmap.Map, error) {
 	return d.arr, nil
 }
 
+// TextWritable reports whether a write of the dataset's text can replace its values: a
+// version's variable-length string dataset whose mappings vh5fs decodes (its raw_data
+// and chunk map known, as for Stageable datasets).
+func (d *Dataset) TextWritable() bool { return d.textMap != nil && d.raw != nil && !d.live }
+
 // ChunkSource reads the chunks of the dataset's raw_data (the base slab of its staged
 // arrays) through the File's chunk cache.
 func (d *Dataset) ChunkSource() chunkmap.ChunkSource { return d.Chunked() }
@@ -93,6 +98,9 @@ func (d *Dataset) SameChunks(shape []int64, grids [][]int64, rows []int64) bool 
 // holds: the same raw_data, element type, fill value, shape and chunk map (every stored
 // chunk at the same raw_data row). Changes staged on d then apply to o unchanged.
 func (d *Dataset) SameStored(o *Dataset) bool {
+	if d.TextWritable() && o.TextWritable() {
+		return d.RawData == o.RawData && slices.Equal(d.Chunks, o.Chunks) && sameMap(d.textMap, o.textMap)
+	}
 	if !d.Stageable() || !o.Stageable() || d.RawData != o.RawData || d.Type != o.Type ||
 		!slices.Equal(d.Fill, o.Fill) || !slices.Equal(d.Chunks, o.Chunks) {
 		return false
@@ -156,21 +164,49 @@ func (f *File) NewDataset(path, rawPath string, shape []int64) (*Dataset, error)
 		return nil, err
 	}
 	info := raw.Info()
-	if !info.Type.Raw || info.Type.VlenString || len(info.Chunks) != len(shape) {
-		return nil, fmt.Errorf("%s: %w: new datasets take fixed-size elements of rank %d", rawPath, ErrUnsupported, len(shape))
+	if !info.Type.Raw && !info.Type.VlenString || len(info.Chunks) != len(shape) {
+		return nil, fmt.Errorf("%s: %w: new datasets take fixed-size elements or strings of rank %d", rawPath, ErrUnsupported, len(shape))
+	}
+	d := &Dataset{
+		Path: path, Type: info.Type, Shape: slices.Clone(shape), Chunks: info.Chunks, Fill: info.Fill,
+		Filters: info.Filters, RawData: rawPath, Layout: h5.Contiguous,
+		fillDefined: info.FillDefined, f: f, raw: raw, Strings: info.Type.VlenString,
+	}
+	if d.Strings {
+		return d, nil // its values come whole (package commit's Strings)
 	}
 	m, err := chunkmap.New(shape, info.Chunks, info.Type.Size, info.Fill)
 	if err != nil {
 		return nil, err
 	}
-	d := &Dataset{
-		Path: path, Type: info.Type, Shape: slices.Clone(shape), Chunks: info.Chunks, Fill: info.Fill,
-		Filters: info.Filters, RawData: rawPath, Layout: h5.Contiguous,
-		fillDefined: info.FillDefined, f: f, raw: raw, arr: m,
-	}
+	d.arr = m
 	d.size = int64(d.Type.Size)
 	for _, s := range shape {
 		d.size *= s
 	}
 	return d, nil
+}
+
+// sameMap reports whether two chunk maps have one shape and point every chunk at the
+// same slab and offset.
+func sameMap(a, b *chunkmap.Map) bool {
+	if !slices.Equal(a.Shape(), b.Shape()) {
+		return false
+	}
+	type at struct {
+		slab int32
+		off  int64
+	}
+	var seen []at
+	_ = a.Each(func(_ []int64, slab int32, off int64) error {
+		seen = append(seen, at{slab, off})
+		return nil
+	})
+	i, same := 0, true
+	_ = b.Each(func(_ []int64, slab int32, off int64) error {
+		same = same && i < len(seen) && seen[i] == at{slab, off}
+		i++
+		return nil
+	})
+	return same && i == len(seen)
 }

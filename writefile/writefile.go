@@ -31,7 +31,8 @@ import (
 // every Handle has one.
 type File struct {
 	mu    sync.Mutex
-	arr   *staged.Array // GUARDED_BY(mu)
+	arr   *staged.Array // GUARDED_BY(mu); nil for text
+	text  *text         // a variable-length string dataset's text (text.go); GUARDED_BY(mu)
 	wrote bool          // WriteAt since the last commit; GUARDED_BY(mu)
 	// truncated: the file was truncated (O_TRUNC, ftruncate) or reshaped, so its content
 	// is what was written since, and end is where that content ends: the last truncation's
@@ -52,9 +53,14 @@ type File struct {
 // lock (the whole order: docs/ARCHITECTURE.md).
 type Handle struct {
 	File
+	line // GUARDED_BY(File.mu)
+}
+
+// line is what a handle commits on, and advances with each commit it makes.
+type line struct {
 	c    *commit.Committer
 	rel  string // the dataset's path inside its version
-	base string // the version the staged changes apply to; GUARDED_BY(File.mu)
+	base string // the version the changes apply to
 	// follow: opened on the current version, the handle commits on top of whatever is
 	// current then, unless that changed its dataset (commit.Change.FollowHead). A handle
 	// opened on an older version keeps its own line of versions.
@@ -62,7 +68,28 @@ type Handle struct {
 	// branch: opened through a branch (package named), the handle commits on the
 	// branch and follows its head instead of the current version's.
 	branch string
-	unpin  func() // the base's pin (commit.Committer.Pin); GUARDED_BY(File.mu)
+	unpin  func() // the base's pin (commit.Committer.Pin)
+}
+
+// newLine starts a handle's line on dataset rel of version (on branch, if set), pinned.
+func newLine(c *commit.Committer, version, branch, rel string) (line, error) {
+	cur, err := c.File().CurrentVersion()
+	if err != nil {
+		return line{}, fmt.Errorf("writefile: %s/%s: reading the current version: %w", version, rel, err)
+	}
+	return line{c: c, rel: rel, base: version, follow: version == cur || branch != "", branch: branch, unpin: c.Pin(version)}, nil
+}
+
+// change is a commit of the line's dataset on its base.
+func (l *line) change(explicit bool) commit.Change {
+	return commit.Change{Base: l.base, Dataset: l.rel, SkipUnchanged: !explicit, FollowHead: l.follow, Branch: l.branch}
+}
+
+// advance makes version, which a commit of the line just made, its base.
+func (l *line) advance(version string) {
+	unpin := l.unpin // pinned without a gap: a rewrite never moves the array's chunks
+	l.base, l.unpin = version, l.c.Pin(version)
+	unpin()
 }
 
 // Open opens dataset rel of version for writing, its staged chunks in c's store, those it
@@ -70,11 +97,11 @@ type Handle struct {
 // follows the head (see Commit). With a branch (version then being its head), the
 // handle commits on the branch and follows the branch's head instead.
 func Open(c *commit.Committer, version, branch, rel string) (*Handle, error) {
-	cur, err := c.File().CurrentVersion()
+	l, err := newLine(c, version, branch, rel)
 	if err != nil {
-		return nil, fmt.Errorf("writefile: %s/%s: reading the current version: %w", version, rel, err)
+		return nil, err
 	}
-	h := &Handle{c: c, rel: rel, base: version, follow: version == cur || branch != "", branch: branch, unpin: c.Pin(version)}
+	h := &Handle{line: l}
 	if err := h.File.open(c, version, rel, true); err != nil {
 		h.unpin()
 		return nil, err
@@ -97,6 +124,15 @@ func (f *File) open(c *commit.Committer, version, rel string, sink bool) error {
 	if err != nil {
 		return err
 	}
+	if d.TextWritable() {
+		t, err := openText(d)
+		if err != nil {
+			return fmt.Errorf("writefile: %s/%s: %w", version, rel, err)
+		}
+		f.text = t
+		f.sz.Store(int64(len(t.buf)))
+		return nil
+	}
 	if !d.Stageable() {
 		return fmt.Errorf("writefile: %s/%s: %w", version, rel, versions.ErrUnsupported)
 	}
@@ -117,8 +153,8 @@ func NewFile(arr *staged.Array, src chunkmap.ChunkSource) *File {
 	return f
 }
 
-// Hold locks the file and returns its array, for a caller that reads or commits it
-// whole; release unlocks it.
+// Hold locks the file and returns its array (nil for text), for a caller that reads or
+// commits it whole; release unlocks it.
 func (h *File) Hold() (arr *staged.Array, release func()) {
 	h.mu.Lock()
 	return h.arr, h.mu.Unlock
@@ -151,6 +187,16 @@ func (h *File) Written() bool {
 func (h *File) Dirty() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.dirty()
+}
+
+// DirtyHeld is Dirty for a caller holding the file (Hold).
+func (h *File) DirtyHeld() bool { return h.dirty() }
+
+func (h *File) dirty() bool {
+	if h.text != nil {
+		return h.text.dirty
+	}
 	return h.arr.Dirty()
 }
 
@@ -158,6 +204,9 @@ func (h *File) Dirty() bool {
 func (h *File) ReadAt(p []byte, off int64) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.text != nil {
+		return h.text.readAt(p, off), nil
+	}
 	return h.arr.ReadAt(p, off, h.src)
 }
 
@@ -177,6 +226,12 @@ func (h *File) WriteAt(p []byte, off int64) (int, error) {
 	defer h.mu.Unlock()
 	if off < 0 {
 		return 0, fmt.Errorf("writefile: write at %d: %w", off, syscall.EINVAL)
+	}
+	if h.text != nil {
+		h.text.writeAt(p, off)
+		h.wrote = true
+		h.sz.Store(int64(len(h.text.buf)))
+		return len(p), nil
 	}
 	if end := off + int64(len(p)); end > h.arr.Size() {
 		row := rowBytes(h.arr)
@@ -205,6 +260,14 @@ func (h *File) WriteAt(p []byte, off int64) (int, error) {
 func (h *File) Truncate(size int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.text != nil {
+		if size < 0 {
+			return fmt.Errorf("writefile: truncate to %d bytes: %w", size, syscall.EINVAL)
+		}
+		h.text.truncate(size)
+		h.sz.Store(size)
+		return nil
+	}
 	row := rowBytes(h.arr)
 	if size < 0 || (row == 0 && size != 0) || (row > 0 && size%row != 0) {
 		return fmt.Errorf("writefile: truncate to %d bytes: not a whole number of %d-byte rows: %w", size, row, syscall.EINVAL)
@@ -220,6 +283,9 @@ func (h *File) Truncate(size int64) error {
 func (h *File) Reshape(shape []int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.text != nil {
+		return fmt.Errorf("writefile: reshape to %v: a string dataset's shape follows its lines (write them): %w", shape, syscall.EINVAL)
+	}
 	if len(shape) != len(h.arr.Shape()) {
 		return fmt.Errorf("writefile: reshape to %v: rank %d, want %d: %w", shape, len(shape), len(h.arr.Shape()), syscall.EINVAL)
 	}
@@ -260,7 +326,7 @@ func (e *PartialRowError) Unwrap() error { return syscall.EINVAL }
 // untruncated handle's writes that end inside a row are patches of the base, grown by
 // whole rows as documented, and commit.
 func (h *File) partialRow() error {
-	if !h.truncated {
+	if !h.truncated || h.arr == nil {
 		return nil
 	}
 	if row := rowBytes(h.arr); row > 0 && h.end%row != 0 {
@@ -274,6 +340,10 @@ func (h *File) partialRow() error {
 func (h *File) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.text != nil {
+		h.text = nil
+		return
+	}
 	h.arr.Discard()
 }
 
@@ -298,22 +368,37 @@ func (h *Handle) Close() {
 func (h *Handle) Commit(explicit bool) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.arr.Dirty() {
+	if !h.dirty() {
 		return "", nil
 	}
 	if err := h.partialRow(); err != nil {
 		return "", fmt.Errorf("%s/%s: %w", h.base, h.rel, err)
 	}
-	res, err := h.c.Commit(commit.Change{Base: h.base, Dataset: h.rel, Array: h.arr, SkipUnchanged: !explicit, FollowHead: h.follow, Branch: h.branch})
+	ch := h.change(explicit)
+	if h.text != nil {
+		if !explicit && h.text.same() {
+			h.wrote = false
+			return "", nil // a write-back of the base's text: no new version
+		}
+		strs, err := h.text.strings()
+		if err != nil {
+			return "", fmt.Errorf("%s/%s: %w", h.base, h.rel, err)
+		}
+		ch.Strings = strs
+	} else {
+		ch.Array = h.arr
+	}
+	res, err := h.c.Commit(ch)
 	if err != nil {
 		return "", err
 	}
 	h.wrote = false
+	if h.text != nil {
+		h.text.committed(ch.Strings.Shape)
+	}
 	if res.Skipped {
 		return "", nil
 	}
-	unpin := h.unpin // pinned without a gap: a rewrite never moves the array's chunks
-	h.base, h.unpin = res.Name, h.c.Pin(res.Name)
-	unpin()
+	h.advance(res.Name)
 	return res.Name, nil
 }

@@ -145,9 +145,10 @@ def golden(name, description, build, delete):
         w.write("\n")
 
 
-golden("golden_delete_strings_middle", "variable-length strings (UTF-8 and ASCII, 1-D and 2-D) beside int64: "
-       "a version whose string chunks are its own; later string chunks move down", chain, ["s2"])
-golden("golden_delete_strings_several", "the first and the current version of string datasets at once", chain,
-       ["s1", "s4"])
-golden("golden_delete_strings_only", "a string dataset only the deleted version holds goes; the kept string "
-       "chunks move down", only_strings, ["s2"])
+if __name__ == "__main__":  # make_string_writes.py imports manifest
+    golden("golden_delete_strings_middle", "variable-length strings (UTF-8 and ASCII, 1-D and 2-D) beside int64: "
+           "a version whose string chunks are its own; later string chunks move down", chain, ["s2"])
+    golden("golden_delete_strings_several", "the first and the current version of string datasets at once", chain,
+           ["s1", "s4"])
+    golden("golden_delete_strings_only", "a string dataset only the deleted version holds goes; the kept string "
+           "chunks move down", only_strings, ["s2"])
