@@ -174,6 +174,7 @@ func TestKillDuringDelete(t *testing.T) {
 	for _, d := range []struct{ golden, del string }{
 		{"golden_delete_middle", "v2"},
 		{"golden_delete_several", "v2,v4,v5"},
+		{"golden_delete_strings_middle", "s2"}, // string chunks moved as delete_versions moves them
 	} {
 		t.Run(d.golden, func(t *testing.T) {
 			t.Parallel()

@@ -73,11 +73,16 @@ for v in names:
         continue
     for p, ds in walk(g, v + "/"):
         try:
-            if h5py.check_string_dtype(ds.dtype):
+            if h5py.check_string_dtype(ds.dtype) and h5py.check_vlen_dtype(ds.dtype):
+                # Variable-length strings: the digest of their values as a JSON list.
+                vals = [text(x) for x in np.ravel(ds[()])]
+                data = json.dumps(vals, ensure_ascii=False).encode()
+            elif h5py.check_string_dtype(ds.dtype):
                 continue
-            a = np.ascontiguousarray(ds[()])
+            else:
+                data = np.ascontiguousarray(ds[()]).tobytes()
         except Exception as e:  # noqa: BLE001
             unreadable(p, e)
             continue
         shape = "x".join(map(str, ds.shape))
-        print(v, prev, p[len(v) + 1:], hashlib.sha256(a.tobytes()).hexdigest(), shape)
+        print(v, prev, p[len(v) + 1:], hashlib.sha256(data).hexdigest(), shape)
