@@ -1,6 +1,8 @@
 package versions
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -206,4 +208,16 @@ func TestStringRunsBounded(t *testing.T) {
 	dst := make([]string, 6)
 	placeBox(dst, []int64{6}, []int64{2}, []int64{3}, []string{"a", "b", "c"})
 	require.Equal(t, []string{"", "", "a", "b", "c", ""}, dst)
+}
+
+// TestPlainJSON: the strings setText writes without the encoder are exactly those the
+// encoder writes as their own bytes.
+func TestPlainJSON(t *testing.T) {
+	for _, s := range []string{"", "abc", "é✓ü", "a\"b", "a\\b", "tab\t", "nl\n", "\x00", "\x7f", "<&>", "\u2028", "\u2029", "\xe2\x80", "bad\xff", "emoji 🙂"} {
+		var enc bytes.Buffer
+		e := json.NewEncoder(&enc)
+		e.SetEscapeHTML(false)
+		require.NoError(t, e.Encode(s))
+		require.Equal(t, enc.String() == "\""+s+"\"\n", plainJSON(s), "%q (encoded %s)", s, enc.String())
+	}
 }
