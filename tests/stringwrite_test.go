@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/vh5fs/vh5fs/internal/conform"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 )
 
@@ -199,4 +200,32 @@ with h5py.File(sys.argv[1], "r") as f:
 `, file).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, "tickers ascii (2,) (3,) ascii\ngrid utf-8 (2, 2) (2, 2) utf-8\n", string(out))
+}
+
+// TestStringStageGolden: string datasets created in a stage beside a string dataset
+// replaced whole make the version versioned-hdf5's stage_version makes of the same
+// create_dataset calls and assignment (golden_stage_strings, make_string_writes.py):
+// the same data groups, hash rows, slots, mappings and attributes.
+func TestStringStageGolden(t *testing.T) {
+	dir := fixture.Dir()
+	file := copyPath(t, filepath.Join(dir, "golden_stage_strings-before.h5"))
+	m := mount(t, file, "rw")
+	st := filepath.Join(m.Dir, "stage", "golden")
+	require.NoError(t, os.Mkdir(st, 0o755))
+	for _, c := range []struct{ name, spec, text string }{
+		{"tickers", `{"dtype": "O", "encoding": "ascii", "chunks": [2]}`, textLines("AAPL", "MSFT", "NVDA")},
+		{"grid", `{"dtype": "O", "shape": [0, 2], "chunks": [2, 2]}`, textLines("a", "b", "ç", "d", "e", "")},
+		{"s", "", textLines("one", "two", "alpha")},
+	} {
+		p := filepath.Join(st, c.name)
+		if c.spec != "" {
+			require.NoError(t, os.WriteFile(p, nil, 0o644))
+			require.NoError(t, unix.Setxattr(p, "user.vh5fs.create", []byte(c.spec), 0))
+		}
+		require.NoError(t, os.WriteFile(p, []byte(c.text), 0o644))
+	}
+	require.NoError(t, os.Rename(st, filepath.Join(m.Dir, "versions", "golden")))
+	m.unmount(t)
+	require.NoError(t, conform.Files(file, filepath.Join(dir, "golden_stage_strings-after.h5"), "golden"))
+	checkFile(t, file)
 }

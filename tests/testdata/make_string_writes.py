@@ -99,3 +99,28 @@ golden("golden_strings_dedup", "chunk 1 rewritten with chunk 0's strings: it map
        [NAMES[:8]], NAMES[:4] + NAMES[:4])
 golden("golden_strings_2d", "a 2-D dataset (rows of 2) grown by a row: chunks of 2x2 hashed by their trimmed boxes", UTF8, (2, 2),
        [[["a", "b"], ["c", "d"], ["e", "f"]]], [["a", "b"], ["c", "D"], ["e", "f"], ["g", "h"]])
+
+
+def stage_golden(name):
+    """One version that creates string datasets beside a changed one, as a stage makes it:
+    tickers (ASCII, chunks 2), grid (UTF-8, 2-D, chunks 2x2) created, s replaced whole."""
+    before, after = f"{OUT}/{name}-before.h5", f"{OUT}/{name}-after.h5"
+    with h5py.File(before, "w") as f:
+        vf = VersionedHDF5File(f)
+        with vf.stage_version("v1", timestamp=ts(1)) as sv:
+            sv.create_dataset("s", data=np.array(NAMES, dtype=object), dtype=UTF8, chunks=(4,))
+    shutil.copyfile(before, after)
+    with h5py.File(after, "r+") as f:
+        vf = VersionedHDF5File(f)
+        with vf.stage_version("golden", timestamp=GOLDEN_TS) as sv:
+            sv.create_dataset("tickers", data=np.array([b"AAPL", b"MSFT", b"NVDA"], dtype=object), dtype=ASCII, chunks=(2,))
+            sv.create_dataset("grid", data=np.array([["a", "b"], ["ç", "d"], ["e", ""]], dtype=object), dtype=UTF8,
+                              chunks=(2, 2))
+            ds = sv["s"]
+            ds.resize((3,))
+            ds[...] = np.array(["one", "two", "alpha"], dtype=object)
+    manifest(before)
+    manifest(after)
+
+
+stage_golden("golden_stage_strings")
