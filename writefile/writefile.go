@@ -3,8 +3,10 @@
 // version: writes past the end grow axis 0, truncates resize it by whole rows. A Handle
 // is a File of a version's dataset that commits itself (package commit) as a new
 // version, after which it carries on from the version it made; a stage's datasets are
-// Files its stage commits. Nothing here knows FUSE: fsnode translates requests into
-// these calls, and the tests drive them directly.
+// Files its stage commits. A variable-length string dataset's File holds its text instead
+// of a staged array (text.go): written as a plain file, parsed into values when committed.
+// Nothing here knows FUSE: fsnode translates requests into these calls, and the tests
+// drive them directly.
 //
 // Errors that a file system answers with a specific errno wrap it (syscall.EINVAL for a
 // size that is not whole rows, and for the commit of a truncated handle whose content
@@ -341,7 +343,7 @@ func (h *File) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.text != nil {
-		h.text = nil
+		h.text.buf, h.text.base = nil, nil
 		return
 	}
 	h.arr.Discard()
