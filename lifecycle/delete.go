@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/txn"
@@ -660,7 +661,7 @@ func moveChunks(raw *h5.Dataset, g *Group, moved func()) error {
 		if err != nil {
 			return err
 		}
-		if unfiltered && mask == 0 && int64(len(b)) == itemSize*product(g.chunks) {
+		if unfiltered && mask == 0 && int64(len(b)) == itemSize*chunkplan.Elements(g.chunks) {
 			padFill(b, g.chunks, g.extents[s], info.Fill, itemSize)
 		}
 		if err := raw.WriteChunk(to, mask, b); err != nil {
@@ -723,14 +724,6 @@ func padStrings(vals []string, chunks, extent []int64) {
 	}
 }
 
-func product(v []int64) int64 {
-	n := int64(1)
-	for _, x := range v {
-		n *= x
-	}
-	return n
-}
-
 // padFill sets every element of the unfiltered chunk b (dims chunks) outside the corner
 // extent to fill: what the library writes around an edge chunk it moves.
 func padFill(b []byte, chunks, extent []int64, fill []byte, itemSize int64) {
@@ -764,7 +757,7 @@ func writeFill(raw *h5.Dataset, start, chunks []int64) error {
 	if !info.Type.Raw || len(info.Fill) != info.Type.Size {
 		return fmt.Errorf("slot at row %d is mapped but not stored", start[0])
 	}
-	n := product(chunks)
+	n := chunkplan.Elements(chunks)
 	b := bytes.Repeat(info.Fill, int(n))
 	return raw.WriteBox(start, chunks, chunks, make([]int64, len(chunks)), b)
 }

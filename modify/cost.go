@@ -236,7 +236,7 @@ func (m *modification) checkLimit(force bool) error {
 	}
 	return limitError(fmt.Sprintf("chunks %s make %d chunks in a version, past the limit of %d per version "+
 		"(h5py needs about %d KiB of memory per chunk to open a version: %s here); --force rewrites anyway",
-		tuple(m.New.Chunks), c.MaxChunks, MaxVersionChunks, openBytesPerChunk>>10,
+		chunkplan.Tuple(m.New.Chunks), c.MaxChunks, MaxVersionChunks, openBytesPerChunk>>10,
 		sizeText(c.MaxChunks*openBytesPerChunk)))
 }
 
