@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/internal/durable"
 	"github.com/vh5fs/vh5fs/lifecycle"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
@@ -240,7 +241,7 @@ func copyFile(src *h5.File, tmp string, progress Progress) (Result, error) {
 	if err := c.Close(); err != nil {
 		return Result{}, err
 	}
-	if err := syncPath(tmp); err != nil {
+	if err := durable.Sync(tmp); err != nil {
 		return Result{}, err
 	}
 	return Result{Chunks: w.bytes, Lists: w.lists}, nil
@@ -381,18 +382,6 @@ func (w *walker) chunks(path string) error {
 	w.done += last
 	w.bytes += lastBytes
 	return err
-}
-
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	return nil
 }
 
 func join(dir, name string) string {

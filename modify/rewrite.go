@@ -343,12 +343,7 @@ func (w *writer) cut(d *versions.Dataset, src *sources, b int64, g []int64) (*ba
 	idx := make([]int64, rank) // the chunk's grid index, axes 1..
 	for k := int64(0); k < n; k++ {
 		if k > 0 {
-			for a := rank - 1; a >= 1; a-- {
-				if idx[a]++; idx[a] < g[a] {
-					break
-				}
-				idx[a] = 0
-			}
+			chunkplan.Next(idx[1:], g[1:])
 		}
 		L := make([]int64, rank)
 		L[0] = rows
