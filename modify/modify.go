@@ -210,12 +210,12 @@ func plan(f *versions.File, file, dataset string, o Options, estimate bool) (*mo
 	}
 	sort.Strings(names)   // HDF5's name order, which versioned-hdf5 visits them in
 	var rawChunks []int64 // raw_data's chunk shape, read once for checkReadLimit
-	if raw, err := h.OpenDataset(versions.DataRoot + "/" + dataset + "/raw_data"); err == nil {
+	if raw, err := h.OpenDataset(versions.RawDataOf(dataset)); err == nil {
 		rawChunks = raw.Info().Chunks
 		raw.Close()
 	}
 	for _, v := range names {
-		p := versions.VersionsGroup + "/" + v + "/" + dataset
+		p := versions.InVersion(v, dataset)
 		k, err := h.Kind(p)
 		if err != nil || k != h5.KindDataset {
 			continue
@@ -253,10 +253,10 @@ func plan(f *versions.File, file, dataset string, o Options, estimate bool) (*mo
 	if len(m.Versions) == 0 {
 		return nil, fmt.Errorf("no version holds a dataset %s", dataset)
 	}
-	if k, err := h.Kind(versions.DataRoot + "/" + dataset + "/hash_table"); err != nil || k != h5.KindDataset {
+	if k, err := h.Kind(versions.HashTableOf(dataset)); err != nil || k != h5.KindDataset {
 		return nil, fmt.Errorf("%s: its data group has no hash_table", dataset)
 	}
-	if n, ok, err := hashtable.Largest(h, versions.DataRoot+"/"+dataset+"/hash_table"); err == nil && ok {
+	if n, ok, err := hashtable.Largest(h, versions.HashTableOf(dataset)); err == nil && ok {
 		m.OldSlots = n
 	}
 	if err := m.newSpec(o); err != nil {

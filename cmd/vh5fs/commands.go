@@ -691,7 +691,7 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, file, err)
 	}
-	switch k, kerr := f.Kind(versions.VersionsGroup + "/" + version + "/" + ds); {
+	switch k, kerr := f.Kind(versions.InVersion(version, ds)); {
 	case ds == "":
 		err = versionInfo(stdout, f, version)
 	case kerr == nil && k == h5.KindGroup:
@@ -774,7 +774,7 @@ func versionInfo(w io.Writer, f *versions.File, version string) error {
 // groupInfo describes a group of a version: its attributes, then its datasets (dtype and
 // shape, as ls lists them) and its groups.
 func groupInfo(w io.Writer, f *versions.File, version, grp string) error {
-	p := versions.VersionsGroup + "/" + version + "/" + grp
+	p := versions.InVersion(version, grp)
 	attrs, err := f.Attrs(p)
 	if err != nil {
 		return err
