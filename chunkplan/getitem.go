@@ -329,7 +329,7 @@ func (l *Layout) addTransfers(p *GetItemPlan, m ChunkMap, h *Hyperslab) {
 func (p *GetItemPlan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "GetItemPlan bytes [%d, %d) of shape %s chunks %s itemsize %d\n",
-		p.Off, p.Off+p.N, tuple(p.shape), tuple(p.chunks), p.itemSize)
+		p.Off, p.Off+p.N, Tuple(p.shape), Tuple(p.chunks), p.itemSize)
 	fmt.Fprintf(&b, "# %d hyperslabs\n", len(p.Hyperslabs))
 	for _, h := range p.Hyperslabs {
 		fmt.Fprintf(&b, "out[%s]%s  # out byte %d\n",
@@ -385,17 +385,6 @@ func box(start, count []int64, off0 int64) string {
 		parts[i] = fmt.Sprintf("%d:%d", s, s+count[i])
 	}
 	return strings.Join(parts, ", ")
-}
-
-func tuple(xs []int64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = fmt.Sprint(x)
-	}
-	if len(xs) == 1 {
-		return "(" + parts[0] + ",)"
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 // BaseOffsets lists the distinct base slab offsets the plan reads, in order: the chunks

@@ -137,7 +137,7 @@ func (l *Layout) SetItemPlan(m ChunkMap, off, n int64) (*SetItemPlan, error) {
 func (p *SetItemPlan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "SetItemPlan bytes [%d, %d) of shape %s chunks %s itemsize %d\n",
-		p.Off, p.Off+p.N, tuple(p.shape), tuple(p.chunks), p.itemSize)
+		p.Off, p.Off+p.N, Tuple(p.shape), Tuple(p.chunks), p.itemSize)
 	fmt.Fprintf(&b, "# %d hyperslabs\n", len(p.Hyperslabs))
 	for _, h := range p.Hyperslabs {
 		fmt.Fprintf(&b, "value[%s]%s  # value byte %d\n",
@@ -165,7 +165,7 @@ func (p *SetItemPlan) String() string {
 			if c.Action != g.action {
 				continue
 			}
-			fmt.Fprintf(&b, "chunk %s: slabs[%d][%s]%s\n", tuple(c.Chunk), c.Slab,
+			fmt.Fprintf(&b, "chunk %s: slabs[%d][%s]%s\n", Tuple(c.Chunk), c.Slab,
 				rowRange(c.Slab, c.SlabOffset, p.chunks[0]), slabKind(c.Slab))
 		}
 	}
@@ -177,7 +177,7 @@ func (p *SetItemPlan) String() string {
 		}
 		w := window(p.itemSize, t.ByteLo, t.ByteHi)
 		fmt.Fprintf(&b, "chunk %s[%s]%s = value[%s]%s  # value byte %d\n",
-			tuple(t.Chunk), box(t.Start, t.Count, 0), w, box(global, t.Count, 0), w, t.DstOff+int64(t.ByteLo))
+			Tuple(t.Chunk), box(t.Start, t.Count, 0), w, box(global, t.Count, 0), w, t.DstOff+int64(t.ByteLo))
 	}
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
+	"github.com/vh5fs/vh5fs/versions"
 )
 
 // index is the in-memory form of one data group's hash_table: digest -> slot start row.
@@ -19,7 +20,7 @@ type index struct {
 }
 
 func loadIndex(f *h5.File, group string, c0 int64) (*index, error) {
-	path := group + "/hash_table"
+	path := versions.HashTableIn(group)
 	t, err := f.OpenDataset(path)
 	if err != nil {
 		return nil, err

@@ -95,18 +95,18 @@ func (c *Committer) renameVersion(old, new string) error {
 	}
 	// The names change in many headers: no order of writes keeps them whole (InPlace).
 	return txn.Run(h, txn.Change{InPlace: true, Publish: func() error {
-		if err := h.Move(versions.VersionsGroup+"/"+old, versions.VersionsGroup+"/"+new); err != nil {
+		if err := h.Move(versions.VersionGroup(old), versions.VersionGroup(new)); err != nil {
 			return err
 		}
 		for _, m := range members {
 			if m.Kind != h5.KindGroup || m.Name == old {
 				continue
 			}
-			a, ok, err := h.Attr(versions.VersionsGroup+"/"+m.Name, versions.AttrPrevVersion)
+			prev, ok, err := versions.PrevVersion(h, m.Name)
 			if err != nil {
 				return err
 			}
-			if prev, isString := a.Value.(string); ok && isString && prev == old {
+			if ok && prev == old {
 				if err := versions.Relink(h, m.Name, new); err != nil {
 					return err
 				}

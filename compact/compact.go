@@ -29,16 +29,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/internal/durable"
 	"github.com/vh5fs/vh5fs/lifecycle"
 	"github.com/vh5fs/vh5fs/stagedir"
 	"github.com/vh5fs/vh5fs/versions"
-)
-
-// dataRoot is where versioned-hdf5 keeps each dataset's raw_data and hash_table; its
-// versions group holds only metadata and virtual datasets.
-const (
-	dataRoot      = "/_version_data"
-	versionsGroup = dataRoot + "/versions"
 )
 
 // Progress is told, as the copy goes, the raw_data chunk positions done of the total.
@@ -81,7 +75,7 @@ type Result struct {
 }
 
 // ErrNotVersioned is returned for an HDF5 file without versioned-hdf5's layout.
-var ErrNotVersioned = errors.New("not a versioned-hdf5 file (no " + dataRoot + "): compact rewrites versioned-hdf5 " +
+var ErrNotVersioned = errors.New("not a versioned-hdf5 file (no " + versions.DataRoot + "): compact rewrites versioned-hdf5 " +
 	"files only (h5repack rewrites any HDF5 file)")
 
 // File compacts the versioned-hdf5 file at path as o says. The file is opened read-only,
@@ -118,7 +112,7 @@ func File(path string, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer func() { src.Close() }()
-	switch k, err := src.Kind(dataRoot); {
+	switch k, err := src.Kind(versions.DataRoot); {
 	case err != nil:
 		return Result{}, err
 	case k != h5.KindGroup:
@@ -240,7 +234,7 @@ func copyFile(src *h5.File, tmp string, progress Progress) (Result, error) {
 	if err := c.Close(); err != nil {
 		return Result{}, err
 	}
-	if err := syncPath(tmp); err != nil {
+	if err := durable.Sync(tmp); err != nil {
 		return Result{}, err
 	}
 	return Result{Chunks: w.bytes, Lists: w.lists}, nil
@@ -259,11 +253,11 @@ func rawData(src *h5.File) (map[string]bool, int64, error) {
 		for _, m := range members {
 			p := join(dir, m.Name)
 			switch {
-			case m.Kind == h5.KindGroup && p != versionsGroup:
+			case m.Kind == h5.KindGroup && p != versions.VersionsGroup:
 				if err := walk(p); err != nil {
 					return err
 				}
-			case m.Kind == h5.KindDataset && m.Name == "raw_data":
+			case m.Kind == h5.KindDataset && m.Name == versions.RawData:
 				d, err := src.OpenDataset(p)
 				if err != nil {
 					return err
@@ -286,10 +280,10 @@ func rawData(src *h5.File) (map[string]bool, int64, error) {
 		}
 		return nil
 	}
-	if k, err := src.Kind(dataRoot); err != nil || k != h5.KindGroup {
+	if k, err := src.Kind(versions.DataRoot); err != nil || k != h5.KindGroup {
 		return raws, 0, err
 	}
-	return raws, total, walk(dataRoot)
+	return raws, total, walk(versions.DataRoot)
 }
 
 type walker struct {
@@ -358,7 +352,7 @@ func (w *walker) virtual(path string) error {
 }
 
 func inVersions(p string) bool {
-	return p == versionsGroup || strings.HasPrefix(p, versionsGroup+"/")
+	return p == versions.VersionsGroup || strings.HasPrefix(p, versions.VersionsGroup+"/")
 }
 
 func (w *walker) holdsRawData(dir string) bool {
@@ -381,18 +375,6 @@ func (w *walker) chunks(path string) error {
 	w.done += last
 	w.bytes += lastBytes
 	return err
-}
-
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	return nil
 }
 
 func join(dir, name string) string {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/internal/durable"
 	"github.com/vh5fs/vh5fs/stagedir"
 )
 
@@ -166,7 +167,7 @@ func (t target) publish(tmp string, inUse func(string) error) error {
 		if err := renameNoReplace(tmp, t.out); err != nil {
 			return err
 		}
-		return syncPath(filepath.Dir(t.out))
+		return durable.Sync(filepath.Dir(t.out))
 	}
 	if inUse != nil {
 		if err := inUse(t.out); err != nil {
@@ -182,7 +183,7 @@ func (t target) publish(tmp string, inUse func(string) error) error {
 	if err != nil {
 		return err
 	}
-	return syncPath(filepath.Dir(t.out))
+	return durable.Sync(filepath.Dir(t.out))
 }
 
 // lockReplaced takes the exclusive lock on the file the rename replaces, so that no HDF5

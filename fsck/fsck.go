@@ -337,7 +337,7 @@ func (c *checker) dataset(p string) error {
 		c.add(p, "unreadable: raw_data %s: %v", first, err)
 		return nil
 	}
-	if raw, ok := c.vstr(p, "raw_data"); ok && raw != g.raw {
+	if raw, ok := c.vstr(p, versions.AttrRawData); ok && raw != g.raw {
 		c.add(p, "raw_data attribute %q, mappings use %q", raw, g.raw)
 	}
 	if !slices.Equal(hdr.MaxShape, hdr.Shape) {
@@ -453,7 +453,7 @@ func (c *checker) datasetThroughHDF5(p string) error {
 		c.add(p, "no raw_data")
 		return nil
 	}
-	if raw, ok := c.vstr(p, "raw_data"); ok && raw != d.RawData {
+	if raw, ok := c.vstr(p, versions.AttrRawData); ok && raw != d.RawData {
 		c.add(p, "raw_data attribute %q, mappings use %q", raw, d.RawData)
 	}
 	g, err := c.group(d.RawData)
@@ -504,7 +504,7 @@ func (c *checker) hashTables() error {
 }
 
 func (c *checker) hashTable(dir string, g *dataGroup) error {
-	tp := dir + "/hash_table"
+	tp := versions.HashTableIn(dir)
 	ht, err := c.h.OpenDataset(tp)
 	if err != nil {
 		c.add(tp, "missing: %v", err)

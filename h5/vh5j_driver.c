@@ -1,8 +1,10 @@
 // The journal driver, part 1 of 3: libhdf5's side of it. The file driver's callbacks and
 // registration, the held operations that overlay the file for libhdf5 (in memory, or
-// spilled to the spill file beyond the budget), the driver's small accessors, and the
-// system-call helpers the other parts share. The sync, which makes held writes durable, is
-// vh5j_sync.c (its top comment is the driver's crash contract); recovery is vh5j_recover.c.
+// spilled to the spill file beyond the budget), and the driver's small accessors. The
+// sync, which makes held writes durable, is vh5j_sync.c (its top comment is the driver's
+// crash contract); recovery is vh5j_recover.c. What the parts share (system calls, held
+// operations' bytes, the open files) is vh5j_util.c, so that the sync, which the driver's
+// close calls, never calls back into the driver.
 #include "vh5j_private.h"
 
 #include <errno.h>
@@ -17,84 +19,6 @@
 // journal_driver is the driver's libhdf5 identifier, registered on first use; like every libhdf5
 // call, it is only touched under the HDF5 lock (h5/lock.go).
 static hid_t journal_driver = -1;
-
-// open_files lists the files open through the driver (j_open, j_close), for vh5j__jfile_of;
-// under the HDF5 lock, as libhdf5 calls those.
-static jfile *open_files;
-
-char *vh5j__suffixed(const char *path, const char *suffix) {
-	size_t n = strlen(path), s = strlen(suffix);
-	char *p = malloc(n + s + 1);
-	if (p) {
-		memcpy(p, path, n);
-		memcpy(p + n, suffix, s + 1);
-	}
-	return p;
-}
-
-// vh5j__fsync_dir makes a directory entry change durable.
-int vh5j__fsync_dir(const char *path) {
-	char *copy = strdup(path);
-	if (!copy) return -1;
-	int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(copy);
-	if (dfd < 0) return -1;
-	int rc = fsync(dfd);
-	int e = errno;
-	close(dfd);
-	errno = e;
-	return rc;
-}
-
-int vh5j__write_all(int fd, const void *buf, size_t n, off_t off) {
-	const unsigned char *p = buf;
-	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, off);
-		if (w < 0) {
-			if (errno == EINTR) continue;
-			return -1;
-		}
-		p += w, n -= (size_t)w, off += w;
-	}
-	return 0;
-}
-
-// vh5j__read_all reads n bytes at off; bytes past the end of the file read as zeros (as sec2).
-// *got, if not NULL, is how many bytes the file had.
-int vh5j__read_got(int fd, void *buf, size_t n, off_t off, size_t *got) {
-	unsigned char *p = buf;
-	size_t total = 0;
-	while (n > 0) {
-		ssize_t r = pread(fd, p, n, off);
-		if (r < 0) {
-			if (errno == EINTR) continue;
-			return -1;
-		}
-		if (r == 0) {
-			memset(p, 0, n);
-			break;
-		}
-		p += r, n -= (size_t)r, off += r, total += (size_t)r;
-	}
-	if (got) *got = total;
-	return 0;
-}
-
-int vh5j__read_all(int fd, void *buf, size_t n, off_t off) { return vh5j__read_got(fd, buf, n, off, NULL); }
-
-// vh5j__read_whole is vh5j__read_all of bytes that must all be there (a journal's, a spill
-// file's): EIO if the file is shorter.
-int vh5j__read_whole(int fd, void *buf, size_t n, off_t off) {
-	size_t got;
-	if (vh5j__read_got(fd, buf, n, off, &got) < 0) return -1;
-	if (got < n) {
-		errno = EIO;
-		return -1;
-	}
-	return 0;
-}
-
-size_t vh5j__min_size(uint64_t a, uint64_t b) { return (size_t)(a < b ? a : b); }
 
 // open_spill creates f's spill file: an unlinked file in the file's directory (on its file
 // system, not in memory as /tmp may be), by O_TMPFILE where the file system has it.
@@ -151,41 +75,6 @@ static int push_op(jfile *f, haddr_t addr, size_t size, const void *data) {
 	return 0;
 }
 
-// vh5j__drop_ops frees the first n held operations, keeping the rest in order; once none is
-// left, the spill file's space is given back.
-void vh5j__drop_ops(jfile *f, size_t n) {
-	for (size_t i = 0; i < n; i++) {
-		if (f->ops[i].data) f->held_mem -= f->ops[i].size;
-		free(f->ops[i].data);
-	}
-	memmove(f->ops, f->ops + n, (f->nops - n) * sizeof *f->ops);
-	f->nops -= n;
-	if (f->nops == 0 && f->spill_end > 0 && ftruncate(f->spill, 0) == 0) f->spill_end = 0;
-}
-
-// vh5j__stop makes the driver fail-stop with errno (kept if already stopped) and returns -1.
-int vh5j__stop(jfile *f) {
-	if (!f->failed) f->failed = errno ? errno : EIO;
-	errno = f->failed;
-	return -1;
-}
-
-// vh5j__op_bytes copies n bytes of op's, from its byte at, to out.
-int vh5j__op_bytes(const source *src, const held_op *op, size_t at, size_t n, unsigned char *out) {
-	if (op->data) {
-		memcpy(out, op->data + at, n);
-		return 0;
-	}
-	return vh5j__read_whole(src->spill, out, n, op->off + (off_t)at);
-}
-
-// vh5j__overlay copies the bytes of sig[8], at offset at of the file, that fall in [addr,
-// addr+size) into buf, which holds those bytes of the file.
-void vh5j__overlay(unsigned char *buf, uint64_t addr, size_t size, uint64_t at, const unsigned char *sig) {
-	uint64_t lo = at > addr ? at : addr, hi = at + 8 < addr + size ? at + 8 : addr + size;
-	if (lo < hi) memcpy(buf + (lo - addr), sig + (lo - at), hi - lo);
-}
-
 // view reads what the file holds as libhdf5 sees it: its bytes with the first nops held
 // operations applied in order.
 static int view(const jfile *f, size_t nops, haddr_t addr, size_t size, unsigned char *buf) {
@@ -228,18 +117,13 @@ static H5FD_t *j_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxa
 	f->fd = fd, f->dev = st.st_dev, f->ino = st.st_ino;
 	f->eof = f->base = f->limit = (haddr_t)st.st_size;
 	f->budget = HOLD_BUDGET, f->piece = PIECE < PIECE_MIN ? PIECE_MIN : PIECE, f->spill = -1;
-	f->next_open = open_files, open_files = f;
+	vh5j__opened(f);
 	return &f->pub;
 }
 
 static herr_t j_close(H5FD_t *file) {
 	jfile *f = (jfile *)file;
-	for (jfile **p = &open_files; *p; p = &(*p)->next_open) {
-		if (*p == f) {
-			*p = f->next_open;
-			break;
-		}
-	}
+	vh5j__closed(f);
 	herr_t rc = 0;
 	if (!f->failed && (f->nops > 0 || f->eof != f->base)) rc = vh5j__sync_now(f) < 0 ? -1 : 0;  // libhdf5's last writes
 	vh5j__drop_ops(f, f->nops);
@@ -373,20 +257,6 @@ static const H5FD_class_t journal_class = {
     .unlock = j_unlock,
     .fl_map = H5FD_FLMAP_DICHOTOMY,
 };
-
-// vh5j__jfile_of returns the driver's state for file, or NULL if file is not open through this
-// driver; then *fd, if fd is not NULL, is the file's descriptor (NULL if unknown).
-jfile *vh5j__jfile_of(hid_t file, int **fd) {
-	int *h = NULL;
-	if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&h) < 0) h = NULL;
-	if (fd) *fd = h;
-	// Found by its handle among the open ones, not by the file's driver: that costs a copy
-	// of the file's access properties, and h5meta's reads through vh5j_read ask this often.
-	for (jfile *f = open_files; h && f; f = f->next_open) {
-		if (&f->fd == h) return f;
-	}
-	return NULL;
-}
 
 // vh5j_dup_fd is a duplicate of file's descriptor (close it), or -1 with errno set: for a
 // call that must not hold the HDF5 lock while it runs.

@@ -1,9 +1,9 @@
-// The journal driver's private header, for its three parts only: vh5j_driver.c (libhdf5's
-// driver, the held operations, the spill file, the system-call helpers), vh5j_sync.c (the
-// sync and the journal it writes) and vh5j_recover.c (recovery). "The top" in their
-// comments is the top of vh5j_sync.c: the crash contract. vh5j__ names are shared by the
-// parts and by nothing else; what one part alone uses stays static there. Include this
-// first: it sets _GNU_SOURCE for every part alike.
+// The journal driver's private header, for its three parts and their helpers only:
+// vh5j_driver.c (libhdf5's driver, the held operations, the spill file), vh5j_sync.c (the
+// sync and the journal it writes), vh5j_recover.c (recovery) and vh5j_util.c (what they
+// all use). "The top" in their comments is the top of vh5j_sync.c: the crash contract.
+// vh5j__ names are shared by the parts and by nothing else; what one part alone uses stays
+// static there. Include this first: it sets _GNU_SOURCE for every part alike.
 #ifndef VH5J_PRIVATE_H
 #define VH5J_PRIVATE_H
 
@@ -101,7 +101,9 @@ typedef struct {
 	uint64_t guard;  // 0, or 1 + the offset of the signature a guarded sync marks
 } jview;
 
-// vh5j_driver.c: system calls, the held operations, the open files.
+// vh5j_util.c: what every part uses: system calls, the held operations' bytes, the
+// driver's fail-stop, the HDF5 signature, the open files.
+extern const unsigned char vh5j__hdf5_signature[8];
 char *vh5j__suffixed(const char *path, const char *suffix);
 int vh5j__fsync_dir(const char *path);
 int vh5j__write_all(int fd, const void *buf, size_t n, off_t off);
@@ -113,11 +115,13 @@ void vh5j__drop_ops(jfile *f, size_t n);
 int vh5j__stop(jfile *f);
 int vh5j__op_bytes(const source *src, const held_op *op, size_t at, size_t n, unsigned char *out);
 void vh5j__overlay(unsigned char *buf, uint64_t addr, size_t size, uint64_t at, const unsigned char *sig);
+void vh5j__opened(jfile *f);
+void vh5j__closed(jfile *f);
 jfile *vh5j__jfile_of(hid_t file, int **fd);
 
-// vh5j_sync.c: the journal's magic, the signature and the guard's mark, the apply.
+// vh5j_sync.c: the journal's magic, the guard's mark, the apply; the sync itself (which
+// the driver's close calls: the one call from the driver into the sync).
 extern const char vh5j__journal_magic[8];
-extern const unsigned char vh5j__hdf5_signature[8];
 extern const unsigned char vh5j__guard_mark[8];
 unsigned vh5j__apply_rank(uint64_t addr, uint64_t len, int zero, const unsigned char *new);
 int vh5j__all_zero(const unsigned char *p, size_t n);

@@ -82,8 +82,8 @@
 
 const char vh5j__journal_magic[8] = {'V', 'H', '5', 'R', 'E', 'D', 'O', '3'};
 
-// The HDF5 signature, and what a guarded sync writes over it while it applies (see the top).
-const unsigned char vh5j__hdf5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+// What a guarded sync writes over the HDF5 signature (vh5j__hdf5_signature) while it
+// applies (see the top).
 const unsigned char vh5j__guard_mark[8] = {0x89, 'V', 'H', '5', 'J', 'N', 'L', '\n'};
 
 typedef struct {

@@ -115,17 +115,7 @@ func Fill(dt string, b []byte) any {
 	case 'b':
 		return b[0] != 0
 	case 'i', 'u':
-		var u uint64
-		switch size {
-		case 1:
-			u = uint64(b[0])
-		case 2:
-			u = uint64(order.Uint16(b))
-		case 4:
-			u = uint64(order.Uint32(b))
-		case 8:
-			u = order.Uint64(b)
-		}
+		u := Uint(order, b, size)
 		if dt[1] == 'u' {
 			return u
 		}
@@ -181,4 +171,21 @@ func FillText(dt string, b []byte) string {
 	default:
 		return text(v)
 	}
+}
+
+// Uint is the integer element of size bytes (1, 2, 4 or 8; 0 for any other size) at the
+// start of b, in order, unsigned: the one decode of an integer (or bool) element that
+// values, diffs and dtype conversions share; a signed element is its sign extension.
+func Uint(order binary.ByteOrder, b []byte, size int) uint64 {
+	switch size {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(order.Uint16(b))
+	case 4:
+		return uint64(order.Uint32(b))
+	case 8:
+		return order.Uint64(b)
+	}
+	return 0
 }

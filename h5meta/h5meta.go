@@ -113,58 +113,11 @@ type heapSpan struct{ data, n uint64 }
 
 // Open parses the superblock of the HDF5 file r of the given size.
 func Open(r io.ReaderAt, size int64) (*File, error) {
-	if size < 0 {
-		return nil, fmt.Errorf("h5meta: negative file size %d", size)
+	sb, err := ReadSuperblock(r, size)
+	if err != nil {
+		return nil, err
 	}
-	f := &File{r: r, size: size}
-	var pos int64 = -1
-	for p := int64(0); p+8 <= size; p = nextSuperPos(p) {
-		sig := make([]byte, 8)
-		if _, err := r.ReadAt(sig, p); err != nil {
-			return nil, fmt.Errorf("h5meta: reading superblock signature at %d: %w", p, err)
-		}
-		if string(sig) == hdfSignature {
-			pos = p
-			break
-		}
-	}
-	if pos < 0 {
-		return nil, errors.New("h5meta: HDF5 signature not found")
-	}
-	n := min(int64(128), size-pos)
-	raw := make([]byte, n)
-	if _, err := r.ReadAt(raw, pos); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("h5meta: reading superblock: %w", err)
-	}
-	b := &buf{b: raw, what: "superblock"}
-	b.skip(8)
-	f.sb = int(b.u8())
-	switch f.sb {
-	case 0, 1:
-		b.skip(4) // free-space, root symbol table, reserved, shared header versions
-		f.so, f.sl = int(b.u8()), int(b.u8())
-		b.skip(1 + 2 + 2 + 4) // reserved, leaf K, internal K, flags
-		if f.sb == 1 {
-			b.skip(4) // indexed storage K, reserved
-		}
-	case 2, 3:
-		f.so, f.sl = int(b.u8()), int(b.u8())
-		b.skip(1) // flags
-	default:
-		return nil, fmt.Errorf("h5meta: superblock version %d: %w", f.sb, ErrUnsupported)
-	}
-	if b.err != nil {
-		return nil, b.err
-	}
-	if !validSize(f.so) || !validSize(f.sl) {
-		return nil, fmt.Errorf("h5meta: superblock: size of offsets %d / lengths %d: %w", f.so, f.sl, ErrUnsupported)
-	}
-	b.offset(f.so) // stored base address; libhdf5 uses the superblock's position instead
-	if b.err != nil {
-		return nil, b.err
-	}
-	f.base = uint64(pos)
-	return f, nil
+	return &File{r: r, size: size, base: uint64(sb.Offset), sb: sb.Version, so: sb.SizeOfOffsets, sl: sb.SizeOfLengths}, nil
 }
 
 func nextSuperPos(p int64) int64 {

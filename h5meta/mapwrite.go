@@ -169,14 +169,14 @@ func (f *File) MappingListLen(ohdr uint64) (int, error) {
 // space allocated in the file). Superblocks of version 2 and 3 carry a checksum and are
 // ErrUnsupported.
 func (f *File) EOAField() (int64, error) {
-	at := int64(f.base) + 24 + 2*int64(f.so) // signature, versions, sizes, K values, flags; base and free-space addresses
-	switch f.sb {
-	case 0:
-		return at, nil
-	case 1:
-		return at + 4, nil // indexed storage K, reserved
+	if f.sb > 1 {
+		return 0, fmt.Errorf("h5meta: superblock version %d: %w", f.sb, ErrUnsupported)
 	}
-	return 0, fmt.Errorf("h5meta: superblock version %d: %w", f.sb, ErrUnsupported)
+	at, err := eofField(f.sb, f.so)
+	if err != nil {
+		return 0, err
+	}
+	return int64(f.base) + int64(at), nil
 }
 
 // SizeOfOffsets and SizeOfLengths are the superblock's sizes of addresses and lengths.

@@ -11,8 +11,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
-	"strconv"
-	"strings"
 
 	"github.com/vh5fs/vh5fs/chunkplan"
 )
@@ -114,21 +112,7 @@ func HashStrings(values []string, trimmed []int64) [32]byte {
 
 // ShapeSuffix returns Python's tuple repr of trimmed: "(10,)" for one axis,
 // "(3, 4)" otherwise ("()" for none).
-func ShapeSuffix(trimmed []int64) string {
-	var b strings.Builder
-	b.WriteByte('(')
-	for i, l := range trimmed {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.FormatInt(l, 10))
-	}
-	if len(trimmed) == 1 {
-		b.WriteByte(',')
-	}
-	b.WriteByte(')')
-	return b.String()
-}
+func ShapeSuffix(trimmed []int64) string { return chunkplan.Tuple(trimmed) }
 
 func sum(h hash.Hash, trimmed []int64) [32]byte {
 	h.Write([]byte(ShapeSuffix(trimmed)))

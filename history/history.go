@@ -15,6 +15,10 @@
 //     revert), modify, compact — each writing through package txn;
 //   - it reports progress as the engine does.
 //
+// It also decides when a mount's deferred reclaim runs (Reclaimer, reclaim.go): a mount's
+// rmdir writes a deletion's body alone, and the chunks only the deleted versions used are
+// reclaimed together once the deletions pause.
+//
 // The refusals are sentinel errors (stagedir.ErrInUse, commit.ErrBusy, commit.ErrFirst,
 // lifecycle.ErrNoVersion, ...), which fsnode's one table (errno.go) answers with an errno.
 package history

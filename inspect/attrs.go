@@ -114,7 +114,7 @@ type attrValue struct{ text, dtype string }
 // attrTexts reads the attributes of the object at rel in version v (rel "" is the
 // version's group); nil when v holds no such object.
 func attrTexts(f *versions.File, v, rel string) (map[string]attrValue, error) {
-	p := versions.VersionsGroup + "/" + v
+	p := versions.VersionGroup(v)
 	if rel != "" {
 		p += "/" + rel
 	}
@@ -147,7 +147,7 @@ func objects(f *versions.File, v string) ([]string, error) {
 	out := []string{""}
 	var walk func(rel string) error
 	walk = func(rel string) error {
-		dir := versions.VersionsGroup + "/" + v
+		dir := versions.VersionGroup(v)
 		if rel != "" {
 			dir += "/" + rel
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vh5fs/vh5fs/h5json"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -335,17 +336,7 @@ func (r *ValueRange) add(e []byte) {
 	if r.order == nil {
 		r.order = binary.LittleEndian
 	}
-	var u uint64
-	switch len(e) {
-	case 1:
-		u = uint64(e[0])
-	case 2:
-		u = uint64(r.order.Uint16(e))
-	case 4:
-		u = uint64(r.order.Uint32(e))
-	case 8:
-		u = r.order.Uint64(e)
-	}
+	u := h5json.Uint(r.order, e, len(e))
 	first := !r.notEmpty
 	r.notEmpty = true
 	switch r.kind {

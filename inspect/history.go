@@ -635,7 +635,7 @@ func digests(f *versions.File, raw string) map[int64]digestRow {
 	if raw == "" {
 		return nil
 	}
-	tp := path.Dir(raw) + "/hash_table"
+	tp := versions.HashTableIn(path.Dir(raw))
 	if k, err := f.HDF5().Kind(tp); err != nil || k != h5.KindDataset {
 		return nil
 	}

@@ -85,7 +85,7 @@ func executeBody(h *h5.File, p *Plan) error {
 			return err
 		}
 		for _, g := range p.Groups {
-			if err := h.Unlink(versions.DataRoot + "/" + g.Path); err != nil {
+			if err := h.Unlink(versions.DataGroupOf(g.Path)); err != nil {
 				return fmt.Errorf("data group %s: %w", g.Path, err)
 			}
 		}

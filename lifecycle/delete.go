@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/txn"
@@ -179,12 +180,11 @@ func planVersions(f *versions.File, names []string) (*Plan, []string, error) {
 		}
 	}
 	prev := func(v string) (string, error) {
-		a, ok, err := h.Attr(versions.VersionsGroup+"/"+v, versions.AttrPrevVersion)
-		s, isStr := a.Value.(string)
+		s, ok, err := versions.PrevVersion(h, v)
 		switch {
 		case err != nil:
 			return "", err
-		case !ok || !isStr:
+		case !ok:
 			return "", fmt.Errorf("version %q has no prev_version", v)
 		}
 		return s, nil
@@ -202,11 +202,11 @@ func planVersions(f *versions.File, names []string) (*Plan, []string, error) {
 		}
 		return v, nil
 	}
-	cur, ok, err := h.Attr(versions.VersionsGroup, versions.AttrCurrentVersion)
+	cur, ok, err := versions.Current(h)
 	if err != nil {
 		return nil, nil, err
 	}
-	if p.Current, _ = cur.Value.(string); !ok || p.Current == "" {
+	if p.Current = cur; !ok || p.Current == "" {
 		return nil, nil, fmt.Errorf("%s has no current_version", versions.VersionsGroup)
 	}
 	if p.NewCurrent, err = kept(p.Current); err != nil {
@@ -257,7 +257,7 @@ func versionGroups(f *versions.File) ([]h5.Member, map[string]string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	first, err := h.Kind(versions.VersionsGroup + "/" + versions.FirstVersion)
+	first, err := h.Kind(versions.VersionGroup(versions.FirstVersion))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -284,7 +284,7 @@ func dataGroups(h *h5.File, dir, rel string) ([]string, error) {
 		if m.Kind != h5.KindGroup || (dir == versions.DataRoot && m.Name == "versions") {
 			continue
 		}
-		k, err := h.Kind(dir + "/" + m.Name + "/raw_data")
+		k, err := h.Kind(versions.RawDataIn(dir + "/" + m.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +307,7 @@ func dataGroups(h *h5.File, dir, rel string) ([]string, error) {
 // takes a fraction of what libhdf5 takes to open the dataset; else reset is called and
 // libhdf5 reads them. With fn nil it reads the shape alone.
 func eachMapping(h *h5.File, v, rel string, reset func(), fn func(h5.Mapping) error) (shape []int64, present bool, err error) {
-	p := versions.VersionsGroup + "/" + v + "/" + rel
+	p := versions.InVersion(v, rel)
 	// h5meta first: asking libhdf5 whether the dataset is there would keep its header in
 	// libhdf5's cache, where an unlink must decode it (h5.File.Unlink).
 	shape, ok, err := h.VirtualMappings(p, fn)
@@ -382,7 +382,7 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string, pending b
 			return g, err
 		}
 	}
-	raw, err := h.OpenDataset(versions.DataRoot + "/" + rel + "/raw_data")
+	raw, err := h.OpenDataset(versions.RawDataOf(rel))
 	if err != nil {
 		return nil, err
 	}
@@ -439,7 +439,7 @@ func planGroup(h *h5.File, rel string, deleted, keptVersions []string, pending b
 			// reader here decodes: they cannot move raw, nor by value.
 			return nil, fmt.Errorf("moving chunks of %s elements is not supported", info.Type.DType)
 		}
-		if g.rows, err = newHashRows(h, versions.DataRoot+"/"+rel+"/hash_table", g); err != nil {
+		if g.rows, err = newHashRows(h, versions.HashTableOf(rel), g); err != nil {
 			return nil, err
 		}
 	}
@@ -524,7 +524,7 @@ func writeBody(h *h5.File, p *Plan) error {
 	}
 	doomed := make([]string, len(p.Delete))
 	for i, v := range p.Delete {
-		doomed[i] = versions.VersionsGroup + "/" + v
+		doomed[i] = versions.VersionGroup(v)
 	}
 	if err := h.Unlink(doomed...); err != nil {
 		return err
@@ -562,7 +562,7 @@ func writePublish(h *h5.File, groups []Group, progress Progress) error {
 		var err error
 		switch g.Action {
 		case Drop:
-			err = h.Unlink(versions.DataRoot + "/" + g.Path)
+			err = h.Unlink(versions.DataGroupOf(g.Path))
 		case Compact:
 			err = compact(h, g, kept, func() {
 				st.Moved++
@@ -585,8 +585,8 @@ func writePublish(h *h5.File, groups []Group, progress Progress) error {
 // the virtual datasets of the kept versions whose mappings change.
 // moved is called after each chunk moved.
 func compact(h *h5.File, g *Group, kept []string, moved func()) error {
-	dir := versions.DataRoot + "/" + g.Path
-	raw, err := h.OpenDataset(dir + "/raw_data")
+	dir := versions.DataGroupOf(g.Path)
+	raw, err := h.OpenDataset(versions.RawDataIn(dir))
 	if err != nil {
 		return err
 	}
@@ -606,7 +606,7 @@ func compact(h *h5.File, g *Group, kept []string, moved func()) error {
 			return err
 		}
 	}
-	if err := writeHashRows(h, dir+"/hash_table", g.rows); err != nil {
+	if err := writeHashRows(h, versions.HashTableIn(dir), g.rows); err != nil {
 		return err
 	}
 	if g.Moves == 0 { // every kept chunk stays in its slot: no mapping changes
@@ -660,7 +660,7 @@ func moveChunks(raw *h5.Dataset, g *Group, moved func()) error {
 		if err != nil {
 			return err
 		}
-		if unfiltered && mask == 0 && int64(len(b)) == itemSize*product(g.chunks) {
+		if unfiltered && mask == 0 && int64(len(b)) == itemSize*chunkplan.Elements(g.chunks) {
 			padFill(b, g.chunks, g.extents[s], info.Fill, itemSize)
 		}
 		if err := raw.WriteChunk(to, mask, b); err != nil {
@@ -723,14 +723,6 @@ func padStrings(vals []string, chunks, extent []int64) {
 	}
 }
 
-func product(v []int64) int64 {
-	n := int64(1)
-	for _, x := range v {
-		n *= x
-	}
-	return n
-}
-
 // padFill sets every element of the unfiltered chunk b (dims chunks) outside the corner
 // extent to fill: what the library writes around an edge chunk it moves.
 func padFill(b []byte, chunks, extent []int64, fill []byte, itemSize int64) {
@@ -764,7 +756,7 @@ func writeFill(raw *h5.Dataset, start, chunks []int64) error {
 	if !info.Type.Raw || len(info.Fill) != info.Type.Size {
 		return fmt.Errorf("slot at row %d is mapped but not stored", start[0])
 	}
-	n := product(chunks)
+	n := chunkplan.Elements(chunks)
 	b := bytes.Repeat(info.Fill, int(n))
 	return raw.WriteBox(start, chunks, chunks, make([]int64, len(chunks)), b)
 }
@@ -840,7 +832,7 @@ func writeHashRows(h *h5.File, p string, rows []byte) error {
 // any of its chunks moved: created beside it (_tmp_NAME), given its attributes, then moved
 // over it, as the library does.
 func remapVersion(h *h5.File, raw *h5.Dataset, v string, g *Group, newSlot map[int64]int64) error {
-	vpath := versions.VersionsGroup + "/" + v + "/" + g.Path
+	vpath := versions.InVersion(v, g.Path)
 	rank := len(g.chunks)
 	var vs, cs, ss []int64 // the new mappings, flat (h5.File.CreateVirtualFlat)
 	changed := false

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/h5json"
 )
 
 // elemType is a numpy dtype string DataSpec accepts, parsed.
@@ -57,31 +58,10 @@ func (t elemType) load(b []byte) number {
 	case 'b':
 		return number{u: uint64(b[0])}
 	case 'i':
-		var v int64
-		switch t.size {
-		case 1:
-			v = int64(int8(b[0]))
-		case 2:
-			v = int64(int16(t.order.Uint16(b)))
-		case 4:
-			v = int64(int32(t.order.Uint32(b)))
-		default:
-			v = int64(t.order.Uint64(b))
-		}
-		return number{i: v, signed: true}
+		shift := 64 - 8*t.size // sign extension
+		return number{i: int64(h5json.Uint(t.order, b, t.size)<<shift) >> shift, signed: true}
 	default: // 'u'
-		var v uint64
-		switch t.size {
-		case 1:
-			v = uint64(b[0])
-		case 2:
-			v = uint64(t.order.Uint16(b))
-		case 4:
-			v = uint64(t.order.Uint32(b))
-		default:
-			v = t.order.Uint64(b)
-		}
-		return number{u: v}
+		return number{u: h5json.Uint(t.order, b, t.size)}
 	}
 }
 

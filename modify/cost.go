@@ -148,7 +148,7 @@ func (m *modification) cost(estimate bool) {
 	c.Ratio = ratio
 	// Per mapping, in libhdf5 1.10's list: the source file and dataset names, then two
 	// one-block hyperslab selections.
-	src := len(versions.DataRoot + "/" + m.Dataset + "/raw_data")
+	src := len(versions.RawDataOf(m.Dataset))
 	perMapping := int64(2+src+1) + 2*(24+8*rank)
 	growth := func(ratio float64) int64 {
 		// Per slot: the stored chunk, its hash-table row and its entry in raw_data's chunk
@@ -188,9 +188,9 @@ func (m *modification) oldStorage() (stored int64, ratio float64) {
 	if err != nil {
 		return -1, 0
 	}
-	group := versions.DataRoot + "/" + m.Dataset
+	group := versions.DataGroupOf(m.Dataset)
 	var rawChunks int64
-	for _, name := range []string{"raw_data", "hash_table"} {
+	for _, name := range []string{versions.RawData, versions.HashTable} {
 		addr, err := h.ObjectAddr(group + "/" + name)
 		if err != nil {
 			return -1, 0
@@ -204,7 +204,7 @@ func (m *modification) oldStorage() (stored int64, ratio float64) {
 			sum += ch.Size
 		}
 		stored += sum
-		if name == "raw_data" && len(chunks) > 0 {
+		if name == versions.RawData && len(chunks) > 0 {
 			rawChunks = int64(len(chunks))
 			whole := int64(m.from.size)
 			for _, c := range m.Old.Chunks {
@@ -214,7 +214,7 @@ func (m *modification) oldStorage() (stored int64, ratio float64) {
 		}
 	}
 	for _, v := range m.Versions {
-		addr, err := h.ObjectAddr(versions.VersionsGroup + "/" + v + "/" + m.Dataset)
+		addr, err := h.ObjectAddr(versions.InVersion(v, m.Dataset))
 		if err != nil {
 			return -1, 0
 		}
@@ -236,7 +236,7 @@ func (m *modification) checkLimit(force bool) error {
 	}
 	return limitError(fmt.Sprintf("chunks %s make %d chunks in a version, past the limit of %d per version "+
 		"(h5py needs about %d KiB of memory per chunk to open a version: %s here); --force rewrites anyway",
-		tuple(m.New.Chunks), c.MaxChunks, MaxVersionChunks, openBytesPerChunk>>10,
+		chunkplan.Tuple(m.New.Chunks), c.MaxChunks, MaxVersionChunks, openBytesPerChunk>>10,
 		sizeText(c.MaxChunks*openBytesPerChunk)))
 }
 
@@ -314,7 +314,7 @@ func (m *modification) sourceCount() (n int64, samples []sample, ok bool) {
 		}
 	}
 	for i, v := range m.Versions {
-		d, err := m.f.Dataset(versions.VersionsGroup + "/" + v + "/" + m.Dataset)
+		d, err := m.f.Dataset(versions.InVersion(v, m.Dataset))
 		if err != nil {
 			return 0, nil, false
 		}
@@ -513,7 +513,7 @@ func (m *modification) sample(samples []sample) (sampling, error) {
 	digests := map[[32]byte]bool{}
 	for i := 0; i < len(samples); {
 		v := m.Versions[samples[i].version]
-		d, err := m.f.Dataset(versions.VersionsGroup + "/" + v + "/" + m.Dataset)
+		d, err := m.f.Dataset(versions.InVersion(v, m.Dataset))
 		if err != nil {
 			return sampling{}, err
 		}

@@ -47,6 +47,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vh5fs/vh5fs/chunkplan"
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/versions"
@@ -105,7 +106,7 @@ var ErrUnsupported = errors.New("not supported")
 func (p Plan) Changes() []string {
 	var out []string
 	if !slices.Equal(p.Old.Chunks, p.New.Chunks) {
-		out = append(out, fmt.Sprintf("chunks %s -> %s", tuple(p.Old.Chunks), tuple(p.New.Chunks)))
+		out = append(out, fmt.Sprintf("chunks %s -> %s", chunkplan.Tuple(p.Old.Chunks), chunkplan.Tuple(p.New.Chunks)))
 	}
 	if p.Old.DType != p.New.DType {
 		out = append(out, fmt.Sprintf("dtype %s -> %s", p.Old.DType, p.New.DType))
@@ -120,17 +121,6 @@ func (p Plan) Changes() []string {
 		out = append(out, fmt.Sprintf("fill value %x -> %x (elements equal to the old one change too)", p.Old.Fill, p.New.Fill))
 	}
 	return out
-}
-
-func tuple(c []int64) string {
-	s := make([]string, len(c))
-	for i, x := range c {
-		s[i] = fmt.Sprint(x)
-	}
-	if len(c) == 1 {
-		return "(" + s[0] + ",)"
-	}
-	return "(" + strings.Join(s, ", ") + ")"
 }
 
 func compression(s h5.DataSpec) string {
@@ -220,12 +210,12 @@ func plan(f *versions.File, file, dataset string, o Options, estimate bool) (*mo
 	}
 	sort.Strings(names)   // HDF5's name order, which versioned-hdf5 visits them in
 	var rawChunks []int64 // raw_data's chunk shape, read once for checkReadLimit
-	if raw, err := h.OpenDataset(versions.DataRoot + "/" + dataset + "/raw_data"); err == nil {
+	if raw, err := h.OpenDataset(versions.RawDataOf(dataset)); err == nil {
 		rawChunks = raw.Info().Chunks
 		raw.Close()
 	}
 	for _, v := range names {
-		p := versions.VersionsGroup + "/" + v + "/" + dataset
+		p := versions.InVersion(v, dataset)
 		k, err := h.Kind(p)
 		if err != nil || k != h5.KindDataset {
 			continue
@@ -263,10 +253,10 @@ func plan(f *versions.File, file, dataset string, o Options, estimate bool) (*mo
 	if len(m.Versions) == 0 {
 		return nil, fmt.Errorf("no version holds a dataset %s", dataset)
 	}
-	if k, err := h.Kind(versions.DataRoot + "/" + dataset + "/hash_table"); err != nil || k != h5.KindDataset {
+	if k, err := h.Kind(versions.HashTableOf(dataset)); err != nil || k != h5.KindDataset {
 		return nil, fmt.Errorf("%s: its data group has no hash_table", dataset)
 	}
-	if n, ok, err := hashtable.Largest(h, versions.DataRoot+"/"+dataset+"/hash_table"); err == nil && ok {
+	if n, ok, err := hashtable.Largest(h, versions.HashTableOf(dataset)); err == nil && ok {
 		m.OldSlots = n
 	}
 	if err := m.newSpec(o); err != nil {
@@ -358,7 +348,7 @@ func (m *modification) setNew(n h5.DataSpec) error {
 	total := int64(m.to.size)
 	for _, c := range n.Chunks {
 		if total > (1<<32-1)/c {
-			return fmt.Errorf("--chunks %s: chunks of 4 GiB or more are beyond HDF5", tuple(n.Chunks))
+			return fmt.Errorf("--chunks %s: chunks of 4 GiB or more are beyond HDF5", chunkplan.Tuple(n.Chunks))
 		}
 		total *= c
 	}
@@ -373,11 +363,11 @@ func (m *modification) setChunks(n *h5.DataSpec, o Options) error {
 		return nil
 	}
 	if len(o.Chunks) != len(m.Old.Chunks) {
-		return fmt.Errorf("--chunks %s: %s has %d axes, so its chunks have %d numbers", tuple(o.Chunks), m.Dataset, len(m.Old.Chunks), len(m.Old.Chunks))
+		return fmt.Errorf("--chunks %s: %s has %d axes, so its chunks have %d numbers", chunkplan.Tuple(o.Chunks), m.Dataset, len(m.Old.Chunks), len(m.Old.Chunks))
 	}
 	for _, c := range o.Chunks {
 		if c <= 0 {
-			return fmt.Errorf("--chunks %s: every chunk dimension must be positive", tuple(o.Chunks))
+			return fmt.Errorf("--chunks %s: every chunk dimension must be positive", chunkplan.Tuple(o.Chunks))
 		}
 	}
 	n.Chunks = slices.Clone(o.Chunks)

@@ -105,7 +105,7 @@ func (m *modification) build(res *Result, progress func(done, total int64)) (vds
 	if err != nil {
 		return nil, nil, err
 	}
-	if raw, err = h.OpenDataset(group + "/raw_data"); err != nil {
+	if raw, err = h.OpenDataset(versions.RawDataIn(group)); err != nil {
 		return nil, nil, err
 	}
 	w := &writer{
@@ -128,13 +128,13 @@ func (m *modification) build(res *Result, progress func(done, total int64)) (vds
 			progress(w.done, total)
 		}
 	}
-	final := versions.DataRoot + "/" + m.Dataset
-	src := raw.SourceAs(final + "/raw_data")
+	final := versions.DataGroupOf(m.Dataset)
+	src := raw.SourceAs(versions.RawDataIn(final))
 	vds = make([]string, len(m.Versions))
 	for i, v := range m.Versions {
 		// The old version's objects are untouched until the publish: loading them now
 		// reads what they held at the start.
-		d, err := m.f.Dataset(versions.VersionsGroup + "/" + v + "/" + m.Dataset)
+		d, err := m.f.Dataset(versions.InVersion(v, m.Dataset))
 		if err != nil {
 			return nil, raw, fmt.Errorf("version %s: %w", v, err)
 		}
@@ -148,7 +148,7 @@ func (m *modification) build(res *Result, progress func(done, total int64)) (vds
 		}
 		m.f.Forget(v)
 	}
-	if err := w.finish(group + "/hash_table"); err != nil {
+	if err := w.finish(versions.HashTableIn(group)); err != nil {
 		return nil, raw, err
 	}
 	res.Slots = int64(len(w.rows) / hashtable.RowBytes)
@@ -159,7 +159,7 @@ func (m *modification) build(res *Result, progress func(done, total int64)) (vds
 func (m *modification) swap(vds []string) error {
 	h := m.f.HDF5()
 	for i, v := range m.Versions {
-		p := versions.VersionsGroup + "/" + v + "/" + m.Dataset
+		p := versions.InVersion(v, m.Dataset)
 		if err := h.Unlink(p); err != nil {
 			return err
 		}
@@ -172,8 +172,8 @@ func (m *modification) swap(vds []string) error {
 			}
 		}
 	}
-	final := versions.DataRoot + "/" + m.Dataset
-	for _, name := range []string{"raw_data", "hash_table"} {
+	final := versions.DataGroupOf(m.Dataset)
+	for _, name := range []string{versions.RawData, versions.HashTable} {
 		if err := h.Unlink(final + "/" + name); err != nil {
 			return err
 		}
@@ -343,12 +343,7 @@ func (w *writer) cut(d *versions.Dataset, src *sources, b int64, g []int64) (*ba
 	idx := make([]int64, rank) // the chunk's grid index, axes 1..
 	for k := int64(0); k < n; k++ {
 		if k > 0 {
-			for a := rank - 1; a >= 1; a-- {
-				if idx[a]++; idx[a] < g[a] {
-					break
-				}
-				idx[a] = 0
-			}
+			chunkplan.Next(idx[1:], g[1:])
 		}
 		L := make([]int64, rank)
 		L[0] = rows
@@ -569,10 +564,10 @@ func (w *writer) virtual(src *h5.Dataset, d *versions.Dataset, path string, slot
 	if err := h.CopyAttrs(d.Path, path); err != nil {
 		return err
 	}
-	if err := h.SetAttrString(path, "raw_data", src.Path()); err != nil {
+	if err := h.SetAttrString(path, versions.AttrRawData, src.Path()); err != nil {
 		return err
 	}
-	return h.SetAttrInt64s(path, "chunks", w.chunks)
+	return h.SetAttrInt64s(path, versions.AttrChunks, w.chunks)
 }
 
 // cutStrings is cut for a variable-length string dataset read through vds (the version's

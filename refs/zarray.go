@@ -169,25 +169,14 @@ func fillValue(dtype string, b []byte) (any, error) {
 	if dtype[0] == '>' {
 		order = binary.BigEndian
 	}
-	bits := func() uint64 {
-		switch size {
-		case 1:
-			return uint64(b[0])
-		case 2:
-			return uint64(order.Uint16(b))
-		case 4:
-			return uint64(order.Uint32(b))
-		}
-		return order.Uint64(b)
-	}
 	switch kind := dtype[1]; {
 	case kind == 'b' && size == 1:
 		return b[0] != 0, nil
 	case kind == 'u' && size <= 8:
-		return bits(), nil
+		return h5json.Uint(order, b, size), nil
 	case kind == 'i' && size <= 8:
 		shift := 64 - 8*size
-		return int64(bits()<<shift) >> shift, nil
+		return int64(h5json.Uint(order, b, size)<<shift) >> shift, nil
 	case kind == 'f' && (size == 2 || size == 4 || size == 8):
 		return h5json.Float(floatBits(b, order)), nil
 	case kind == 'c' && (size == 8 || size == 16):

@@ -342,9 +342,9 @@ type Entry struct {
 
 func (s *Stage) basePath(p string) string {
 	if p == "" {
-		return versions.VersionsGroup + "/" + s.base
+		return versions.VersionGroup(s.base)
 	}
-	return versions.VersionsGroup + "/" + s.base + "/" + p
+	return versions.InVersion(s.base, p)
 }
 
 // underRemoved reports whether p or a group above it was removed from the base.
@@ -642,19 +642,19 @@ func (s *Stage) checkDataGroup(p string, spec Spec, ds h5.DataSpec) error {
 	// versioned-hdf5 finds data groups by walking _version_data and stopping at a group
 	// with raw_data: a data group inside another, or around one, would be lost.
 	for q := dirOf(p); q != ""; q = dirOf(q) {
-		if k, err := s.m.f.Kind(versions.DataRoot + "/" + q + "/raw_data"); err != nil {
+		if k, err := s.m.f.Kind(versions.RawDataOf(q)); err != nil {
 			return err
 		} else if k != h5.KindMissing {
 			return invalid("%s: %s holds a dataset's data in earlier versions, so nothing can be stored below it", p, q)
 		}
 	}
-	raw := versions.DataRoot + "/" + p + "/raw_data"
+	raw := versions.RawDataOf(p)
 	k, err := s.m.f.Kind(raw)
 	if err != nil {
 		return err
 	}
 	if k == h5.KindMissing {
-		if k, err := s.m.f.Kind(versions.DataRoot + "/" + p); err != nil {
+		if k, err := s.m.f.Kind(versions.DataGroupOf(p)); err != nil {
 			return err
 		} else if k != h5.KindMissing {
 			return invalid("%s: earlier versions store data of datasets below that path, so it cannot hold a dataset", p)
@@ -694,7 +694,7 @@ func (s *Stage) checkDataGroup(p string, spec Spec, ds h5.DataSpec) error {
 // A dataset there starts with no rows, and the base's other axes if the base has p.
 // Called with mu held.
 func (s *Stage) stored(p string) (*Spec, error) {
-	raw := versions.DataRoot + "/" + p + "/raw_data"
+	raw := versions.RawDataOf(p)
 	if k, err := s.m.f.Kind(raw); err != nil || k == h5.KindMissing {
 		return nil, err
 	}
@@ -908,7 +908,7 @@ func reserved(p, name string) bool {
 	if p == "" {
 		return name == versions.AttrPrevVersion || name == versions.AttrCommitted || name == versions.AttrTimestamp
 	}
-	return name == "raw_data" || name == "chunks"
+	return name == versions.AttrRawData || name == versions.AttrChunks
 }
 
 // SetAttr sets HDF5 attribute name of the group or dataset at p from its JSON form. A

@@ -3,24 +3,20 @@
 // superblock's file consistency flags and the flock another process holds — and bounded
 // retries with backoff for operations a concurrent write can make fail.
 //
-// Superblock (HDF5 file format specification, "Superblock"): versions 2 and 3 have, after the
-// 8-byte signature, the version, the size of offsets and the size of lengths (one byte
-// each), a one-byte File Consistency Flags field at byte 11: bit 0 is set while a writer
-// has the file open for write access, bit 2 (version 3 only) while it is open for SWMR
-// writing; libhdf5 clears them when the writer closes the file (a crashed writer leaves
-// them set until h5clear). Then come the base address, the superblock extension address
-// and the End of File Address, each "size of offsets" bytes. A SWMR writer does not keep
-// that EOF up to date, so a SWMR reader (and a copy of the file) must trust the file's
-// length instead; libhdf5's SWMR reader does. Versions 0 and 1 have a 4-byte flags field at
-// byte 20 that libhdf5 1.10 and later does not use: for those files (versioned-hdf5 writes
-// version 0) only the flock tells that a writer has the file open.
+// The superblock is decoded by h5meta.ReadSuperblock (one decoder for the whole program).
+// What this package uses of it (HDF5 file format specification, "Superblock"): versions 2
+// and 3 have a one-byte File Consistency Flags field at byte 11: bit 0 is set while a
+// writer has the file open for write access, bit 2 (version 3 only) while it is open for
+// SWMR writing; libhdf5 clears them when the writer closes the file (a crashed writer
+// leaves them set until h5clear). A SWMR writer does not keep the End of File Address up
+// to date, so a SWMR reader (and a copy of the file) must trust the file's length instead;
+// libhdf5's SWMR reader does. Versions 0 and 1 have a 4-byte flags field at byte 20 that
+// libhdf5 1.10 and later does not use: for those files (versioned-hdf5 writes version 0)
+// only the flock tells that a writer has the file open.
 package swmr
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,9 +24,9 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-)
 
-var signature = []byte("\x89HDF\r\n\x1a\n")
+	"github.com/vh5fs/vh5fs/h5meta"
+)
 
 // Superblock file consistency flags (versions 2 and 3).
 const (
@@ -39,57 +35,14 @@ const (
 )
 
 // ErrNoSuperblock is returned for a file without an HDF5 signature where one may be.
-var ErrNoSuperblock = errors.New("no HDF5 superblock")
+var ErrNoSuperblock = h5meta.ErrNoSuperblock
 
-// Superblock is what vh5fs reads of a file's superblock.
-type Superblock struct {
-	Offset  int64  // where it starts (0, or 512, 1024, ... after a user block)
-	Version int    // 0..3
-	Flags   uint32 // file consistency flags (meaningful for versions 2 and 3)
-	EOF     uint64 // the End of File Address recorded in it (relative to the base address)
-}
+// Superblock is what vh5fs reads of a file's superblock; h5meta decodes it.
+type Superblock = h5meta.Superblock
 
 // ReadSuperblock finds and decodes the superblock of the open file r, whose length is size.
 func ReadSuperblock(r io.ReaderAt, size int64) (Superblock, error) {
-	var buf [64]byte
-	for off := int64(0); off < size; off = max(512, off*2) {
-		n, err := r.ReadAt(buf[:], off)
-		if n < 16 {
-			if err == nil {
-				err = io.ErrUnexpectedEOF
-			}
-			return Superblock{}, fmt.Errorf("superblock at %d: %w", off, err)
-		}
-		if !bytes.Equal(buf[:8], signature) {
-			continue
-		}
-		b := buf[:n]
-		sb := Superblock{Offset: off, Version: int(b[8])}
-		var osz int
-		var flagsAt, eofAt int
-		switch sb.Version {
-		case 0, 1:
-			osz = int(b[13])
-			flagsAt = 20
-			eofAt = 24 + 2*osz
-			if len(b) >= flagsAt+4 {
-				sb.Flags = binary.LittleEndian.Uint32(b[flagsAt:])
-			}
-		case 2, 3:
-			osz = int(b[9])
-			sb.Flags = uint32(b[11])
-			eofAt = 12 + 2*osz
-		default:
-			return sb, fmt.Errorf("superblock version %d: not known", sb.Version)
-		}
-		if osz == 8 && len(b) >= eofAt+8 {
-			sb.EOF = binary.LittleEndian.Uint64(b[eofAt:])
-		} else if osz == 4 && len(b) >= eofAt+4 {
-			sb.EOF = uint64(binary.LittleEndian.Uint32(b[eofAt:]))
-		}
-		return sb, nil
-	}
-	return Superblock{}, ErrNoSuperblock
+	return h5meta.ReadSuperblock(r, size)
 }
 
 // Writer is the state of the file's writer, as the file shows it.

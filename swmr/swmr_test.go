@@ -10,7 +10,7 @@ import (
 
 func superblockV3(flags byte, eof uint64) []byte {
 	b := make([]byte, 48)
-	copy(b, signature)
+	copy(b, "\x89HDF\r\n\x1a\n")
 	b[8], b[9], b[10], b[11] = 3, 8, 8, flags
 	binary.LittleEndian.PutUint64(b[12+16:], eof)
 	return b

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"path"
 
 	"github.com/vh5fs/vh5fs/h5"
 	"github.com/vh5fs/vh5fs/hashtable"
@@ -84,7 +83,7 @@ var errStopKey = fmt.Errorf("stop")
 // slotDigests reads the hash_table beside the dataset's raw_data: each slot's digest by
 // its first row. nil without an error when the data group has no usable table.
 func (d *Dataset) slotDigests() (map[int64][32]byte, error) {
-	tp := path.Dir(d.RawData) + "/hash_table"
+	tp := HashTableIn(d.DataGroup())
 	if k, err := d.f.h.Kind(tp); err != nil || k != h5.KindDataset {
 		return nil, nil
 	}

@@ -47,26 +47,6 @@ import (
 	"github.com/vh5fs/vh5fs/h5meta"
 )
 
-const (
-	// DataRoot is the group versioned-hdf5 keeps everything in.
-	DataRoot = "/_version_data"
-	// VersionsGroup holds one group per version.
-	VersionsGroup = DataRoot + "/versions"
-	// FirstVersion is the empty root of every version history; it is never served.
-	FirstVersion = "__first_version__"
-	// SupportedDataVersion is the format revision vh5fs reads and writes.
-	SupportedDataVersion = 4
-)
-
-// The attributes of the versions group and of each version group (spec section 3).
-const (
-	AttrCurrentVersion = "current_version"
-	AttrDataVersion    = "data_version"
-	AttrPrevVersion    = "prev_version"
-	AttrCommitted      = "committed"
-	AttrTimestamp      = "timestamp"
-)
-
 // ErrDataVersion is returned by Open for files whose data_version vh5fs must not read.
 var ErrDataVersion = errors.New("unsupported data_version")
 
@@ -337,7 +317,7 @@ func (f *File) currentOnly() (c *current, ok bool) {
 		f.mu.Unlock()
 	}
 	if c.name != "" && !c.committed {
-		vaddr, err := f.h.ObjectAddr(VersionsGroup + "/" + name)
+		vaddr, err := f.h.ObjectAddr(VersionGroup(name))
 		if err != nil {
 			return nil, false
 		}
@@ -384,7 +364,7 @@ func (v Version) Time() time.Time {
 }
 
 // Path is the version group's HDF5 path.
-func (v Version) Path() string { return VersionsGroup + "/" + v.Name }
+func (v Version) Path() string { return VersionGroup(v.Name) }
 
 // Versions lists the committed versions by name, skipping __first_version__ and groups
 // whose committed flag is false. The versions group and the attributes of each version are
@@ -721,7 +701,7 @@ func (f *File) readVersion(name string) (v Version, ok bool, err error) {
 	if ok {
 		return v, true, nil
 	}
-	path := VersionsGroup + "/" + name
+	path := VersionGroup(name)
 	if k, err := f.h.Kind(path); err != nil || k != h5.KindGroup {
 		return Version{}, false, err
 	}

@@ -66,7 +66,7 @@ func (f *File) formatSample() []string {
 			objs = append(objs, path.Join(VersionsGroup, name, p))
 			if !seen[p] {
 				seen[p] = true
-				objs = append(objs, path.Join(DataRoot, p, "raw_data"), path.Join(DataRoot, p, "hash_table"))
+				objs = append(objs, RawDataIn(path.Join(DataRoot, p)), HashTableIn(path.Join(DataRoot, p)))
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // CreateVersion creates the group of version name on prev, under committed=False, stamped
 // at t: the start of a commit's body, which readers ignore until PublishVersion.
 func CreateVersion(h *h5.File, name, prev string, t time.Time) error {
-	p := VersionsGroup + "/" + name
+	p := VersionGroup(name)
 	if err := h.CreateGroup(p); err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func CreateVersion(h *h5.File, name, prev string, t time.Time) error {
 // (versioned-hdf5's make_current), recording the data format that wrote it: a commit's
 // publish.
 func PublishVersion(h *h5.File, name string, t time.Time, makeCurrent bool) error {
-	p := VersionsGroup + "/" + name
+	p := VersionGroup(name)
 	if err := h.SetAttrBool(p, AttrCommitted, true); err != nil {
 		return err
 	}
@@ -52,5 +52,5 @@ func SetCurrent(h *h5.File, name string) error {
 
 // Relink makes prev the previous version of version (prev_version).
 func Relink(h *h5.File, version, prev string) error {
-	return h.SetAttrString(VersionsGroup+"/"+version, AttrPrevVersion, prev)
+	return h.SetAttrString(VersionGroup(version), AttrPrevVersion, prev)
 }

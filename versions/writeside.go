@@ -58,7 +58,7 @@ func (f *File) HasVlenStringData() (bool, error) {
 			p := dir + "/" + e.Name
 			switch {
 			case p == VersionsGroup:
-			case !e.IsGroup && e.Name == "raw_data":
+			case !e.IsGroup && e.Name == RawData:
 				d, err := f.h.OpenDataset(p)
 				if err != nil {
 					return false, err

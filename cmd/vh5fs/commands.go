@@ -376,11 +376,7 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 		if dangling {
 			from = ""
 		}
-		changes, err := inspect.ChangedDatasets(f, from, v.Name)
-		if err != nil {
-			return fail(stderr, file, err)
-		}
-		attrs, err := inspect.AttrChanges(f, from, v.Name, "")
+		changes, attrs, err := versionChanges(f, from, v.Name)
 		if err != nil {
 			return fail(stderr, file, err)
 		}
@@ -420,6 +416,20 @@ func runLog(args []string, stdout, stderr io.Writer) int {
 		return printJSON(stdout, stderr, file, entries)
 	}
 	return 0
+}
+
+// versionChanges is what version name changed against from ("": against an empty
+// version), datasets and attributes: what every form of log lists.
+func versionChanges(f *versions.File, from, name string) ([]inspect.DatasetChange, []inspect.AttrChange, error) {
+	changes, err := inspect.ChangedDatasets(f, from, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	attrs, err := inspect.AttrChanges(f, from, name, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	return changes, attrs, nil
 }
 
 // changedCount is "2 changed", with ", 1 attribute changed" when attributes changed.
@@ -681,7 +691,7 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, file, err)
 	}
-	switch k, kerr := f.Kind(versions.VersionsGroup + "/" + version + "/" + ds); {
+	switch k, kerr := f.Kind(versions.InVersion(version, ds)); {
 	case ds == "":
 		err = versionInfo(stdout, f, version)
 	case kerr == nil && k == h5.KindGroup:
@@ -764,7 +774,7 @@ func versionInfo(w io.Writer, f *versions.File, version string) error {
 // groupInfo describes a group of a version: its attributes, then its datasets (dtype and
 // shape, as ls lists them) and its groups.
 func groupInfo(w io.Writer, f *versions.File, version, grp string) error {
-	p := versions.VersionsGroup + "/" + version + "/" + grp
+	p := versions.InVersion(version, grp)
 	attrs, err := f.Attrs(p)
 	if err != nil {
 		return err
@@ -1155,11 +1165,7 @@ func logAll(f *versions.File, file string, limit int, stdout, stderr io.Writer) 
 		if !known[from] {
 			from = ""
 		}
-		changes, err := inspect.ChangedDatasets(f, from, v.Name)
-		if err != nil {
-			return fail(stderr, file, err)
-		}
-		attrs, err := inspect.AttrChanges(f, from, v.Name, "")
+		changes, attrs, err := versionChanges(f, from, v.Name)
 		if err != nil {
 			return fail(stderr, file, err)
 		}

@@ -100,7 +100,7 @@ func runWarm(args []string, stdout, stderr io.Writer) int {
 	// them (which would make its "already cached" untrue), nor one it filled.
 	jobs := make([]warmJob, len(paths))
 	for i, p := range paths {
-		jobs[i] = planWarm(c, f, versions.VersionsGroup+"/"+version+"/"+p)
+		jobs[i] = planWarm(c, f, versions.InVersion(version, p))
 	}
 	failed := false
 	for i, p := range paths {

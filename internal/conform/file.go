@@ -2,13 +2,13 @@ package conform
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 
 	"github.com/vh5fs/vh5fs/h5"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/versions"
 )
 
@@ -92,11 +92,9 @@ func readFile(file string) (*fileState, error) {
 	defer f.Close()
 	h := f.HDF5()
 	s := &fileState{}
-	a, _, err := h.Attr(versions.VersionsGroup, versions.AttrCurrentVersion)
-	if err != nil {
+	if s.current, _, err = versions.Current(h); err != nil {
 		return nil, err
 	}
-	s.current, _ = a.Value.(string)
 	members, err := h.Members(versions.VersionsGroup)
 	if err != nil {
 		return nil, err
@@ -106,7 +104,7 @@ func readFile(file string) (*fileState, error) {
 			continue
 		}
 		s.versions = append(s.versions, m.Name)
-		ts, _, err := h.Attr(versions.VersionsGroup+"/"+m.Name, versions.AttrTimestamp)
+		ts, _, err := h.Attr(versions.VersionGroup(m.Name), versions.AttrTimestamp)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +133,7 @@ func readFile(file string) (*fileState, error) {
 			}
 			return nil
 		}
-		if err := walk(versions.VersionsGroup+"/"+m.Name, ""); err != nil {
+		if err := walk(versions.VersionGroup(m.Name), ""); err != nil {
 			return nil, err
 		}
 		s.datasets = append(s.datasets, ds)
@@ -150,7 +148,7 @@ func readFile(file string) (*fileState, error) {
 			if m.Kind != h5.KindGroup || (dir == versions.DataRoot && m.Name == "versions") {
 				continue
 			}
-			k, err := h.Kind(dir + "/" + m.Name + "/raw_data")
+			k, err := h.Kind(versions.RawDataIn(dir + "/" + m.Name))
 			if err != nil {
 				return err
 			}
@@ -170,40 +168,40 @@ func readFile(file string) (*fileState, error) {
 }
 
 func (s *fileState) readGroup(h *h5.File, dir, rel string) error {
-	raw, err := h.OpenDataset(dir + "/raw_data")
+	raw, err := h.OpenDataset(versions.RawDataIn(dir))
 	if err != nil {
 		return err
 	}
 	defer raw.Close()
-	ht, err := h.OpenDataset(dir + "/hash_table")
+	ht, err := h.OpenDataset(versions.HashTableIn(dir))
 	if err != nil {
 		return err
 	}
 	defer ht.Close()
-	a, _, err := h.Attr(dir+"/hash_table", "largest_index")
+	largest, _, err := hashtable.Largest(h, versions.HashTableIn(dir))
 	if err != nil {
 		return err
 	}
-	largest, _ := a.Value.(int64)
 	ri := raw.Info()
 	s.groups = append(s.groups, fmt.Sprintf("%s raw_data %v hash_table %v largest_index %d", rel, ri.Shape, ht.Info().Shape, largest))
 	var rows, slots [][]byte
 	chunks := ri.Chunks
-	for i := int64(0); i < largest; i++ {
-		row := make([]byte, 48)
-		if err := ht.ReadBox([]int64{i}, []int64{1}, []int64{1}, []int64{0}, row); err != nil {
-			return err
-		}
-		rows = append(rows, row)
+	err = hashtable.Scan(ht, largest, func(_ int64, r hashtable.Row) error {
+		rows = append(rows, r.Append(nil))
 		start := make([]int64, len(chunks))
-		start[0] = int64(binary.LittleEndian.Uint64(row[32:]))
+		start[0] = r.Start
 		var slot []byte
 		if start[0]+chunks[0] <= ri.Shape[0] {
+			var err error
 			if slot, err = readSlot(raw, start, chunks); err != nil {
 				return err
 			}
 		}
 		slots = append(slots, slot)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	s.rows = append(s.rows, rows)
 	s.slots = append(s.slots, slots)

@@ -6,12 +6,12 @@ package conform
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/vh5fs/vh5fs/h5json"
+	"github.com/vh5fs/vh5fs/hashtable"
 	"github.com/vh5fs/vh5fs/internal/fixture"
 	"github.com/vh5fs/vh5fs/versions"
 )
@@ -32,7 +32,7 @@ func Read(file, version, dataset string, from int64) (*Commit, error) {
 		return nil, err
 	}
 	defer f.Close()
-	vpath := versions.VersionsGroup + "/" + version + "/" + dataset
+	vpath := versions.InVersion(version, dataset)
 	d, err := f.Dataset(vpath)
 	if err != nil {
 		return nil, err
@@ -43,31 +43,33 @@ func Read(file, version, dataset string, from int64) (*Commit, error) {
 	}
 	h := f.HDF5()
 	group := d.DataGroup()
-	ht, err := h.OpenDataset(group + "/hash_table")
+	ht, err := h.OpenDataset(versions.HashTableIn(group))
 	if err != nil {
 		return nil, err
 	}
 	defer ht.Close()
-	a, _, err := h.Attr(group+"/hash_table", "largest_index")
+	largest, _, err := hashtable.Largest(h, versions.HashTableIn(group))
 	if err != nil {
 		return nil, err
 	}
-	largest, _ := a.Value.(int64)
 	raw := d.RawDataset()
 	chunks := d.Chunks
-	for i := from; i < largest; i++ {
-		row := make([]byte, 48)
-		if err := ht.ReadBox([]int64{i}, []int64{1}, []int64{1}, []int64{0}, row); err != nil {
-			return nil, err
+	err = hashtable.Scan(ht, largest, func(i int64, r hashtable.Row) error {
+		if i < from {
+			return nil
 		}
-		c.Rows = append(c.Rows, row)
+		c.Rows = append(c.Rows, r.Append(nil))
 		start := make([]int64, len(chunks))
-		start[0] = int64(binary.LittleEndian.Uint64(row[32:]))
+		start[0] = r.Start
 		slot, err := readSlot(raw, start, chunks)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.Slots = append(c.Slots, slot)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	vds, err := h.OpenDataset(vpath)
 	if err != nil {
@@ -92,16 +94,15 @@ func Largest(file, version, dataset string) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	d, err := f.Dataset(versions.VersionsGroup + "/" + version + "/" + dataset)
+	d, err := f.Dataset(versions.InVersion(version, dataset))
 	if err != nil {
 		return 0, err
 	}
-	a, ok, err := f.HDF5().Attr(d.DataGroup()+"/hash_table", "largest_index")
+	n, ok, err := hashtable.Largest(f.HDF5(), versions.HashTableIn(d.DataGroup()))
 	if err != nil || !ok {
-		return 0, fmt.Errorf("largest_index: %v", err)
+		return 0, fmt.Errorf("%s: %s: %v", d.Path, hashtable.LargestIndex, err)
 	}
-	v, _ := a.Value.(int64)
-	return v, nil
+	return n, nil
 }
 
 // Diff describes how got differs from want ("" if they agree).
@@ -135,7 +136,7 @@ func Tree(file, version string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	root := versions.VersionsGroup + "/" + version
+	root := versions.VersionGroup(version)
 	var lines []string
 	var walk func(dir, rel string) error
 	walk = func(dir, rel string) error {

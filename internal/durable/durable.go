@@ -1,9 +1,11 @@
 // Package durable replaces small files beside an HDF5 file (a stage's tree, the deletions'
-// pending set) so that a crash at any moment leaves the old file or the new one whole.
+// pending set) so that a crash at any moment leaves the old file or the new one whole, and
+// makes a file or a directory's entries durable (Sync).
 package durable
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -36,10 +38,18 @@ func WriteFile(path string, perm os.FileMode, fill func(w io.Writer) error) erro
 		os.Remove(tmp)
 		return err
 	}
-	d, err := os.Open(filepath.Dir(path))
+	return Sync(filepath.Dir(path))
+}
+
+// Sync fsyncs path: a file's bytes, or a directory's entries (a rename into it).
+func Sync(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
 }
