@@ -1,0 +1,323 @@
+package fsnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+)
+
+// Passthrough writes. An open of a committed version's dataset in a read-write mount that
+// replaces its content (O_TRUNC: cp, a shell's >, dd without notrunc) gets a staging file
+// in the cache directory (decoded.Cache.Staging), which the kernel reads, writes and maps
+// itself (FUSE passthrough): no WRITE reaches vh5fs. What still does
+// (TestPassthroughRequests): FLUSH at every close, FSYNC, SETATTR (ftruncate) and RELEASE
+// at the last close. So at those vh5fs loads the staging file into the handle's
+// writefile.Handle (truncated, then written in order, as the daemon-served writes would
+// have been) and commits as without passthrough: the same chunks, hashes and version.
+//
+// What vh5fs cannot see is whether the file changed: a FLUSH loads it only if its size or
+// times moved since the last load (a shell's > closes a duplicate descriptor before any
+// write: no commit), FSYNC and RELEASE always do (a page written through a mapping since
+// the last load moves no time; a load of unchanged content commits nothing at RELEASE).
+//
+// The kernel takes one backing file per inode and refuses a non-passthrough open while it
+// has one (EINVAL), and go-fuse hands a node's backing file to every later open that
+// offers one until the last such handle is released. So a replacing open is passthrough
+// only while no other handle of the file is open (hotState), other opens wait for its
+// release (ptWait, then EBUSY, logged), read handles of read-write mounts never offer a
+// backing file (rwHotHandle), and a node keeps its staging file for its next passthrough
+// open (a backing id go-fuse has not yet dropped names that same file).
+//
+// Fallbacks, each with one log line, to daemon-served writes: no cache directory
+// (-o nocache), -o nopassthrough, a kernel that takes no backing file (no CAP_SYS_ADMIN,
+// Linux before 6.9), less free space beside the cache than the dataset's size and
+// ptHeadroom. A crash before a commit loses only what that commit would have written; the
+// staging file goes at the next start (decoded.Open).
+
+// ptWait is how long an open waits for a passthrough handle of the same file to be
+// released before it answers EBUSY.
+const ptWait = 5 * time.Second
+
+// ptHeadroom is free space left beside a staging file of the replaced dataset's size.
+const ptHeadroom = 256 << 20
+
+// coarseTick bounds the filesystem's timestamp granularity: a load waits until the
+// staging file's mtime is this old, so that a later write moves it.
+const coarseTick = 20 * time.Millisecond
+
+// loadStep is the bytes a load reads from the staging file and writes into the handle at
+// a time (the request size of daemon-served writes, TuneReads).
+const loadStep = 1 << 20
+
+// ptHandle is a write handle whose content is its staging file, served by the kernel.
+type ptHandle struct {
+	*writeHandle
+}
+
+var _ fs.FilePassthroughFder = (*ptHandle)(nil)
+
+// PassthroughFd offers the staging file to the kernel as the handle's backing file.
+func (h *ptHandle) PassthroughFd() (int, bool) { return int(h.pt.f.Fd()), true }
+
+// stagingFile is a node's staging file and what was last loaded of it.
+type stagingFile struct {
+	f      *os.File
+	mu     sync.Mutex // one load and commit at a time; above writefile.File.mu (docs/ARCHITECTURE.md)
+	loaded fileStamp  // the file when last loaded into the handle (or emptied); GUARDED_BY(mu)
+}
+
+// fileStamp is what a write to a file moves: its size and times.
+type fileStamp struct {
+	size         int64
+	mtime, ctime unix.Timespec
+}
+
+func (s *stagingFile) stamp() (fileStamp, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(s.f.Fd()), &st); err != nil {
+		return fileStamp{}, fmt.Errorf("staging file %s: %w", s.f.Name(), err)
+	}
+	return fileStamp{size: st.Size, mtime: st.Mtim, ctime: st.Ctim}, nil
+}
+
+// reset empties the staging file for a new replacing open.
+func (s *stagingFile) reset() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.f.Truncate(0); err != nil {
+		return fmt.Errorf("staging file %s: %w", s.f.Name(), err)
+	}
+	st, err := s.stamp()
+	s.loaded = st
+	return err
+}
+
+// write and read serve requests the kernel sends despite passthrough (go-fuse gave up on
+// backing files after the probe): the staging file stays the handle's content.
+func (h *ptHandle) write(data []byte, off int64) error {
+	h.n.latest.Store(h.writeHandle)
+	_, err := h.pt.f.WriteAt(data, off)
+	return err
+}
+
+func (h *ptHandle) read(dest []byte, off int64) (int, error) {
+	n, err := h.pt.f.ReadAt(dest, off)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, err
+}
+
+// flush commits if the staging file moved since its last load.
+func (h *ptHandle) flush() syscall.Errno { return h.commitStaged(false, false) }
+
+// fsync loads the staging file and commits it, durable on return.
+func (h *ptHandle) fsync() syscall.Errno { return h.commitStaged(true, true) }
+
+// release loads the staging file a last time and commits what differs from the base;
+// then the staging file is emptied (the node keeps it for its next passthrough open).
+func (h *ptHandle) release() {
+	h.n.latest.CompareAndSwap(h.writeHandle, nil)
+	errn := h.commitStaged(false, true)
+	switch errn {
+	case 0:
+	case syscall.EINVAL:
+		slog.Warn("dropped: the refused changes go with the file's last close", "path", mountPath(h.n.path))
+	default:
+		h.n.rescue(h.writeHandle)
+	}
+	h.Close()
+	if err := h.pt.reset(); err != nil {
+		slog.Warn("staging file not emptied", "dataset", h.n.path, "err", err)
+	}
+}
+
+// truncate resizes the staging file (ftruncate), to a whole number of rows.
+func (h *ptHandle) truncate(size int64) syscall.Errno {
+	if err := h.Truncate(size); err != nil { // checks the rows; the next load replaces the rest
+		return errno(err)
+	}
+	if err := h.pt.f.Truncate(size); err != nil {
+		slog.Error("staging file not resized", "dataset", h.n.path, "size", size, "err", err)
+		return syscall.EIO
+	}
+	return 0
+}
+
+// size is the handle's size: its staging file's.
+func (s *stagingFile) size() int64 {
+	st, err := s.stamp()
+	if err != nil {
+		return 0
+	}
+	return st.size
+}
+
+// commitStaged loads the staging file into the handle if always, or if it moved since the
+// last load, and then commits (explicit: fsync's commit) when there was a load or explicit.
+func (h *ptHandle) commitStaged(explicit, always bool) syscall.Errno {
+	s := h.pt
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.stamp()
+	if err != nil {
+		slog.Error("commit failed", "dataset", h.n.path, "base", h.Base(), "err", err)
+		return syscall.EIO
+	}
+	if !always && st == s.loaded {
+		return 0
+	}
+	if st, err = h.load(); err != nil {
+		en := errno(err)
+		slog.Error("commit failed: the staging file could not be loaded", "dataset", h.n.path, "base", h.Base(), "errno", en, "err", err)
+		return en
+	}
+	s.loaded = st
+	return h.commit(explicit)
+}
+
+// load replaces the handle's staged content with the staging file's, read in loadStep
+// pieces (the next read while the last is written into the handle) and returns the
+// file's stamp as loaded. It first waits until the file's mtime is a clock tick old: a
+// write after the stamp then moves it. Called with s.mu held.
+func (h *ptHandle) load() (fileStamp, error) {
+	s := h.pt
+	st, err := s.stamp()
+	if err != nil {
+		return st, err
+	}
+	if age := time.Since(time.Unix(st.mtime.Unix())); age < coarseTick {
+		time.Sleep(coarseTick - age)
+	}
+	if err := h.Truncate(0); err != nil {
+		return st, err
+	}
+	type piece struct {
+		b   []byte
+		off int64
+		err error
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pieces, free := make(chan piece, 1), make(chan []byte, 2)
+	free <- make([]byte, loadStep)
+	free <- make([]byte, loadStep)
+	go func() {
+		defer close(pieces)
+		for off := int64(0); off < st.size; {
+			var b []byte
+			select {
+			case b = <-free:
+			case <-ctx.Done():
+				return
+			}
+			n, err := s.f.ReadAt(b[:min(int64(len(b)), st.size-off)], off)
+			if errors.Is(err, io.EOF) && n > 0 {
+				err = nil // the file shrank since the stamp: a later load sees it
+			}
+			if n == 0 && err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			select {
+			case pieces <- piece{b[:n], off, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			off += int64(n)
+		}
+	}()
+	for p := range pieces {
+		if p.err != nil {
+			if errors.Is(p.err, io.EOF) || errors.Is(p.err, io.ErrUnexpectedEOF) {
+				break // shrunk meanwhile: what was read is the content, a later load the rest
+			}
+			return st, fmt.Errorf("reading %s at %d: %w", s.f.Name(), p.off, p.err)
+		}
+		if _, err := h.WriteAt(p.b, p.off); err != nil {
+			return st, err
+		}
+		free <- p.b[:cap(p.b)]
+	}
+	return st, nil
+}
+
+// waitPassthrough waits, up to ptWait, while the file has an open passthrough handle: the
+// kernel refuses every other open meanwhile. Then EBUSY, logged. Called with n.hot.mu held.
+func (n *datasetNode) waitPassthrough() syscall.Errno {
+	if n.hot.pt != ptOpen {
+		return 0
+	}
+	deadline := time.Now().Add(ptWait)
+	// sync.Cond waits without a deadline: a timer wakes the waiters at it.
+	t := time.AfterFunc(ptWait, func() {
+		n.hot.mu.Lock()
+		n.hot.ptDone.Broadcast()
+		n.hot.mu.Unlock()
+	})
+	defer t.Stop()
+	for n.hot.pt == ptOpen {
+		if !time.Now().Before(deadline) {
+			slog.Warn("refused: the file is open for a replacing write that the kernel serves (passthrough): "+
+				"no other open of it until that one is closed", "op", "open", "path", mountPath(n.path), "waited", ptWait)
+			return syscall.EBUSY
+		}
+		n.hot.ptDone.Wait()
+	}
+	return 0
+}
+
+// staging is the node's staging file, emptied, for a passthrough open; nil when the open
+// is served by vh5fs instead (logged: once a mount for what the kernel refuses, at each
+// open for a lack of space). Called with n.hot.mu held, the file open nowhere else.
+func (n *datasetNode) staging(d interface{ Size() int64 }) *stagingFile {
+	m := n.m
+	if m.cache == nil || m.noPassthrough || m.live || n.hot.pt != ptNone {
+		return nil
+	}
+	free, err := m.cache.Free()
+	if err != nil || free < d.Size()+ptHeadroom {
+		slog.Warn("passthrough write off for this open: too little free space beside the cache for its staging file; vh5fs serves its writes",
+			"dataset", n.path, "cache", m.cache.Dir(), "free", free, "need", d.Size()+ptHeadroom, "err", err)
+		return nil
+	}
+	if n.hot.staging == nil {
+		f, err := m.cache.Staging()
+		if err != nil {
+			slog.Warn("passthrough write off for this open: no staging file; vh5fs serves its writes", "dataset", n.path, "err", err)
+			return nil
+		}
+		n.hot.staging = &stagingFile{f: f}
+	}
+	s := n.hot.staging
+	if !m.kernelBacks(s.f, func(errno syscall.Errno) {
+		m.ptWriteOnce.Do(func() {
+			slog.Warn("passthrough writes off: the kernel refused a backing file (it needs CAP_SYS_ADMIN in the initial user namespace and Linux 6.9 or later): "+
+				"vh5fs serves every write itself", "err", errno)
+		})
+	}) {
+		n.hot.staging = nil
+		os.Remove(s.f.Name())
+		s.f.Close()
+		return nil
+	}
+	if err := s.reset(); err != nil {
+		slog.Warn("passthrough write off for this open: staging file not emptied; vh5fs serves its writes", "dataset", n.path, "err", err)
+		return nil
+	}
+	if n.hot.ptDone == nil {
+		n.hot.ptDone = sync.NewCond(&n.hot.mu)
+	}
+	return s
+}
