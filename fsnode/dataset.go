@@ -163,8 +163,10 @@ func (n *datasetNode) openWrite(d *versions.Dataset, flags, fuseFlags uint32) (f
 			n.hot.writers++
 			n.hot.pt = ptOpen
 			n.latest.Store(h)
+			ph := &ptHandle{h}
+			ph.startFollowing()
 			// Not FOPEN_DIRECT_IO: it overrides passthrough for read and write.
-			return &ptHandle{h}, 0, 0
+			return ph, 0, 0
 		}
 	}
 	n.hot.writers++

@@ -1,12 +1,14 @@
 package fsnode
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -71,8 +73,12 @@ func (h *ptHandle) PassthroughFd() (int, bool) { return int(h.pt.f.Fd()), true }
 // stagingFile is a node's staging file and what was last loaded of it.
 type stagingFile struct {
 	f      *os.File
+	seed   maphash.Seed
 	mu     sync.Mutex // one load and commit at a time; above writefile.File.mu (docs/ARCHITECTURE.md)
-	loaded fileStamp  // the file when last loaded into the handle (or emptied); GUARDED_BY(mu)
+	loaded fileStamp  // the file when last loaded at a commit (or emptied); GUARDED_BY(mu)
+	sums   []uint64   // checksums of the whole pieces loaded, in order; GUARDED_BY(mu)
+	tail   int64      // the end of what the last load loaded; GUARDED_BY(mu)
+	stop   chan struct{}
 }
 
 // fileStamp is what a write to a file moves: its size and times.
@@ -97,7 +103,7 @@ func (s *stagingFile) reset() error {
 		return fmt.Errorf("staging file %s: %w", s.f.Name(), err)
 	}
 	st, err := s.stamp()
-	s.loaded = st
+	s.loaded, s.sums, s.tail = st, nil, 0
 	return err
 }
 
@@ -127,6 +133,7 @@ func (h *ptHandle) fsync() syscall.Errno { return h.commitStaged(true, true) }
 // then the staging file is emptied (the node keeps it for its next passthrough open).
 func (h *ptHandle) release() {
 	h.n.latest.CompareAndSwap(h.writeHandle, nil)
+	close(h.pt.stop)
 	errn := h.commitStaged(false, true)
 	switch errn {
 	case 0:
@@ -143,14 +150,25 @@ func (h *ptHandle) release() {
 
 // truncate resizes the staging file (ftruncate), to a whole number of rows.
 func (h *ptHandle) truncate(size int64) syscall.Errno {
-	if err := h.Truncate(size); err != nil { // checks the rows; the next load replaces the rest
+	s := h.pt
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := h.Truncate(size); err != nil { // checks the rows; the loaded content shrinks with it
 		return errno(err)
 	}
-	if err := h.pt.f.Truncate(size); err != nil {
+	if err := s.f.Truncate(size); err != nil {
 		slog.Error("staging file not resized", "dataset", h.n.path, "size", size, "err", err)
 		return syscall.EIO
 	}
+	s.sums = s.sums[:min(int64(len(s.sums)), size/loadStep)]
+	s.tail = min(s.tail, size)
 	return 0
+}
+
+// startFollowing starts the handle's follower (follow), stopped at its release.
+func (h *ptHandle) startFollowing() {
+	h.pt.stop = make(chan struct{})
+	go h.follow(h.pt.stop)
 }
 
 // size is the handle's size: its staging file's.
@@ -162,8 +180,8 @@ func (s *stagingFile) size() int64 {
 	return st.size
 }
 
-// commitStaged loads the staging file into the handle if always, or if it moved since the
-// last load, and then commits (explicit: fsync's commit) when there was a load or explicit.
+// commitStaged brings the handle's content up to the staging file's (load) if always, or
+// if the file moved since the last load, and then commits (explicit: fsync's commit).
 func (h *ptHandle) commitStaged(explicit, always bool) syscall.Errno {
 	s := h.pt
 	s.mu.Lock()
@@ -176,81 +194,188 @@ func (h *ptHandle) commitStaged(explicit, always bool) syscall.Errno {
 	if !always && st == s.loaded {
 		return 0
 	}
-	if st, err = h.load(); err != nil {
+	start := time.Now()
+	reloaded, err := h.load()
+	if err != nil {
 		en := errno(err)
 		slog.Error("commit failed: the staging file could not be loaded", "dataset", h.n.path, "base", h.Base(), "errno", en, "err", err)
 		return en
 	}
-	s.loaded = st
+	slog.Debug("staging file loaded", "dataset", h.n.path, "bytes", s.loaded.size, "pieces_reloaded", reloaded,
+		"took", time.Since(start).Round(time.Millisecond))
 	return h.commit(explicit)
 }
 
-// load replaces the handle's staged content with the staging file's, read in loadStep
-// pieces (the next read while the last is written into the handle) and returns the
-// file's stamp as loaded. It first waits until the file's mtime is a clock tick old: a
-// write after the stamp then moves it. Called with s.mu held.
-func (h *ptHandle) load() (fileStamp, error) {
+// A staging file is loaded in pieces of loadStep bytes at multiples of it. While the handle
+// is open a follower (follow) loads each whole piece as soon as the writer has written past
+// it, so that hashing and storing the chunks run beside the writes as they do for writes
+// vh5fs serves; it keeps a checksum of each piece as loaded. A load at a commit (load)
+// checks every loaded piece against the file and loads again the pieces that differ (the
+// writer went back, or wrote through a mapping), then the rest.
+
+// pieceSum is a piece's checksum: maphash, 64 bits with a seed of the process's, fast
+// enough that checking a piece costs less than reading it.
+func (s *stagingFile) pieceSum(b []byte) uint64 { return maphash.Bytes(s.seed, b) }
+
+// follow loads whole pieces past the loaded ones while the handle is open, until stop.
+func (h *ptHandle) follow(stop <-chan struct{}) {
+	s := h.pt
+	buf := make([]byte, loadStep)
+	idle := time.NewTicker(followPoll)
+	defer idle.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		s.mu.Lock()
+		progressed, err := h.followStep(buf)
+		s.mu.Unlock()
+		if err != nil {
+			slog.Debug("staging file: the follower stops; the commit loads the rest", "dataset", h.n.path, "err", err)
+			return
+		}
+		if !progressed {
+			select {
+			case <-stop:
+				return
+			case <-idle.C:
+			}
+		}
+	}
+}
+
+// followPoll is how often an idle follower looks for a new whole piece.
+const followPoll = 5 * time.Millisecond
+
+// followStep loads the next piece if the file holds all of it. Called with s.mu held.
+func (h *ptHandle) followStep(buf []byte) (bool, error) {
 	s := h.pt
 	st, err := s.stamp()
 	if err != nil {
-		return st, err
+		return false, err
+	}
+	off := int64(len(s.sums)) * loadStep
+	if st.size < off+loadStep {
+		return false, nil
+	}
+	n, err := s.f.ReadAt(buf, off)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+		return false, fmt.Errorf("reading %s at %d: %w", s.f.Name(), off, err)
+	}
+	if _, err := h.WriteAt(buf, off); err != nil {
+		return false, err
+	}
+	s.sums = append(s.sums, s.pieceSum(buf))
+	return true, nil
+}
+
+// load brings the handle's content up to the staging file's: the loaded pieces that
+// differ from the file again, then the rest; a file shorter than what was loaded is
+// loaded anew from its start. It first waits until the file's mtime is a clock tick old,
+// so that a write after the stamp it records moves it. It returns how many pieces it
+// loaded again. Called with s.mu held.
+func (h *ptHandle) load() (int, error) {
+	s := h.pt
+	st, err := s.stamp()
+	if err != nil {
+		return 0, err
 	}
 	if age := time.Since(time.Unix(st.mtime.Unix())); age < coarseTick {
 		time.Sleep(coarseTick - age)
 	}
-	if err := h.Truncate(0); err != nil {
-		return st, err
-	}
-	type piece struct {
-		b   []byte
-		off int64
-		err error
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pieces, free := make(chan piece, 1), make(chan []byte, 2)
-	free <- make([]byte, loadStep)
-	free <- make([]byte, loadStep)
-	go func() {
-		defer close(pieces)
-		for off := int64(0); off < st.size; {
-			var b []byte
-			select {
-			case b = <-free:
-			case <-ctx.Done():
-				return
-			}
-			n, err := s.f.ReadAt(b[:min(int64(len(b)), st.size-off)], off)
-			if errors.Is(err, io.EOF) && n > 0 {
-				err = nil // the file shrank since the stamp: a later load sees it
-			}
-			if n == 0 && err == nil {
-				err = io.ErrUnexpectedEOF
-			}
-			select {
-			case pieces <- piece{b[:n], off, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-			off += int64(n)
+	if st.size < int64(len(s.sums))*loadStep || s.tail > st.size {
+		if err := h.Truncate(0); err != nil {
+			return 0, err
 		}
-	}()
-	for p := range pieces {
-		if p.err != nil {
-			if errors.Is(p.err, io.EOF) || errors.Is(p.err, io.ErrUnexpectedEOF) {
-				break // shrunk meanwhile: what was read is the content, a later load the rest
-			}
-			return st, fmt.Errorf("reading %s at %d: %w", s.f.Name(), p.off, p.err)
-		}
-		if _, err := h.WriteAt(p.b, p.off); err != nil {
-			return st, err
-		}
-		free <- p.b[:cap(p.b)]
+		s.sums, s.tail = nil, 0
 	}
-	return st, nil
+	stale, err := s.changedPieces()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, loadStep)
+	for _, i := range stale {
+		off := int64(i) * loadStep
+		if _, err := s.f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("reading %s at %d: %w", s.f.Name(), off, err)
+		}
+		if _, err := h.WriteAt(buf, off); err != nil {
+			return 0, err
+		}
+		s.sums[i] = s.pieceSum(buf)
+	}
+	for {
+		progressed, err := h.followStep(buf)
+		if err != nil {
+			return 0, err
+		}
+		if !progressed {
+			break
+		}
+	}
+	// The last piece, not whole: loaded at each commit (it is less than loadStep).
+	off := int64(len(s.sums)) * loadStep
+	if tail := st.size - off; tail > 0 {
+		n, err := s.f.ReadAt(buf[:tail], off)
+		if err != nil && !(errors.Is(err, io.EOF) && int64(n) == tail) {
+			return 0, fmt.Errorf("reading %s at %d: %w", s.f.Name(), off, err)
+		}
+		if _, err := h.WriteAt(buf[:tail], off); err != nil {
+			return 0, err
+		}
+	}
+	s.tail = st.size
+	s.loaded = st
+	return len(stale), nil
+}
+
+// changedPieces checks the loaded pieces against the file, on every core, and lists those
+// whose checksum changed. Called with s.mu held.
+func (s *stagingFile) changedPieces() ([]int, error) {
+	workers := min(runtime.NumCPU(), max(len(s.sums), 1))
+	var (
+		mu      sync.Mutex
+		changed []int
+		firstE  error
+		wg      sync.WaitGroup
+	)
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, loadStep)
+			for i := range next {
+				n, err := s.f.ReadAt(buf, int64(i)*loadStep)
+				if err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+					if errors.Is(err, io.EOF) { // shorter than loaded: the piece changed
+						err = nil
+					}
+					mu.Lock()
+					if err != nil && firstE == nil {
+						firstE = fmt.Errorf("reading %s: %w", s.f.Name(), err)
+					}
+					changed = append(changed, i)
+					mu.Unlock()
+					continue
+				}
+				if s.pieceSum(buf) != s.sums[i] {
+					mu.Lock()
+					changed = append(changed, i)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range s.sums {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	sort.Ints(changed)
+	return changed, firstE
 }
 
 // waitPassthrough waits, up to ptWait, while the file has an open passthrough handle: the
@@ -298,7 +423,7 @@ func (n *datasetNode) staging(d interface{ Size() int64 }) *stagingFile {
 			slog.Warn("passthrough write off for this open: no staging file; vh5fs serves its writes", "dataset", n.path, "err", err)
 			return nil
 		}
-		n.hot.staging = &stagingFile{f: f}
+		n.hot.staging = &stagingFile{f: f, seed: maphash.MakeSeed()}
 	}
 	s := n.hot.staging
 	if !m.kernelBacks(s.f, func(errno syscall.Errno) {

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,6 +165,46 @@ func TestPassthroughWrites(t *testing.T) {
 		got, err = os.ReadFile(filepath.Join(m.Dir, "versions", second, "data"))
 		require.NoError(t, err)
 		require.Equal(t, want, got)
+	})
+	t.Run("rewrite behind the follower", func(t *testing.T) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		require.NoError(t, err)
+		want := newContent(1024, 4)
+		_, err = f.WriteAt(want, 0)
+		require.NoError(t, err)
+		time.Sleep(300 * time.Millisecond) // the follower has loaded the whole pieces
+		for _, off := range []int64{5, 1 << 20, int64(len(want)) - 3} {
+			_, err = f.WriteAt([]byte{9, 9, 9}, off)
+			require.NoError(t, err)
+			copy(want[off:], []byte{9, 9, 9})
+		}
+		require.NoError(t, f.Close())
+		got, err := os.ReadFile(filepath.Join(m.Dir, "current", "data"))
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	})
+	t.Run("numpy.memmap w+", func(t *testing.T) {
+		before := commits()
+		run(t, python(t), "-c", `import sys, numpy as np
+m = np.memmap(sys.argv[1], dtype="<f8", mode="w+", shape=(512, 512))
+m[:] = 7.5
+m.flush()
+del m`, path)
+		want := make([]byte, 0, 512*row)
+		for range 512 * 512 {
+			want = append(want, 0, 0, 0, 0, 0, 0, 0x1e, 0x40) // 7.5 as <f8
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := os.ReadFile(filepath.Join(m.Dir, "current", "data"))
+			require.NoError(t, err)
+			if bytes.Equal(got, want) || !time.Now().Before(deadline) {
+				require.Equal(t, want, got, "the mapping's writes are committed (at the last close)")
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		require.Greater(t, commits(), before)
 	})
 	t.Run("partial row refused", func(t *testing.T) {
 		before := commits()
