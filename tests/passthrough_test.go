@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -230,5 +231,47 @@ del m`, path)
 		require.Equal(t, v1, <-done, "a reader of the version never sees the writer's bytes")
 	})
 	m.unmount(t)
+	checkFile(t, file)
+}
+
+// TestPassthroughWriteNoCapability: a mount without CAP_SYS_ADMIN in the initial user
+// namespace (a user namespace's root) cannot give the kernel backing files: a replacing
+// write is served by vh5fs as before, commits the same bytes, and the mount says so once.
+func TestPassthroughWriteNoCapability(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare not installed")
+	}
+	file := cacheFile(t, 1024, false)
+	work := t.TempDir()
+	dir, mnt, logf := filepath.Join(work, "cache"), filepath.Join(work, "mnt"), filepath.Join(work, "log")
+	require.NoError(t, os.Mkdir(mnt, 0o755))
+	want := make([]byte, 600*512*8)
+	for i := range want {
+		want[i] = byte(i * 13)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(work, "src"), want, 0o644))
+	script := `set -e
+"$VH5FS" mount -o "rw,cache=$CACHE" "$FILE" "$MNT" 2>"$LOG" &
+for i in $(seq 200); do grep -q 'msg=mounted' "$LOG" 2>/dev/null && break; sleep 0.05; done
+cp "$WORK/src" "$MNT/versions/v1/data"
+cp "$WORK/src" "$MNT/versions/v0/data"
+cat "$MNT/current/data" > "$WORK/got"
+umount "$MNT"
+wait
+`
+	cmd := exec.Command("unshare", "-Urm", "--propagation", "private", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "VH5FS="+vh5fsBin, "CACHE="+dir, "FILE="+file, "MNT="+mnt, "LOG="+logf, "WORK="+work)
+	out, err := cmd.CombinedOutput()
+	logb, _ := os.ReadFile(logf)
+	if err != nil && bytes.Contains(out, []byte("unshare failed")) {
+		t.Skipf("no user namespaces: %s", out)
+	}
+	require.NoError(t, err, "%s\n%s", out, logb)
+	got, err := os.ReadFile(filepath.Join(work, "got"))
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	log := string(logb)
+	require.Equal(t, 1, strings.Count(log, "passthrough writes off"), "said once:\n%s", log)
+	require.Equal(t, 2, strings.Count(log, "msg=committed"), "both writes committed:\n%s", log)
 	checkFile(t, file)
 }
