@@ -30,12 +30,13 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 			f, err := versions.Open(m.H5)
 			require.NoError(t, err)
 			defer f.Close()
-			fast := 0
+			fast, numeric := 0, 0
 			for _, v := range m.Versions {
 				for p, md := range v.Datasets {
 					if md.IsString() {
 						continue
 					}
+					numeric++
 					d, err := f.Dataset(versions.VersionsGroup + "/" + v.Name + "/" + p)
 					require.NoError(t, err)
 					size := d.Type.Size
@@ -58,7 +59,7 @@ func TestFastPathMatchesLibhdf5(t *testing.T) {
 					}
 				}
 			}
-			if m.DataVersion == 4 && m.File != "strings.h5" {
+			if m.DataVersion == 4 && numeric > 0 && m.File != "strings.h5" { // a file of strings alone has no chunk to serve
 				require.Positive(t, fast, "the fast path served nothing")
 			}
 		})
