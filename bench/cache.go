@@ -69,14 +69,11 @@ func benchCache(cache, vh5fs, old string, sizeMiB, reps int, fillOnly bool) erro
 			}
 			continue
 		}
-		// The hot entry is in vh5fs/ of a directory a default mount takes as its
-		// XDG_CACHE_HOME: "vh5fs default" mounts with no option at all.
-		hotHome, err := os.MkdirTemp("", "vh5fs-bench-cache")
+		hotDir, err := os.MkdirTemp("", "vh5fs-bench-cache")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(hotHome)
-		hotDir := filepath.Join(hotHome, "vh5fs")
+		defer os.RemoveAll(hotDir)
 		if err := fillCache(vh5fs, file, hotDir); err != nil {
 			return err
 		}
@@ -94,10 +91,6 @@ func benchCache(cache, vh5fs, old string, sizeMiB, reps int, fillOnly bool) erro
 				return m, "current/data", cleanup, err
 			}
 		}
-		mountDefault := func() (*mountProc, string, func(), error) {
-			m, err := startMountEnv([]string{"XDG_CACHE_HOME=" + hotHome}, vh5fs, "mount", file)
-			return m, "current/data", func() {}, err
-		}
 		loop := func(mode string) func() (*mountProc, string, func(), error) {
 			return func() (*mountProc, string, func(), error) {
 				m, err := startMount(self, "-suite", mode, "-src", filepath.Dir(raw))
@@ -109,7 +102,6 @@ func benchCache(cache, vh5fs, old string, sizeMiB, reps int, fillOnly bool) erro
 			{"loopback", loop("loopback-serve")},
 			{"loopback+pt", loop("loopback-passthrough-serve")},
 			{"vh5fs hot", mountVh5fs(hotDir)},
-			{"vh5fs default", mountDefault},
 			{"vh5fs cold", mountVh5fs("")},
 		}
 		// The machine's speed drifts (its cores are shared): each target's figures are taken
@@ -160,14 +152,13 @@ func benchCache(cache, vh5fs, old string, sizeMiB, reps int, fillOnly bool) erro
 				return err
 			}
 		}
-		os.RemoveAll(hotHome)
+		os.RemoveAll(hotDir)
 	}
 	fmt.Println("mmap1, mmapN: numpy.memmap touching every page, the first pass and the median of five more over one mapping (GB/s of the file).")
 	fmt.Println("1st/2nd: reads of 1 MiB of a fresh mount (1 s after it mounted), then again (a new open), timed from after the open as dd times itself;")
 	fmt.Println("the first-read rows below time the open too (lookups, the dataset's load, its content key).")
 	fmt.Println("page cache: the plain file, read before; pc: the ratio to the page cache's figure taken just before, the median over the rounds.")
 	fmt.Println("hot: the version's entry complete (the kernel serves it: passthrough); cold: no entry, the fill starts after the first read and runs meanwhile.")
-	fmt.Println("default: a mount with no option (the cache is on by default) whose cache directory holds the entry, as after an earlier whole read.")
 	fmt.Println("loopback+pt: go-fuse's loopback with FUSE passthrough; loopback: the daemon serves every READ.")
 	return nil
 }

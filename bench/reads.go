@@ -265,17 +265,11 @@ type mountProc struct {
 }
 
 func startMount(name string, args ...string) (*mountProc, error) {
-	return startMountEnv(nil, name, args...)
-}
-
-// startMountEnv is startMount with env added to the command's environment.
-func startMountEnv(env []string, name string, args ...string) (*mountProc, error) {
 	dir, err := os.MkdirTemp("", "vh5fs-bench-mnt")
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(name, append(args, dir)...)
-	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

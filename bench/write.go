@@ -45,9 +45,6 @@ func benchWrite(o writeOptions) error {
 		if err := ddRow(o, mib, ref); err != nil {
 			return err
 		}
-		if err := replaceRows(o, mib); err != nil {
-			return err
-		}
 	}
 	if len(o.cpSizes) > 0 {
 		if err := cpRows(o); err != nil {
@@ -159,15 +156,13 @@ func loopbackDD(cache, src string) (time.Duration, error) {
 	return time.Since(start), err
 }
 
-// rwMount copies template to a work file and mounts it read-write (default options).
+// rwMount copies template to a work file and mounts it read-write.
 func rwMount(o writeOptions, template string) (*mountProc, string, error) {
 	work := filepath.Join(o.cache, "write-work.h5")
 	if err := copyFile(template, work); err != nil {
 		return nil, "", err
 	}
-	// The default options, with the cache directory (staging files of replacing writes)
-	// beside the plain dd's file rather than in the user's.
-	m, err := startMountEnv([]string{"XDG_CACHE_HOME=" + filepath.Join(o.cache, "xdg")}, o.vh5fs, "mount", "-o", "rw", work)
+	m, err := startMount(o.vh5fs, "mount", "-o", "rw", work)
 	if err != nil {
 		os.Remove(work)
 		return nil, "", err
@@ -362,69 +357,6 @@ print(time.perf_counter() - t)
 		ts = append(ts, t)
 	}
 	return mid(ts), nil
-}
-
-// replaceRows: mib MiB written over version v1 of a dataset of that size by a handle that
-// replaces it (O_TRUNC: the kernel writes a staging file, FUSE passthrough, where it can):
-// dd bs=1M conv=fsync and cp (its close commits, durably), each through a default
-// read-write mount, against a plain dd conv=fsync of the same bytes to the same filesystem
-// and the same dd through go-fuse's loopback, alternating, with the daemon's peak RSS.
-func replaceRows(o writeOptions, mib int) error {
-	file, err := writeFile(o.cache, mib)
-	if err != nil {
-		return err
-	}
-	src, err := newData(o.cache, mib)
-	if err != nil {
-		return err
-	}
-	size := int64(mib) << 20
-	for _, how := range []struct {
-		name string
-		argv func(dst string) []string
-	}{
-		{"dd bs=1M conv=fsync", func(dst string) []string {
-			return []string{"dd", "if=" + src, "of=" + dst, "bs=1M", "conv=fsync", "status=none"}
-		}},
-		{"cp", func(dst string) []string { return []string{"cp", src, dst} }},
-	} {
-		var vt, pt, lt, ratios, loopRatios []float64
-		var rss []int64
-		for range o.reps {
-			p, err := plainDD(o.cache, src)
-			if err != nil {
-				return err
-			}
-			l, err := loopbackDD(o.cache, src)
-			if err != nil {
-				return err
-			}
-			m, work, err := rwMount(o, file)
-			if err != nil {
-				return err
-			}
-			argv := how.argv(filepath.Join(m.dir, "versions", "v1", "data"))
-			start := time.Now()
-			err = run(argv[0], argv[1:]...)
-			v := time.Since(start)
-			if err == nil {
-				err = checkWritten(m.dir, src, 0, size)
-			}
-			rss = append(rss, peakRSS(m.cmd.Process.Pid))
-			m.stop()
-			os.Remove(work)
-			if err != nil {
-				return err
-			}
-			vt, pt, lt = append(vt, v.Seconds()), append(pt, p.Seconds()), append(lt, l.Seconds())
-			ratios, loopRatios = append(ratios, p.Seconds()/v.Seconds()), append(loopRatios, l.Seconds()/v.Seconds())
-		}
-		mb := float64(size) / 1e6
-		fmt.Printf("replace %5d MiB (%s, O_TRUNC): vh5fs %7.1f MB/s (%.2f s), plain dd conv=fsync %7.1f MB/s, loopback %7.1f MB/s; "+
-			"ratio %.2fx (aim >= 0.8x), vh5fs / loopback %.2fx; daemon peak RSS %d MiB (aim <= 256)\n",
-			mib, how.name, mb/mid(vt), mid(vt), mb/mid(pt), mb/mid(lt), mid(ratios), mid(loopRatios), midInt(rss)>>20)
-	}
-	return nil
 }
 
 // cpRows: cp (O_TRUNC, then 128 KiB writes, commit at close) of each size over a small

@@ -10,9 +10,7 @@
 // only a complete entry whose name, key attribute and size match. Temporary files left
 // by a crash are removed by the next Open. The directory never holds more than its size:
 // every file in it counts, temporary ones at their full size, and the least recently used
-// entries are removed to make room. The directory also holds the staging files of a
-// read-write mount's passthrough writes (Staging): temporary files as far as the
-// accounting and the clean-up at Open go.
+// entries are removed to make room.
 package decoded
 
 import (

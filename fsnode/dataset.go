@@ -70,7 +70,7 @@ func (n *datasetNode) fill(a *fuse.Attr, h *writeHandle) syscall.Errno {
 	}
 	size, mtime := d.Size(), n.mtime
 	if h != nil {
-		size = h.size()
+		size = h.Size()
 	}
 	if n.live() {
 		mtime = fileMtime(n.m.file.Path()) // the writer's last write
@@ -96,7 +96,7 @@ var _ fs.NodeGetattrer = (*datasetNode)(nil)
 func (n *datasetNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	defer n.m.hold()()
 	out.SetTimeout(n.attrTimeout())
-	h := asWriteHandle(fh)
+	h, _ := fh.(*writeHandle)
 	if l := n.latest.Load(); l != nil {
 		h = l
 	}
@@ -135,41 +135,15 @@ func (n *datasetNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	case !n.writable(d):
 		return nil, 0, syscall.EACCES // datasets vh5fs reads through libhdf5 alone
 	}
-	return n.openWrite(d, flags, fuseFlags)
-}
-
-// openWrite opens a handle that takes writes: passthrough (staging.go) if it replaces the
-// content and nothing else has the file open, else served by vh5fs.
-func (n *datasetNode) openWrite(d *versions.Dataset, flags, fuseFlags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	h, err := n.newWriteHandle()
 	if err != nil {
 		return nil, 0, errno(err)
 	}
 	if flags&syscall.O_TRUNC != 0 {
 		if errn := h.truncate(0); errn != 0 {
-			h.Close()
 			return nil, 0, errn
 		}
 	}
-	n.hot.mu.Lock()
-	defer n.hot.mu.Unlock()
-	if errn := n.waitPassthrough(); errn != 0 {
-		h.Close()
-		return nil, 0, errn
-	}
-	if flags&syscall.O_TRUNC != 0 && n.hot.cold == 0 && n.hot.hot == 0 && n.hot.writers == 0 && !n.live() {
-		if s := n.staging(d); s != nil {
-			h.pt = s
-			n.hot.writers++
-			n.hot.pt = ptOpen
-			n.latest.Store(h)
-			ph := &ptHandle{h}
-			ph.startFollowing()
-			// Not FOPEN_DIRECT_IO: it overrides passthrough for read and write.
-			return ph, 0, 0
-		}
-	}
-	n.hot.writers++
 	n.latest.Store(h)
 	return h, fuseFlags, 0
 }
@@ -181,13 +155,8 @@ func (n *datasetNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, o
 	case *writeHandle:
 		r, err := readFrom(h, dest, off) // its own view: the base with its staged changes
 		return r, errno(err)
-	case *ptHandle:
-		r, err := readFrom(h, dest, off) // the kernel did not take the staging file after all
-		return r, errno(err)
 	case *hotHandle:
 		return n.readHot(h, dest, off)
-	case rwHotHandle:
-		return n.readHot(h.hotHandle, dest, off)
 	}
 	n.hot.reads.Add(1)
 	defer n.m.hold()()
@@ -257,21 +226,13 @@ func (n *datasetNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.Se
 	if mode || uid || gid || !ok {
 		return n.m.refuse("setattr", n.path)
 	}
-	h := asWriteHandle(fh)
+	h, _ := fh.(*writeHandle)
 	d, errn := n.dataset()
 	if errn != 0 {
 		return errn
 	}
 	if !n.writable(d) {
 		return syscall.EACCES
-	}
-	if pt, ok := fh.(*ptHandle); ok {
-		n.latest.Store(h)
-		if errn := pt.truncate(int64(size)); errn != 0 {
-			return errn
-		}
-		out.SetTimeout(n.attrTimeout())
-		return n.fill(&out.Attr, h)
 	}
 	oneShot := h == nil
 	if oneShot {
@@ -349,26 +310,6 @@ func (n *datasetNode) setShape(value []byte) syscall.Errno {
 type writeHandle struct {
 	n *datasetNode
 	*writefile.Handle
-	pt *stagingFile // a passthrough handle's content (ptHandle); nil: served by vh5fs
-}
-
-// asWriteHandle is fh's write handle, nil if it takes no writes.
-func asWriteHandle(fh fs.FileHandle) *writeHandle {
-	switch h := fh.(type) {
-	case *writeHandle:
-		return h
-	case *ptHandle:
-		return h.writeHandle
-	}
-	return nil
-}
-
-// size is the file's size as the handle sees it.
-func (h *writeHandle) size() int64 {
-	if h.pt != nil {
-		return h.pt.size()
-	}
-	return h.Size()
 }
 
 func (n *datasetNode) newWriteHandle() (*writeHandle, error) {
@@ -474,29 +415,13 @@ func (h *writeHandle) commit(explicit bool) syscall.Errno {
 // and the inode's own page cache cannot both serve it), so an open is hot only while no
 // cold handle is open, and cold only while no hot one is; hot opens share one entry.
 type hotState struct {
-	mu      sync.Mutex
-	cold    int          // GUARDED_BY(mu)
-	hot     int          // GUARDED_BY(mu)
-	entry   *os.File     // the hot handles' entry; GUARDED_BY(mu)
-	filled  atomic.Bool  // a fill was started (once a node)
-	reads   atomic.Int64 // reads vh5fs served of this file, by any handle
-	writers int          // open write handles, passthrough or not; GUARDED_BY(mu)
-	// Passthrough writes (staging.go): the state of the file's passthrough handle, the
-	// node's staging file (kept for its next passthrough open), and the signal of pt's
-	// changes to opens waiting on them.
-	pt      ptState      // GUARDED_BY(mu)
-	staging *stagingFile // GUARDED_BY(mu)
-	ptDone  *sync.Cond   // on mu; made with the first passthrough handle
+	mu     sync.Mutex
+	cold   int          // GUARDED_BY(mu)
+	hot    int          // GUARDED_BY(mu)
+	entry  *os.File     // the hot handles' entry; GUARDED_BY(mu)
+	filled atomic.Bool  // a fill was started (once a node)
+	reads  atomic.Int64 // reads vh5fs served of this file, by any handle
 }
-
-// ptState is where a file's passthrough write handle is.
-type ptState int8
-
-const (
-	ptNone      ptState = iota
-	ptOpen              // the kernel serves it: no other open may be served
-	ptReleasing         // its last commit: no other passthrough open yet
-)
 
 // hotHandle is a read handle served from a cache entry.
 type hotHandle struct {
@@ -523,9 +448,6 @@ func (n *datasetNode) cacheable() bool { return n.m.cache != nil && n.immutable 
 func (n *datasetNode) openRead(d *versions.Dataset, fuseFlags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	n.hot.mu.Lock()
 	defer n.hot.mu.Unlock()
-	if errn := n.waitPassthrough(); errn != 0 {
-		return nil, 0, errn
-	}
 	// The content key costs a read of the hash table: only when an entry of the size is
 	// there to be found.
 	if n.hot.hot == 0 && n.hot.cold == 0 && n.m.cache.MayHave(d.Size()) {
@@ -544,17 +466,8 @@ func (n *datasetNode) openRead(d *versions.Dataset, fuseFlags uint32) (fs.FileHa
 		return &coldHandle{}, fuseFlags, 0
 	}
 	n.hot.hot++
-	h := &hotHandle{f: n.hot.entry, size: d.Size(), passthrough: n.m.passthrough(n.hot.entry, n.path)}
-	if n.m.commit != nil {
-		return rwHotHandle{h}, fuseFlags, 0
-	}
-	return h, fuseFlags, 0
+	return &hotHandle{f: n.hot.entry, size: d.Size(), passthrough: n.m.passthrough(n.hot.entry, n.path)}, fuseFlags, 0
 }
-
-// rwHotHandle is a hot handle of a read-write mount, which vh5fs serves: it offers go-fuse
-// no backing file, so that go-fuse never hands it the file's passthrough writer's
-// (staging.go).
-type rwHotHandle struct{ *hotHandle }
 
 // passthrough tells whether hot handles are offered to the kernel as backing files. The
 // first hot open asks the kernel with the entry itself: go-fuse drops a refused
@@ -564,18 +477,6 @@ func (m *mount) passthrough(entry *os.File, dataset string) bool {
 	if m.commit != nil || m.noPassthrough {
 		return false
 	}
-	return m.kernelBacks(entry, func(errno syscall.Errno) {
-		m.servedOnce.Do(func() {
-			slog.Warn("decoded cache: the kernel refused passthrough (it needs CAP_SYS_ADMIN in the initial user namespace and Linux 6.9 or later): "+
-				"vh5fs serves the reads of cached datasets from their entries itself", "dataset", dataset, "err", errno)
-		})
-	})
-}
-
-// kernelBacks asks the kernel once, with f, whether it takes backing files from this
-// mount (refused is told the kernel's answer, once); go-fuse drops a refused registration
-// without a word and never registers again.
-func (m *mount) kernelBacks(f *os.File, refused func(syscall.Errno)) bool {
 	m.backingMu.Lock()
 	defer m.backingMu.Unlock()
 	if m.backingSeen {
@@ -585,10 +486,13 @@ func (m *mount) kernelBacks(f *os.File, refused func(syscall.Errno)) bool {
 	if srv == nil {
 		return true // an open before Mount has its server: go-fuse tries
 	}
-	errno := probeBacking(srv, int(f.Fd()))
+	errno := probeBacking(srv, int(entry.Fd()))
 	m.backingSeen, m.backingOK = true, errno == 0
 	if errno != 0 {
-		refused(errno)
+		m.servedOnce.Do(func() {
+			slog.Warn("decoded cache: the kernel refused passthrough (it needs CAP_SYS_ADMIN in the initial user namespace and Linux 6.9 or later): "+
+				"vh5fs serves the reads of cached datasets from their entries itself", "dataset", dataset, "err", errno)
+		})
 	}
 	return m.backingOK
 }
@@ -661,29 +565,6 @@ var _ fs.NodeReleaser = (*datasetNode)(nil)
 // vh5fs served of them: none when the kernel served them.
 func (n *datasetNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	switch h := fh.(type) {
-	case rwHotHandle:
-		n.hot.mu.Lock()
-		if n.hot.hot--; n.hot.hot == 0 {
-			n.hot.entry.Close()
-			n.hot.entry = nil
-		}
-		n.hot.mu.Unlock()
-	case *writeHandle:
-		n.hot.mu.Lock()
-		n.hot.writers--
-		n.hot.mu.Unlock()
-	case *ptHandle:
-		n.hot.mu.Lock()
-		n.hot.writers--
-		n.hot.pt = ptReleasing // the kernel has let go of the file: other opens may come
-		n.hot.ptDone.Broadcast()
-		n.hot.mu.Unlock()
-		defer func() {
-			n.hot.mu.Lock()
-			n.hot.pt = ptNone
-			n.hot.ptDone.Broadcast()
-			n.hot.mu.Unlock()
-		}()
 	case *hotHandle:
 		// Reads served by vh5fs mean the kernel did not take the backing file after all.
 		slog.Debug("decoded cache: hot handle closed", "dataset", n.path, "passthrough", h.passthrough && h.reads.Load() == 0,

@@ -31,10 +31,7 @@
 // Read-write mounts (-o rw) open every version's file with FOPEN_DIRECT_IO instead and keep
 // attribute caching off for dataset files: a writer's handle stages changes of its own
 // (writeHandle, dataset.go) that no other handle may see through shared pages; commits
-// happen on fsync and close. The exceptions are passthrough handles: a replacing open
-// (O_TRUNC) writes a staging file the kernel serves (staging.go), and hot read handles of
-// read-only mounts are the decoded cache's entries (dataset.go); both are FUSE
-// passthrough, which FOPEN_DIRECT_IO would override. Live mounts (-o live) cache nothing that can change. The
+// happen on fsync and close. Live mounts (-o live) cache nothing that can change. The
 // timeouts of every kind of mount, and what live mounts do instead, are in timeouts.go.
 //
 // Lock ordering: the handle's, then commit.Committer's, then versions.File's, then the

@@ -35,7 +35,6 @@ type mount struct {
 	cache         *decoded.Cache // -o cache: decoded copies of versions' datasets (dataset.go); nil: none
 	noPassthrough bool           // -o nopassthrough: cache entries are read through vh5fs
 	servedOnce    sync.Once      // logs that the kernel does not serve cache entries itself
-	ptWriteOnce   sync.Once      // logs that the kernel takes no staging file (staging.go)
 	// server is the mount's FUSE server, set once Mount has it (nil in the package's tests):
 	// what the first hot open asks whether the kernel takes backing files.
 	server      atomic.Pointer[fuse.Server]

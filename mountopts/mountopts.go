@@ -34,17 +34,11 @@
 //	                to a file beside the HDF5 file. SIZE is bytes, or a number
 //	                with the suffix K, M or G (KiB, MiB, GiB); 0 spills every
 //	                chunk. Default 32M (DefaultStageMem).
-//	cache[=DIR]     the decoded cache (on unless "nocache"): decoded copies of
-//	                the committed versions' datasets read whole, kept in DIR
-//	                (default: the user's cache directory, see CacheDirectory),
-//	                served by the kernel (FUSE passthrough); the directory also
-//	                holds the staging files of whole-dataset writes
-//	nocache         no decoded cache and no passthrough writes; "cache" and
-//	                "nocache" conflict and the later wins
-//	cache_size=SIZE the cache directory's size (as stage_mem; default the
-//	                lesser of 2G, DefaultCacheSize, and a quarter of the cache
-//	                filesystem's free space, which the caller measures);
-//	                least recently used entries go
+//	cache[=DIR]     keep decoded copies of the committed versions' datasets read
+//	                whole in DIR (default: the user's cache directory, see
+//	                DefaultCacheDir), served by the kernel (FUSE passthrough)
+//	cache_size=SIZE the cache directory's size (as stage_mem; default 2G,
+//	                DefaultCacheSize); least recently used entries go
 //	nopassthrough   serve cached datasets from the cache through vh5fs, not
 //	                through the kernel's passthrough
 //
@@ -109,20 +103,16 @@ const DefaultSubtype = "vh5fs"
 // daemon's other memory it keeps its peak RSS within 256 MiB for a write of any size.
 const DefaultStageMem = 32 << 20
 
-// DefaultCacheSize bounds the decoded cache's size without "cache_size=": the caller
-// takes the lesser of it and a share of the cache filesystem's free space.
+// DefaultCacheSize is the decoded cache's size without "cache_size=".
 const DefaultCacheSize = 2 << 30
 
-// CacheBytes is the decoded cache's size in bytes: "cache_size=", else DefaultCacheSize.
+// CacheBytes is the decoded cache's size in bytes.
 func (c Config) CacheBytes() int64 {
 	if c.HasCacheSize {
 		return c.CacheSize
 	}
 	return DefaultCacheSize
 }
-
-// CacheOn reports whether the decoded cache is on: always, unless "nocache".
-func (c Config) CacheOn() bool { return !c.NoCache }
 
 // StageMemBudget is the staged chunks' memory budget in bytes.
 func (c Config) StageMemBudget() int64 {
@@ -151,8 +141,7 @@ type Config struct {
 	GID           uint32   // "gid=N": group reported for every node, when HasGID
 	HasGID        bool     // a "gid=" option was given (else: the mounting user's group)
 	Umask         uint32   // "umask=NNN": permission bits cleared from every mode but symlinks'
-	Cache         bool     // "cache" or "cache=DIR" was given (the cache is on unless NoCache)
-	NoCache       bool     // "nocache": no decoded cache, no passthrough writes
+	Cache         bool     // "cache" or "cache=DIR": the decoded cache is on
 	CacheDir      string   // "cache=DIR" (empty: the caller's default)
 	CacheSize     int64    // "cache_size=SIZE" in bytes, when HasCacheSize
 	HasCacheSize  bool     // a "cache_size=" option was given (else DefaultCacheSize)
@@ -232,7 +221,6 @@ var known = map[string]optKind{
 	"cache":         kindOptValue,
 	"cache_size":    kindValue,
 	"nopassthrough": kindFlag,
-	"nocache":       kindFlag,
 
 	"default_permissions": kindPassFlag,
 	"nosuid":              kindPassFlag,
@@ -457,9 +445,7 @@ func (c *Config) apply(seg segment) error {
 		if seg.hasValue && !strings.HasPrefix(seg.value, "/") {
 			return fmt.Errorf("mount option %q: %q is not an absolute path", seg.key, seg.value)
 		}
-		c.Cache, c.CacheDir, c.NoCache = true, seg.value, false
-	case "nocache":
-		c.Cache, c.CacheDir, c.NoCache = false, "", true
+		c.Cache, c.CacheDir = true, seg.value
 	case "cache_size":
 		n, err := parseSize(seg.value)
 		if err != nil || n == 0 {
@@ -560,7 +546,7 @@ func escape(s string) string {
 
 // String renders the config as a canonical option string: "ro" or "rw",
 // then live, allow_delete, allow_other, debug, fsname, subtype (only when not the
-// default), commit_name, logfile, at, stage_mem, cache, nocache, cache_size, nopassthrough, uid, gid, umask (only when not 0), the access-time
+// default), commit_name, logfile, at, stage_mem, cache, cache_size, nopassthrough, uid, gid, umask (only when not 0), the access-time
 // flags given (noatime/atime, nodiratime/diratime, relatime/norelatime,
 // strictatime/nostrictatime, lazytime/nolazytime) and the passthrough options
 // in order. Values are escaped so that Parse(c.String()) returns c for any
@@ -608,9 +594,6 @@ func (c Config) String() string {
 		} else {
 			opts = append(opts, "cache")
 		}
-	}
-	if c.NoCache {
-		opts = append(opts, "nocache")
 	}
 	if c.HasCacheSize {
 		opts = append(opts, "cache_size="+formatSize(c.CacheSize))

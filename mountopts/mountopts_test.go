@@ -52,9 +52,6 @@ func TestParse(t *testing.T) {
 		{"cache dir", []string{"cache=/var/cache/vh5fs"}, def(func(c *Config) { c.Cache, c.CacheDir = true, "/var/cache/vh5fs" })},
 		{"cache_size", []string{"cache,cache_size=512M"}, def(func(c *Config) { c.Cache, c.CacheSize, c.HasCacheSize = true, 512<<20, true })},
 		{"nopassthrough", []string{"cache,nopassthrough"}, def(func(c *Config) { c.Cache, c.NoPassthrough = true, true })},
-		{"nocache", []string{"nocache"}, def(func(c *Config) { c.NoCache = true })},
-		{"cache then nocache", []string{"cache=/c,nocache"}, def(func(c *Config) { c.NoCache = true })},
-		{"nocache then cache", []string{"nocache", "cache=/c"}, def(func(c *Config) { c.Cache, c.CacheDir = true, "/c" })},
 		{"all vh5fs options", []string{"rw,live,allow_delete,allow_other,debug,fsname=f,subtype=s,commit_name=c"},
 			Config{ReadWrite: true, Live: true, AllowDelete: true, AllowOther: true, Debug: true, FSName: "f", Subtype: "s", CommitName: "c"}},
 
@@ -227,7 +224,6 @@ func TestParseErrors(t *testing.T) {
 		{"cache_size zero", []string{"cache,cache_size=0"}, "cache_size"},
 		{"cache_size no value", []string{"cache_size"}, "cache_size"},
 		{"nopassthrough value", []string{"nopassthrough=1"}, "nopassthrough"},
-		{"nocache value", []string{"nocache=1"}, "nocache"},
 		{"stage_mem no value", []string{"stage_mem"}, "stage_mem"},
 		{"stage_mem empty", []string{"stage_mem="}, "stage_mem"},
 		{"stage_mem only suffix", []string{"stage_mem=M"}, "stage_mem"},
@@ -403,12 +399,9 @@ func TestCacheDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name, opts, dir string
 		size            int64
-		on              bool
 	}{
-		{"defaults", "", filepath.Join(os.Getenv("HOME"), ".cache", "vh5fs"), DefaultCacheSize, true},
-		{"cache", "cache", filepath.Join(os.Getenv("HOME"), ".cache", "vh5fs"), DefaultCacheSize, true},
-		{"given", "cache=/c,cache_size=1G", "/c", 1 << 30, true},
-		{"off", "nocache", filepath.Join(os.Getenv("HOME"), ".cache", "vh5fs"), DefaultCacheSize, false},
+		{"defaults", "cache", filepath.Join(os.Getenv("HOME"), ".cache", "vh5fs"), DefaultCacheSize},
+		{"given", "cache=/c,cache_size=1G", "/c", 1 << 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("XDG_CACHE_HOME", "")
@@ -418,7 +411,6 @@ func TestCacheDefaults(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.dir, dir)
 			require.Equal(t, tc.size, c.CacheBytes())
-			require.Equal(t, tc.on, c.CacheOn())
 		})
 	}
 }

@@ -44,9 +44,6 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	// Mounts have the decoded cache on by default: each run keeps its entries and staging
-	// files to itself, not in the user's cache directory.
-	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	flag.Parse()
 	if d := testTimeout(); d > 0 {
 		go dumpHungMounts(time.Now().Add(d - 45*time.Second))

@@ -116,17 +116,14 @@ Options (-o, comma-separated, may repeat):
   logfile=PATH  append the mount's log lines (errors, commits that failed, the
                 -o debug trace of a background mount) to PATH, an absolute path
   fsname=NAME   the source shown by mount(8) and df (default: FILE)
-  cache[=DIR]   the decoded cache, on by default: a decoded copy of each committed
-                version's dataset read whole (in DIR, an absolute path; default vh5fs/
-                in ~/.cache or $XDG_CACHE_HOME), filled in the background after the
-                first read that reaches its end; later opens are served by the kernel
-                from it (FUSE passthrough) at page-cache speed. Entries are named by
-                content; see docs/GUIDE.md. Not for live mounts
-  nocache       no decoded cache (and no passthrough writes)
-  cache_size=SIZE  the cache directory's size (bytes, or K/M/G; default the lesser of
-                2G and a quarter of its filesystem's free space): the least recently
-                used entries go to make room
-  nopassthrough  vh5fs reads cached datasets from their entries itself
+  cache[=DIR]   keep a decoded copy of each committed version's dataset read whole (in
+                DIR, an absolute path; default vh5fs/ in ~/.cache or $XDG_CACHE_HOME),
+                filled in the background after the first read that reaches its end;
+                later opens are served by the kernel from it (FUSE passthrough) at
+                page-cache speed. Entries are named by content; see docs/GUIDE.md
+  cache_size=SIZE  the cache directory's size (bytes, or K/M/G; default 2G): the least
+                recently used entries go to make room
+  nopassthrough  with cache: vh5fs reads cached datasets from their entries itself
   nosuid, nodev, noexec, noatime, relatime, sync, ... go to the kernel as mount flags;
   fstab-only options (defaults, nofail, x-*, ...) and blksize= are ignored;
   allow_root and auto_unmount are refused.
@@ -318,17 +315,13 @@ func runMount(args []string, stderr io.Writer) int {
 	}
 
 	e := fsnode.Engines{File: f}
-	cacheLog := []any{"cache", "off"} // said in the "mounted" line, the mount's first
 	switch {
-	case !cfg.CacheOn():
-	case !f.Versioned() || cfg.Live:
-		// A live mount's datasets change under it: nothing of them may be kept.
-		cacheLog = []any{"cache", "off (it keeps committed versions only, which live mounts and plain files do not serve)"}
-	default:
+	case cfg.Cache && (!f.Versioned() || cfg.Live):
+		slog.Info("decoded cache off: it keeps committed versions only, which live mounts and plain files do not serve")
+	case cfg.Cache:
 		// Closed before the file (defers run last first): its fills read the file.
 		if e.Cache = openCache(cfg); e.Cache != nil {
 			defer e.Cache.Close()
-			cacheLog = []any{"cache", e.Cache.Dir(), "cache_size", e.Cache.Limit()}
 		}
 	}
 	if cfg.ReadWrite {
@@ -371,8 +364,7 @@ func runMount(args []string, stderr io.Writer) int {
 		return 1
 	}
 	mountReady()
-	slog.Info("mounted", append([]any{"file", file, "mountpoint", mnt, "options", cfg.String()},
-		append(cacheLog, "version", version, "hdf5", h5.LibraryVersion())...)...)
+	slog.Info("mounted", "file", file, "mountpoint", mnt, "options", cfg.String(), "version", version, "hdf5", h5.LibraryVersion())
 	go unmountOnSignal(srv, mnt, sigs)
 	srv.Wait()
 	signal.Stop(sigs)
@@ -545,30 +537,17 @@ func unmountOnSignal(srv *fuse.Server, mnt string, sigs <-chan os.Signal) {
 	slog.Warn("detached the mount lazily: it is gone from the tree; files still open are served until they close, then vh5fs exits", "mountpoint", mnt)
 }
 
-// openCache opens the decoded cache (on unless -o nocache), of cache_size= or else the
-// lesser of 2 GiB and a quarter of its filesystem's free space; nil, logged, when it
-// cannot be: the mount then reads as without one.
+// openCache opens the decoded cache of -o cache; nil, logged, when it cannot be: the
+// mount then reads as without one.
 func openCache(cfg mountopts.Config) *decoded.Cache {
-	c, err := tryOpenCache(cfg)
-	if err != nil {
-		slog.Warn("decoded cache off: reads go on without it", "err", err)
-	}
-	return c
-}
-
-func tryOpenCache(cfg mountopts.Config) (*decoded.Cache, error) {
 	dir, err := cfg.CacheDirectory()
-	if err != nil {
-		return nil, err
-	}
-	size := cfg.CacheBytes()
-	if !cfg.HasCacheSize {
-		if size, err = decoded.DefaultLimit(dir, size); err != nil {
-			return nil, err
-		}
-		if size <= 0 {
-			return nil, fmt.Errorf("decoded cache %s: its filesystem has no free space", dir)
+	if err == nil {
+		var c *decoded.Cache
+		if c, err = decoded.Open(dir, cfg.CacheBytes()); err == nil {
+			slog.Debug("decoded cache", "dir", dir, "size", cfg.CacheBytes())
+			return c
 		}
 	}
-	return decoded.Open(dir, size)
+	slog.Warn("decoded cache off: reads go on without it", "err", err)
+	return nil
 }
