@@ -229,11 +229,11 @@ func (c *Committer) head(base, cur string, changed []string) (string, string, er
 		return base, cur, nil // a current_version naming no committed version: nothing to follow
 	}
 	for _, p := range changed {
-		from, err := c.f.Dataset(versions.VersionsGroup + "/" + base + "/" + p)
+		from, err := c.f.Dataset(versions.InVersion(base, p))
 		if err != nil {
 			return "", "", err
 		}
-		path := versions.VersionsGroup + "/" + cur + "/" + p
+		path := versions.InVersion(cur, p)
 		if k, err := c.f.HDF5().Kind(path); err != nil {
 			return "", "", err
 		} else if k != h5.KindDataset {
@@ -263,7 +263,7 @@ func (c *Committer) pickName(now time.Time) (string, error) {
 }
 
 func (c *Committer) exists(name string) bool {
-	k, err := c.f.Kind(versions.VersionsGroup + "/" + name)
+	k, err := c.f.Kind(versions.VersionGroup(name))
 	return err != nil || k != h5.KindMissing
 }
 

@@ -237,7 +237,7 @@ func (c *Committer) commitTree(t Tree, now time.Time) (Result, error) {
 			return Result{}, err
 		}
 	}
-	vpath := versions.VersionsGroup + "/" + name
+	vpath := versions.VersionGroup(name)
 	entries := t.Entries
 	if len(t.Changes) > 0 {
 		if entries, err = c.baseEntries(base); err != nil {
@@ -355,8 +355,8 @@ func (c *Committer) planDataset(ds *versions.Dataset, e Entry, res *Result) (*ch
 // must then hold the same kind of data).
 func (c *Committer) newDataset(path string, e Entry) (*versions.Dataset, error) {
 	h := c.f.HDF5()
-	group := versions.DataRoot + "/" + e.Path
-	raw := group + "/raw_data"
+	group := versions.DataGroupOf(e.Path)
+	raw := versions.RawDataIn(group)
 	k, err := h.Kind(raw)
 	if err != nil {
 		return nil, err
@@ -457,7 +457,7 @@ func (c *Committer) writeVersion(base versions.Version, name, branch string, now
 	changed map[string]*changedDataset, unchanged map[string]*versions.Dataset, res *Result) error {
 	h := c.f.HDF5()
 	t0 := time.Now()
-	vpath := versions.VersionsGroup + "/" + name
+	vpath := versions.VersionGroup(name)
 	body := func() error {
 		if err := versions.CreateVersion(h, name, base.Name, now); err != nil {
 			return err
@@ -505,8 +505,8 @@ func (c *Committer) writeEntry(src, dst string, e Entry, cd *changedDataset, unc
 		}
 		if cd.isNew {
 			// The reserved attributes versioned-hdf5 reads a dataset's storage from.
-			if err = h.SetAttrString(dst, "raw_data", cd.ds.RawData); err == nil {
-				err = h.SetAttrInt64s(dst, "chunks", cd.ds.Chunks)
+			if err = h.SetAttrString(dst, versions.AttrRawData, cd.ds.RawData); err == nil {
+				err = h.SetAttrInt64s(dst, versions.AttrChunks, cd.ds.Chunks)
 			}
 		} else {
 			err = h.CopyAttrs(src, dst)

@@ -282,14 +282,14 @@ func (d *Dataset) findRawData() error {
 		return err
 	}
 	for _, a := range attrs {
-		if a.Name == "raw_data" {
+		if a.Name == AttrRawData {
 			d.RawData, _ = a.Value.(string)
 		}
 	}
 	if d.RawData == "" {
 		rel := strings.TrimPrefix(d.Path, VersionsGroup+"/")
 		if i := strings.IndexByte(rel, '/'); i >= 0 {
-			d.RawData = DataRoot + "/" + rel[i+1:] + "/raw_data"
+			d.RawData = RawDataOf(rel[i+1:])
 		}
 	}
 	raw, err := d.f.rawData(d.RawData)

@@ -122,7 +122,7 @@ func OpenFile(c *commit.Committer, version, rel string) (*File, error) {
 }
 
 func (f *File) open(c *commit.Committer, version, rel string, sink bool) error {
-	d, err := c.File().Dataset(versions.VersionsGroup + "/" + version + "/" + rel)
+	d, err := c.File().Dataset(versions.InVersion(version, rel))
 	if err != nil {
 		return err
 	}
