@@ -6,11 +6,9 @@ written by master 5389a78 on h5py 3.16 / HDF5 1.14.6, default libver, so that De
 HDF5 1.10 reads them):
     PYTHONPATH=/root/.cache/vh5fs/py114 /usr/bin/python3 make_modify_strings.py
 
-(Self-contained: make_modify.py and make_lifecycle_strings.py write their goldens when
-imported.) Manifests give vlen strings as make_lifecycle_strings.py does ("dtype": "vlen-str", the
-values as text).
+Manifests are make_lifecycle_strings.py's (vlen strings as "dtype": "vlen-str", the values
+as text); make_modify.py writes its goldens when imported, so nothing is taken from it.
 """
-import hashlib
 import json
 import shutil
 import sys
@@ -21,6 +19,8 @@ import numpy as np
 from versioned_hdf5 import VersionedHDF5File
 from versioned_hdf5.replay import modify_metadata
 
+from make_lifecycle_strings import jsonable, manifest
+
 
 OUT = "fixtures/modify"
 ONLY = sys.argv[1:]
@@ -30,61 +30,6 @@ ASCII = h5py.string_dtype("ascii")
 
 def ts(day):
     return datetime(2024, 1, day, tzinfo=timezone.utc)
-
-
-def text(v):
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
-def jsonable(x):
-    if isinstance(x, np.ndarray):
-        return [jsonable(v) for v in x.tolist()]
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, bytes):
-        return x.decode()
-    if isinstance(x, np.generic):
-        x = x.item()
-    return x
-
-
-def manifest(path):
-    out = {"file": path.split("/")[-1]}
-    with h5py.File(path, "r") as f:
-        vg = f["_version_data/versions"]
-        out["current_version"] = vg.attrs["current_version"]
-        out["data_version"] = int(vg.attrs["data_version"])
-        versions = []
-        for name in sorted(vg):
-            if name == "__first_version__":
-                continue
-            g = vg[name]
-            v = {"name": name, "prev_version": g.attrs["prev_version"], "timestamp": g.attrs["timestamp"],
-                 "attrs": {}, "groups": {}, "datasets": {}}
-
-            def visit(p, obj):
-                if isinstance(obj, h5py.Group):
-                    v["groups"][p] = {k: jsonable(obj.attrs[k]) for k in sorted(obj.attrs)}
-                    return
-                data = obj[()]
-                d = {"shape": list(obj.shape), "chunks": [int(c) for c in obj.attrs["chunks"]],
-                     "attrs": {k: jsonable(obj.attrs[k]) for k in sorted(obj.attrs)}}
-                if h5py.check_string_dtype(obj.dtype) and obj.dtype.kind == "O":
-                    d.update(dtype="vlen-str", sha256=None, fillvalue={"bytes_b64": ""},
-                             values=[text(x) for x in data.ravel()])
-                else:
-                    d.update(dtype=data.dtype.str, fillvalue=jsonable(obj.fillvalue), nbytes=int(data.nbytes),
-                             sha256=hashlib.sha256(np.ascontiguousarray(data).tobytes()).hexdigest())
-                    if data.size <= 64:
-                        d["values"] = jsonable(data.ravel())
-                v["datasets"][p] = d
-
-            g.visititems(visit)
-            versions.append(v)
-        out["versions"] = versions
-    with open(path[:-3] + ".json", "w") as w:
-        json.dump(out, w, indent=1, sort_keys=True)
-        w.write("\n")
 
 
 def golden(name, description, build, dataset, kwargs, args):

@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 from versioned_hdf5 import VersionedHDF5File
 
-from make_lifecycle_strings import manifest
+from make_lifecycle_strings import manifest, text
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "fixtures"
 UTF8 = h5py.string_dtype("utf-8")
@@ -31,10 +31,6 @@ GOLDEN_TS = datetime(2024, 2, 11, 16, tzinfo=timezone.utc)
 
 def ts(day):
     return datetime(2024, 3, day, tzinfo=timezone.utc)
-
-
-def text(v):
-    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def lines(values):
