@@ -229,3 +229,33 @@ func TestStringStageGolden(t *testing.T) {
 	require.NoError(t, conform.Files(file, filepath.Join(dir, "golden_stage_strings-after.h5"), "golden"))
 	checkFile(t, file)
 }
+
+// TestStringWriteFollowsHead: a string file opened in current/ commits on top of whatever
+// is current at its commit when that still holds the string dataset as its base did
+// (another handle committed x meanwhile): one line of versions, not a sibling.
+func TestStringWriteFollowsHead(t *testing.T) {
+	file := copyPath(t, filepath.Join(fixture.Dir(), "golden_delete_strings_middle-before.h5")) // s4: names, tags, x
+	m := mount(t, file, "rw")
+	names, err := os.OpenFile(filepath.Join(m.Dir, "current", "names"), os.O_WRONLY|os.O_TRUNC, 0)
+	require.NoError(t, err)
+	x, err := os.OpenFile(filepath.Join(m.Dir, "current", "x"), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = x.WriteAt(make([]byte, 8), 0)
+	require.NoError(t, err)
+	require.NoError(t, x.Close())
+	afterX := currentVersion(t, m.Dir)
+	require.NotEqual(t, "s4", afterX)
+	_, err = names.WriteString(textLines("only"))
+	require.NoError(t, err)
+	require.NoError(t, names.Close())
+	last := currentVersion(t, m.Dir)
+	require.NotEqual(t, afterX, last)
+	buf := make([]byte, 64)
+	n, err := unix.Getxattr(filepath.Join(m.Dir, "versions", last), "user.vh5fs.prev_version", buf)
+	require.NoError(t, err)
+	require.Equal(t, afterX, string(buf[:n]), "the string commit follows the head")
+	require.NotContains(t, m.stderr.String(), "committed a sibling")
+	m.unmount(t)
+	checkFile(t, file)
+	require.Equal(t, []string{"only"}, h5pyStrings(t, file, last, "names"))
+}
